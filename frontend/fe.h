@@ -1,0 +1,178 @@
+/*
+ * fe.h - the ONNX frontend: load a ModelProto and lower it into the IR.
+ *
+ * Public entry point: fe_import(). The rest of this header is shared by the
+ * frontend's own files: load.c (protobuf, tensors, external data), import.c
+ * (graph walk, names, folding, diagnostics) and the per-family op importers
+ * ops_*.c, which see one ONNX node at a time through struct fe_node.
+ *
+ * Errors in the model are reported through the ir_ctx diagnostic sink as
+ * "FILE: error: node 'NAME' (OpType): what is wrong". A node that fails is
+ * skipped together with everything that depends on it, and the walk goes on,
+ * so one run reports every independent problem.
+ */
+#ifndef ONNXC_FE_H
+#define ONNXC_FE_H
+
+#include "ir/ir.h"
+
+/* ------------------------------------------------------------------------ */
+/* Public API                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct fe_dim_binding {
+	const char *name;       /* a dim_param */
+	int64_t value;
+	bool used;
+};
+
+struct fe_shape_binding {
+	const char *input;      /* a graph input */
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	bool used;
+};
+
+struct fe_options {
+	struct fe_dim_binding *dims;
+	int ndims;
+	struct fe_shape_binding *shapes;
+	int nshapes;
+	int64_t max_const_bytes;    /* largest constant the import may create (0: 4 GiB) */
+};
+
+/* Imports the ONNX model at path. NULL after reporting errors through ctx
+ * (ctx->file is set to path for the duration). */
+struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct fe_options *opt);
+
+/* Parses "8x3x224x224" (or "8,3,224,224"; "" for a scalar) into dims. */
+bool fe_parse_dims(const char *s, int *rank, int64_t *dims);
+
+/* ------------------------------------------------------------------------ */
+/* Internal                                                                 */
+/* ------------------------------------------------------------------------ */
+
+#include "onnx.pb-c.h"
+
+#define FE_MIN_OPSET 7
+#define FE_MAX_OPSET 17
+
+/* String -> pointer map over an arena (names of ONNX tensors). */
+struct fe_map {
+	struct ir_arena *arena;
+	const char **keys;
+	void **vals;
+	int cap, n;
+};
+void fe_map_init(struct fe_map *mp, struct ir_arena *a);
+void **fe_map_get(struct fe_map *mp, const char *key);       /* NULL if absent */
+void fe_map_put(struct fe_map *mp, const char *key, void *val);
+
+struct fe {
+	struct ir_ctx *ctx;
+	struct ir_module *m;
+	const struct fe_options *opt;
+	const char *path;
+	char *dir;                  /* the model's folder, for external data */
+	Onnx__ModelProto *model;
+	int64_t opset;              /* of the default domain */
+	struct fe_map values;       /* ONNX tensor name -> ir_value (NULL: poisoned) */
+	struct fe_map reserved;     /* every ONNX tensor name in the graph */
+	int64_t max_const_bytes;
+};
+
+/* One ONNX node being imported. */
+struct fe_node {
+	struct fe *fe;
+	const Onnx__NodeProto *proto;
+	const char *name;           /* proto name, or synthesized "OpType_INDEX" */
+	const char *op;             /* op_type */
+	const struct fe_op *def;    /* its entry in the op tables */
+	int nin, nout;
+	struct ir_value **in;       /* NULL where the input is omitted ("") */
+	unsigned char *attr_used;   /* per proto attribute: read by the importer */
+	bool failed;                /* an error was reported for this node */
+};
+
+typedef bool (*fe_import_fn)(struct fe_node *nd);
+
+struct fe_op {
+	const char *name;           /* ONNX op_type */
+	int since;                  /* first opset that has it */
+	fe_import_fn import;
+	enum ir_op ir;              /* for the generic importers */
+};
+const struct fe_op *fe_find_op(const char *op_type);
+
+/* Reports an error on the node and marks it failed; returns false. */
+bool fe_fail(struct fe_node *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Attributes. Each getter marks the attribute as understood, reports a
+ * wrong type (and marks the node failed), and returns def when absent. */
+bool fe_has(struct fe_node *nd, const char *name);
+int64_t fe_int(struct fe_node *nd, const char *name, int64_t def);
+float fe_float(struct fe_node *nd, const char *name, float def);
+const char *fe_str(struct fe_node *nd, const char *name, const char *def);
+/* Returns the count, or -1 if absent; *v points into the proto. */
+int fe_ints(struct fe_node *nd, const char *name, const int64_t **v);
+int fe_floats(struct fe_node *nd, const char *name, const float **v);
+const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name);
+void fe_ignore(struct fe_node *nd, const char *name);  /* accepted, has no effect */
+
+/* Inputs. */
+struct ir_value *fe_in(struct fe_node *nd, int i);     /* NULL if omitted */
+/* Checks the node has between min and max inputs (max -1: any) and that the
+ * first min are present; reports otherwise. */
+bool fe_inputs(struct fe_node *nd, int min, int max);
+/* Input i as constant integers (any integer dtype); -1 and an error if it is
+ * not a constant. *v is arena memory. */
+int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v);
+int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v);
+bool fe_is_const(struct fe_node *nd, int i);
+
+/* Building. Names a new IR value after the node's k-th ONNX output. */
+const char *fe_out_name(struct fe_node *nd, int k);
+/* A fresh name for an intermediate value, derived from the node's output. */
+const char *fe_tmp_name(struct fe_node *nd, const char *suffix);
+/* Creates an IR node named after the ONNX node; results named by names (NULL
+ * entries get fe_tmp_name). Attributes start zeroed. */
+struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *const *in, int nin,
+                        const char *const *names, int nout);
+/* Infers types (reporting errors on the ONNX node), folds constants. false
+ * if inference failed. After folding, n->out[] are still the results. */
+bool fe_finish(struct fe_node *nd, struct ir_node *n);
+/* emit + finish for a one-result node whose result is ONNX output k (or an
+ * intermediate when k < 0); returns the result or NULL. No attributes. */
+struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in,
+                           int nin, int k);
+/* Binds ONNX output k to v (aliasing: Identity binds its input). */
+void fe_bind(struct fe_node *nd, int k, struct ir_value *v);
+/* A new constant named after output k (k < 0: an intermediate). */
+struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, const void *data);
+
+/* Normalizes axis into [0, rank); reports and returns -1 when out of range. */
+int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what);
+/* Normalizes axes in place: non-negative, sorted, unique. Count or -1. */
+int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
+/* A reshape of x to dims, named after output k (k < 0: an intermediate). */
+struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims,
+                            int rank, int k);
+
+/* Loading (load.c). */
+Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path);
+void fe_free_model(struct fe *fe, Onnx__ModelProto *mp);
+/* Decodes a TensorProto into a new module constant named name. who names the
+ * tensor in messages ("initializer 'w'", "attribute 'value'"). NULL on error
+ * (reported). */
+struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, const char *name,
+                                 const char *who);
+/* Decodes the type of a tensor (dtype and dims) with checks. */
+bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
+                    struct ir_type *out);
+
+/* The op tables of each family, terminated by a NULL name. */
+extern const struct fe_op fe_ops_elementwise[];
+extern const struct fe_op fe_ops_nn[];
+extern const struct fe_op fe_ops_shape[];
+
+#endif

@@ -1,0 +1,978 @@
+/*
+ * import.c - lowering an ONNX graph into the IR.
+ *
+ * The walk:
+ *   1. load and validate the ModelProto, find the default-domain opset;
+ *   2. collect every tensor name, rejecting duplicates, and check that every
+ *      op is supported at this opset - all problems reported, then stop;
+ *   3. bind graph inputs to static shapes (--shape / --dim), decode
+ *      initializers into module constants;
+ *   4. order nodes topologically (ONNX requires it; not every exporter
+ *      complies), reporting undefined inputs and cycles;
+ *   5. import node by node through the op tables (ops_*.c); each new IR node
+ *      gets its types inferred and is folded when its inputs are constants,
+ *      which is how shape arithmetic disappears;
+ *   6. bind graph outputs and check them against the declared types.
+ *
+ * A node whose import fails poisons its outputs: nodes that read them are
+ * skipped silently, so the error list shows each root cause once.
+ */
+#include "fe.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Name map                                                                 */
+/* ------------------------------------------------------------------------ */
+
+void fe_map_init(struct fe_map *mp, struct ir_arena *a)
+{
+	memset(mp, 0, sizeof *mp);
+	mp->arena = a;
+}
+
+static size_t map_slot(const struct fe_map *mp, const char *key)
+{
+	size_t h = (size_t)ir_checksum(key, strlen(key)) & (size_t)(mp->cap - 1);
+	while (mp->keys[h] && strcmp(mp->keys[h], key))
+		h = (h + 1) & (size_t)(mp->cap - 1);
+	return h;
+}
+
+void **fe_map_get(struct fe_map *mp, const char *key)
+{
+	size_t h;
+	if (!mp->cap)
+		return NULL;
+	h = map_slot(mp, key);
+	return mp->keys[h] ? &mp->vals[h] : NULL;
+}
+
+void fe_map_put(struct fe_map *mp, const char *key, void *val)
+{
+	size_t h;
+	if ((mp->n + 1) * 2 > mp->cap) {
+		struct fe_map big = { .arena = mp->arena, .cap = mp->cap ? mp->cap * 2 : 64 };
+		big.keys = ir_arena_alloc(mp->arena, sizeof *big.keys * (size_t)big.cap);
+		big.vals = ir_arena_alloc(mp->arena, sizeof *big.vals * (size_t)big.cap);
+		for (int i = 0; i < mp->cap; i++)
+			if (mp->keys[i])
+				fe_map_put(&big, mp->keys[i], mp->vals[i]);
+		*mp = big;
+	}
+	h = map_slot(mp, key);
+	if (!mp->keys[h]) {
+		mp->keys[h] = key;
+		mp->n++;
+	}
+	mp->vals[h] = val;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Node helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+bool fe_fail(struct fe_node *nd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ir_node_error(nd->fe->ctx, nd->name, nd->op, "%s", msg);
+	nd->failed = true;
+	return false;
+}
+
+static const char *attr_type_name(int t)
+{
+	static const char *const names[] = { "undefined", "a float", "an int", "a string",
+		"a tensor", "a graph", "floats", "ints", "strings", "tensors", "graphs",
+		"a sparse tensor", "sparse tensors", "a type", "types" };
+	return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
+}
+
+/* The declared type, or the one implied by the fields set (very old models
+ * leave type unset). */
+static int attr_type(const Onnx__AttributeProto *a)
+{
+	if (a->has_type && a->type)
+		return a->type;
+	if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	if (a->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+	if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+	if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+	return 0;
+}
+
+static const Onnx__AttributeProto *find_attr(struct fe_node *nd, const char *name, int want)
+{
+	const Onnx__NodeProto *p = nd->proto;
+	for (size_t i = 0; i < p->n_attribute; i++) {
+		const Onnx__AttributeProto *a = p->attribute[i];
+		if (!a->name || strcmp(a->name, name))
+			continue;
+		nd->attr_used[i] = 1;
+		if (a->ref_attr_name) {
+			fe_fail(nd, "attribute '%s' refers to a function attribute, which is only valid "
+			            "inside a function", name);
+			return NULL;
+		}
+		if (want >= 0 && attr_type(a) != want) {
+			fe_fail(nd, "attribute '%s' must be %s, not %s", name, attr_type_name(want),
+			        attr_type_name(attr_type(a)));
+			return NULL;
+		}
+		return a;
+	}
+	return NULL;
+}
+
+bool fe_has(struct fe_node *nd, const char *name)
+{
+	const Onnx__NodeProto *p = nd->proto;
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (p->attribute[i]->name && !strcmp(p->attribute[i]->name, name))
+			return true;
+	return false;
+}
+
+void fe_ignore(struct fe_node *nd, const char *name)
+{
+	find_attr(nd, name, -1);
+}
+
+int64_t fe_int(struct fe_node *nd, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	return a ? a->i : def;
+}
+
+float fe_float(struct fe_node *nd, const char *name, float def)
+{
+	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	return a ? a->f : def;
+}
+
+const char *fe_str(struct fe_node *nd, const char *name, const char *def)
+{
+	const Onnx__AttributeProto *a =
+		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	if (!a)
+		return def;
+	if (memchr(a->s.data, 0, a->s.len)) {
+		fe_fail(nd, "attribute '%s' contains a NUL byte", name);
+		return def;
+	}
+	return ir_arena_strndup(&nd->fe->m->arena, (const char *)a->s.data, a->s.len);
+}
+
+int fe_ints(struct fe_node *nd, const char *name, const int64_t **v)
+{
+	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	if (!a)
+		return -1;
+	if (a->n_ints > (1u << 24))
+		return fe_fail(nd, "attribute '%s' has %zu values", name, a->n_ints), -1;
+	*v = a->ints;
+	return (int)a->n_ints;
+}
+
+int fe_floats(struct fe_node *nd, const char *name, const float **v)
+{
+	const Onnx__AttributeProto *a =
+		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+	if (!a)
+		return -1;
+	if (a->n_floats > (1u << 24))
+		return fe_fail(nd, "attribute '%s' has %zu values", name, a->n_floats), -1;
+	*v = a->floats;
+	return (int)a->n_floats;
+}
+
+const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name)
+{
+	const Onnx__AttributeProto *a =
+		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	return a ? a->t : NULL;
+}
+
+struct ir_value *fe_in(struct fe_node *nd, int i)
+{
+	return i < nd->nin ? nd->in[i] : NULL;
+}
+
+bool fe_inputs(struct fe_node *nd, int min, int max)
+{
+	if (nd->nin < min || (max >= 0 && nd->nin > max)) {
+		if (max == min)
+			return fe_fail(nd, "takes %d input%s, not %d", min, min == 1 ? "" : "s", nd->nin);
+		if (max < 0)
+			return fe_fail(nd, "takes at least %d inputs, not %d", min, nd->nin);
+		return fe_fail(nd, "takes %d to %d inputs, not %d", min, max, nd->nin);
+	}
+	for (int i = 0; i < min; i++)
+		if (!nd->in[i])
+			return fe_fail(nd, "input %d is required", i);
+	return true;
+}
+
+bool fe_is_const(struct fe_node *nd, int i)
+{
+	struct ir_value *v = fe_in(nd, i);
+	return v && v->kind == IR_VAL_CONST && v->data;
+}
+
+static bool need_const(struct fe_node *nd, int i, const char *what)
+{
+	struct ir_value *v = fe_in(nd, i);
+	if (!v)
+		return fe_fail(nd, "input %d (%s) is missing", i, what);
+	if (v->kind != IR_VAL_CONST || !v->data)
+		return fe_fail(nd, "input %d (%s) '%s' must be a constant, but it is computed at run "
+		                   "time; onnxc needs static shapes (bind symbolic dimensions with "
+		                   "--dim or --shape)", i, what, nd->proto->input[i]);
+	return true;
+}
+
+int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v)
+{
+	struct ir_value *c = fe_in(nd, i);
+	int64_t n;
+	if (!need_const(nd, i, what))
+		return -1;
+	if (!ir_dtypes[c->type.dtype].is_int) {
+		fe_fail(nd, "input %d (%s) must be integers, not %s", i, what,
+		        ir_dtype_name(c->type.dtype));
+		return -1;
+	}
+	n = ir_type_elems(&c->type);
+	if (n > (1 << 24)) {
+		fe_fail(nd, "input %d (%s) has %lld values", i, what, (long long)n);
+		return -1;
+	}
+	*v = ir_arena_alloc(&nd->fe->m->arena, sizeof **v * (size_t)(n ? n : 1));
+	for (int64_t k = 0; k < n; k++)
+		(*v)[k] = ir_load_i64(c->type.dtype, c->data, (size_t)k);
+	return (int)n;
+}
+
+int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v)
+{
+	struct ir_value *c = fe_in(nd, i);
+	int64_t n;
+	if (!need_const(nd, i, what))
+		return -1;
+	n = ir_type_elems(&c->type);
+	if (n > (1 << 24)) {
+		fe_fail(nd, "input %d (%s) has %lld values", i, what, (long long)n);
+		return -1;
+	}
+	*v = ir_arena_alloc(&nd->fe->m->arena, sizeof **v * (size_t)(n ? n : 1));
+	for (int64_t k = 0; k < n; k++)
+		(*v)[k] = (float)ir_load_f64(c->type.dtype, c->data, (size_t)k);
+	return (int)n;
+}
+
+int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what)
+{
+	if (axis < -rank || axis >= rank) {
+		fe_fail(nd, "%s %lld is out of range for rank %d", what, (long long)axis, rank);
+		return -1;
+	}
+	return axis < 0 ? axis + rank : axis;
+}
+
+static bool name_taken(struct fe *fe, const char *s)
+{
+	return ir_find_value(fe->m, s) || fe_map_get(&fe->reserved, s);
+}
+
+const char *fe_tmp_name(struct fe_node *nd, const char *suffix)
+{
+	struct fe *fe = nd->fe;
+	const char *base = nd->nout && nd->proto->output[0][0] ? nd->proto->output[0] : nd->name;
+	char *s = ir_arena_printf(&fe->m->arena, "%s.%s", base, suffix);
+	for (int i = 1; name_taken(fe, s); i++)
+		s = ir_arena_printf(&fe->m->arena, "%s.%s%d", base, suffix, i);
+	return s;
+}
+
+const char *fe_out_name(struct fe_node *nd, int k)
+{
+	const char *s = k >= 0 && k < nd->nout ? nd->proto->output[k] : "";
+	if (!s[0] || ir_find_value(nd->fe->m, s))
+		return fe_tmp_name(nd, k >= 0 ? "out" : "tmp");
+	return s;
+}
+
+struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *const *in, int nin,
+                        const char *const *names, int nout)
+{
+	const char *nm[64];
+	IR_ASSERT(nout <= 64 || names);
+	if (!names) {
+		for (int i = 0; i < nout; i++)
+			nm[i] = fe_tmp_name(nd, ir_ops[op].name);
+		names = nm;
+	}
+	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
+}
+
+bool fe_finish(struct fe_node *nd, struct ir_node *n)
+{
+	struct ir_module *m = nd->fe->m;
+	char err[512];
+	int64_t in_elems = 0, out_elems = 0, limit;
+	int r;
+	if (!ir_infer_node(m, n, err, sizeof err)) {
+		fe_fail(nd, "%s", err);
+		ir_remove_node(m, n);
+		return false;
+	}
+	for (int i = 0; i < n->nout; i++) {
+		int64_t e = ir_type_elems(&n->out[i]->type);
+		if (e < 0 || e > INT64_MAX / 8) {
+			fe_fail(nd, "result has more elements than a 64-bit size can count");
+			ir_remove_node(m, n);
+			return false;
+		}
+		out_elems += e;
+	}
+	/* Fold when cheap, or when it does not grow the constants much: folding
+	 * an Expand of a scalar into a huge tensor would bloat the weights. */
+	for (int i = 0; i < n->nin; i++)
+		in_elems += ir_type_elems(&n->in[i]->type);
+	limit = in_elems * 2 > 65536 ? in_elems * 2 : 65536;
+	if (limit > ((int64_t)1 << 26))
+		limit = (int64_t)1 << 26;
+	(void)out_elems;
+	r = ir_fold_node(m, n, limit, err, sizeof err);
+	if (r < 0) {
+		fe_fail(nd, "%s", err);
+		ir_remove_node(m, n);
+		return false;
+	}
+	return true;
+}
+
+struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in,
+                           int nin, int k)
+{
+	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, ir_ops[op].name);
+	struct ir_node *n = fe_emit(nd, op, in, nin, &name, 1);
+	if (!fe_finish(nd, n))
+		return NULL;
+	return n->out[0];
+}
+
+void fe_bind(struct fe_node *nd, int k, struct ir_value *v)
+{
+	if (k < nd->nout && nd->proto->output[k][0])
+		fe_map_put(&nd->fe->values, nd->proto->output[k], v);
+}
+
+struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, const void *data)
+{
+	return ir_add_const(nd->fe->m, k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "const"), t,
+	                    data);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Op tables                                                                */
+/* ------------------------------------------------------------------------ */
+
+const struct fe_op *fe_find_op(const char *op_type)
+{
+	static const struct fe_op *const tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape };
+	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+		for (const struct fe_op *o = tables[t]; o->name; o++)
+			if (!strcmp(o->name, op_type))
+				return o;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const char *node_name(struct fe *fe, const Onnx__NodeProto *p, size_t idx)
+{
+	if (p->name && p->name[0])
+		return p->name;
+	return ir_arena_printf(&fe->m->arena, "%s_%zu", p->op_type ? p->op_type : "node", idx);
+}
+
+static bool default_domain(const char *d)
+{
+	return !d || !d[0] || !strcmp(d, "ai.onnx");
+}
+
+static bool find_opset(struct fe *fe)
+{
+	Onnx__ModelProto *mp = fe->model;
+	fe->opset = -1;
+	for (size_t i = 0; i < mp->n_opset_import; i++) {
+		Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+		if (default_domain(o->domain))
+			fe->opset = o->has_version ? o->version : 1;
+	}
+	if (fe->opset < 0) {
+		ir_error(fe->ctx, "the model imports no version of the default ONNX opset");
+		return false;
+	}
+	if (fe->opset < FE_MIN_OPSET || fe->opset > FE_MAX_OPSET) {
+		ir_error(fe->ctx, "opset %lld is %s than onnxc supports (opsets %d to %d)",
+		         (long long)fe->opset, fe->opset < FE_MIN_OPSET ? "older" : "newer",
+		         FE_MIN_OPSET, FE_MAX_OPSET);
+		return false;
+	}
+	return true;
+}
+
+/* Every tensor name, rejecting duplicates; checks ops are supported. */
+static bool scan_graph(struct fe *fe, const char **names)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	struct fe_map *r = &fe->reserved;
+	int errors = fe->ctx->nerrors, unsupported = 0;
+
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		const char *n = g->initializer[i]->name;
+		if (!n || !n[0]) {
+			ir_error(fe->ctx, "initializer %zu has no name", i);
+			continue;
+		}
+		if (fe_map_get(r, n))
+			ir_error(fe->ctx, "initializer '%s' is defined twice", n);
+		fe_map_put(r, n, (void *)"initializer");
+	}
+	for (size_t i = 0; i < g->n_input; i++) {
+		const char *n = g->input[i]->name;
+		void **prev;
+		if (!n || !n[0]) {
+			ir_error(fe->ctx, "graph input %zu has no name", i);
+			continue;
+		}
+		prev = fe_map_get(r, n);
+		if (prev && strcmp(*prev, "initializer"))
+			ir_error(fe->ctx, "graph input '%s' is declared twice", n);
+		if (!prev)
+			fe_map_put(r, n, (void *)"graph input");
+	}
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *p = g->node[i];
+		const struct fe_op *op;
+		if (!p->op_type || !p->op_type[0]) {
+			ir_node_error(fe->ctx, names[i], "?", "node has no op_type");
+			continue;
+		}
+		for (size_t k = 0; k < p->n_output; k++) {
+			const char *n = p->output[k];
+			void **prev;
+			if (!n[0])
+				continue;
+			prev = fe_map_get(r, n);
+			if (prev)
+				ir_node_error(fe->ctx, names[i], p->op_type,
+				              "output '%s' is already defined (by %s)", n, (const char *)*prev);
+			else
+				fe_map_put(r, n, ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
+		}
+		if (!default_domain(p->domain)) {
+			ir_node_error(fe->ctx, names[i], p->op_type,
+			              "domain '%s' is not supported (onnxc supports the default ONNX domain)",
+			              p->domain);
+			unsupported++;
+			continue;
+		}
+		op = fe_find_op(p->op_type);
+		if (!op) {
+			bool is_function = false;
+			for (size_t f = 0; f < fe->model->n_functions; f++)
+				if (fe->model->functions[f]->name &&
+				    !strcmp(fe->model->functions[f]->name, p->op_type))
+					is_function = true;
+			ir_node_error(fe->ctx, names[i], p->op_type, "%s", is_function
+			              ? "model-local functions are not supported"
+			              : "op is not supported by onnxc");
+			unsupported++;
+		} else if (op->since > fe->opset) {
+			ir_node_error(fe->ctx, names[i], p->op_type,
+			              "op does not exist in opset %lld (it was added in opset %d)",
+			              (long long)fe->opset, op->since);
+			unsupported++;
+		}
+	}
+	if (unsupported)
+		ir_error(fe->ctx, "%d node%s cannot be imported (listed above)", unsupported,
+		         unsupported == 1 ? "" : "s");
+	return fe->ctx->nerrors == errors;
+}
+
+static struct fe_dim_binding *find_dim(const struct fe_options *opt, const char *name)
+{
+	for (int i = 0; opt && i < opt->ndims; i++)
+		if (!strcmp(opt->dims[i].name, name))
+			return &opt->dims[i];
+	return NULL;
+}
+
+static struct fe_shape_binding *find_shape(const struct fe_options *opt, const char *input)
+{
+	for (int i = 0; opt && i < opt->nshapes; i++)
+		if (!strcmp(opt->shapes[i].input, input))
+			return &opt->shapes[i];
+	return NULL;
+}
+
+/* Graph inputs (those without an initializer) with bound shapes. */
+static bool bind_inputs(struct fe *fe)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	char unbound[1024] = "";
+	size_t ulen = 0;
+	int nunbound = 0, errors = fe->ctx->nerrors;
+
+	for (size_t i = 0; i < g->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = g->input[i];
+		const Onnx__TypeProto *tp = vi->type;
+		struct fe_shape_binding *sb;
+		struct ir_type t = { 0 };
+		void **known;
+		if (!vi->name || !vi->name[0])
+			continue;
+		known = fe_map_get(&fe->values, vi->name);
+		if (known)
+			continue;   /* an initializer: a constant */
+		if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+			ir_error(fe->ctx, "graph input '%s' is not a tensor (sequences, maps and optionals "
+			                  "are not supported)", vi->name);
+			continue;
+		}
+		t.dtype = ir_dtype_from_onnx(tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0);
+		if (t.dtype == IR_DT_NONE) {
+			ir_error(fe->ctx, "graph input '%s' has element type %s, which onnxc does not "
+			                  "support", vi->name,
+			         ir_onnx_dtype_name(tp->tensor_type->elem_type));
+			continue;
+		}
+		sb = find_shape(fe->opt, vi->name);
+		if (sb)
+			sb->used = true;
+		if (tp->tensor_type->shape) {
+			const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+			if (sh->n_dim > IR_MAX_RANK) {
+				ir_error(fe->ctx, "graph input '%s' has rank %zu; onnxc supports up to %d",
+				         vi->name, sh->n_dim, IR_MAX_RANK);
+				continue;
+			}
+			if (sb && sb->rank != (int)sh->n_dim) {
+				ir_error(fe->ctx, "--shape %s has rank %d but the model declares rank %zu",
+				         vi->name, sb->rank, sh->n_dim);
+				continue;
+			}
+			t.rank = (int)sh->n_dim;
+			for (size_t d = 0; d < sh->n_dim; d++) {
+				const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
+				int64_t v = -1;
+				const char *param = NULL;
+				if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+					v = dim->dim_value;
+					if (v < 0) {
+						ir_error(fe->ctx, "graph input '%s' has negative dimension %lld",
+						         vi->name, (long long)v);
+						v = 0;
+					}
+					if (sb && sb->dims[d] != v) {
+						ir_error(fe->ctx, "--shape %s: dimension %zu is %lld in the model, "
+						                  "not %lld", vi->name, d, (long long)v,
+						         (long long)sb->dims[d]);
+					}
+				} else if (dim->value_case ==
+				           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+				           dim->dim_param[0]) {
+					struct fe_dim_binding *db = find_dim(fe->opt, dim->dim_param);
+					param = dim->dim_param;
+					if (db) {
+						db->used = true;
+						v = db->value;
+						if (sb && sb->dims[d] != v)
+							ir_error(fe->ctx, "--shape %s and --dim %s disagree on "
+							                  "dimension %zu", vi->name, param, d);
+					}
+				}
+				if (sb)
+					v = sb->dims[d];
+				if (v < 0) {
+					nunbound++;
+					if (ulen < sizeof unbound - 200)
+						ulen += (size_t)snprintf(unbound + ulen, sizeof unbound - ulen,
+						                         "%s%s (input '%s' dimension %zu)",
+						                         nunbound > 1 ? ", " : "",
+						                         param ? param : "?", vi->name, d);
+					v = 1;
+				}
+				t.dims[d] = v;
+			}
+		} else if (sb) {
+			t.rank = sb->rank;
+			memcpy(t.dims, sb->dims, sizeof(int64_t) * (size_t)sb->rank);
+		} else {
+			ir_error(fe->ctx, "graph input '%s' has no shape in the model; give it with "
+			                  "--shape %s=DIMS", vi->name, vi->name);
+			continue;
+		}
+		if (ir_type_elems(&t) < 0 || ir_type_elems(&t) > INT64_MAX / 8) {
+			ir_error(fe->ctx, "graph input '%s' has more elements than a 64-bit size can count",
+			         vi->name);
+			continue;
+		}
+		fe_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
+	}
+	if (nunbound)
+		ir_error(fe->ctx, "unbound symbolic dimension%s: %s; bind them with --dim NAME=N or "
+		                  "--shape INPUT=DIMS", nunbound == 1 ? "" : "s", unbound);
+	for (int i = 0; fe->opt && i < fe->opt->ndims; i++)
+		if (!fe->opt->dims[i].used)
+			ir_warning(fe->ctx, "--dim %s matches no symbolic dimension of the model's inputs",
+			         fe->opt->dims[i].name);
+	for (int i = 0; fe->opt && i < fe->opt->nshapes; i++)
+		if (!fe->opt->shapes[i].used)
+			ir_error(fe->ctx, "--shape %s matches no graph input", fe->opt->shapes[i].input);
+	return fe->ctx->nerrors == errors;
+}
+
+static bool load_initializers(struct fe *fe)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	int errors = fe->ctx->nerrors;
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		const Onnx__TensorProto *t = g->initializer[i];
+		struct ir_value *v;
+		char *who;
+		if (!t->name || !t->name[0] || fe_map_get(&fe->values, t->name))
+			continue;   /* reported by scan_graph */
+		who = ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name);
+		v = fe_tensor_const(fe, t, t->name, who);
+		if (v)
+			fe_map_put(&fe->values, t->name, v);
+	}
+	if (g->n_sparse_initializer)
+		ir_error(fe->ctx, "sparse initializers are not supported");
+	return fe->ctx->nerrors == errors;
+}
+
+/* Binary heap of node indices, for a stable topological order. */
+struct heap {
+	int *a;
+	int n;
+};
+
+static void heap_push(struct heap *h, int v)
+{
+	int i = h->n++;
+	h->a[i] = v;
+	while (i && h->a[(i - 1) / 2] > h->a[i]) {
+		int p = (i - 1) / 2, t = h->a[p];
+		h->a[p] = h->a[i];
+		h->a[i] = t;
+		i = p;
+	}
+}
+
+static int heap_pop(struct heap *h)
+{
+	int top = h->a[0], i = 0;
+	h->a[0] = h->a[--h->n];
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, s = i;
+		if (l < h->n && h->a[l] < h->a[s])
+			s = l;
+		if (r < h->n && h->a[r] < h->a[s])
+			s = r;
+		if (s == i)
+			break;
+		int t = h->a[s];
+		h->a[s] = h->a[i];
+		h->a[i] = t;
+		i = s;
+	}
+	return top;
+}
+
+/*
+ * Orders nodes so each comes after the producers of its inputs: Kahn's
+ * algorithm taking the lowest original index first, which keeps an already
+ * sorted graph in its order. Reports undefined inputs and cycles.
+ */
+static int *topo_order(struct fe *fe, const char **names)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	struct ir_arena *a = &fe->m->arena;
+	int nn = (int)g->n_node, done = 0, errors = fe->ctx->nerrors;
+	int *order = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
+	int *indeg = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
+	int *nsucc = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
+	int **succ = ir_arena_alloc(a, sizeof(int *) * (size_t)(nn + 1));
+	struct fe_map producer;
+	struct heap h = { ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1)), 0 };
+
+	fe_map_init(&producer, a);
+	for (int i = 0; i < nn; i++)
+		for (size_t k = 0; k < g->node[i]->n_output; k++)
+			if (g->node[i]->output[k][0] && !fe_map_get(&producer, g->node[i]->output[k]))
+				fe_map_put(&producer, g->node[i]->output[k], (void *)(intptr_t)(i + 1));
+	/* count edges, then fill successor lists */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < nn; i++) {
+			const Onnx__NodeProto *p = g->node[i];
+			for (size_t k = 0; k < p->n_input; k++) {
+				const char *in = p->input[k];
+				void **pr;
+				if (!in[0] || fe_map_get(&fe->values, in))
+					continue;
+				pr = fe_map_get(&producer, in);
+				if (!pr) {
+					if (pass == 0)
+						ir_node_error(fe->ctx, names[i], p->op_type,
+						              "input '%s' is not defined by any node, initializer or "
+						              "graph input", in);
+					continue;
+				}
+				int src = (int)(intptr_t)*pr - 1;
+				if (pass == 0) {
+					nsucc[src]++;
+					indeg[i]++;
+				} else {
+					succ[src][nsucc[src]++] = i;
+				}
+			}
+		}
+		if (pass == 0)
+			for (int i = 0; i < nn; i++) {
+				succ[i] = ir_arena_alloc(a, sizeof(int) * (size_t)(nsucc[i] + 1));
+				nsucc[i] = 0;
+			}
+	}
+	if (fe->ctx->nerrors != errors)
+		return NULL;
+	for (int i = 0; i < nn; i++)
+		if (!indeg[i])
+			heap_push(&h, i);
+	while (h.n) {
+		int i = heap_pop(&h);
+		order[done++] = i;
+		for (int k = 0; k < nsucc[i]; k++)
+			if (--indeg[succ[i][k]] == 0)
+				heap_push(&h, succ[i][k]);
+	}
+	if (done < nn) {
+		for (int i = 0; i < nn; i++)
+			if (indeg[i]) {
+				ir_node_error(fe->ctx, names[i], g->node[i]->op_type,
+				              "the graph has a cycle through this node");
+				break;
+			}
+		return NULL;
+	}
+	return order;
+}
+
+static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name)
+{
+	const struct fe_op *op = fe_find_op(p->op_type);
+	struct fe_node nd = { .fe = fe, .proto = p, .name = name, .op = p->op_type, .def = op };
+	struct ir_arena *a = &fe->m->arena;
+
+	nd.nin = (int)p->n_input;
+	nd.nout = (int)p->n_output;
+	nd.in = ir_arena_alloc(a, sizeof *nd.in * (size_t)(nd.nin + 1));
+	nd.attr_used = ir_arena_alloc(a, p->n_attribute + 1);
+	for (int i = 0; i < nd.nin; i++) {
+		void **v;
+		if (!p->input[i][0])
+			continue;
+		v = fe_map_get(&fe->values, p->input[i]);
+		IR_ASSERT(v);
+		if (!*v)
+			goto poison;    /* depends on a node that failed */
+		nd.in[i] = *v;
+	}
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (!p->attribute[i]->name || !p->attribute[i]->name[0]) {
+			fe_fail(&nd, "attribute %zu has no name", i);
+			goto poison;
+		}
+	if (!op->import(&nd) || nd.failed)
+		goto poison;
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (!nd.attr_used[i]) {
+			fe_fail(&nd, "attribute '%s' is not supported", p->attribute[i]->name);
+			goto poison;
+		}
+	for (int k = 0; k < nd.nout; k++) {
+		void **v = p->output[k][0] ? fe_map_get(&fe->values, p->output[k]) : NULL;
+		if (p->output[k][0] && (!v || !*v))
+			ir_panic(__FILE__, __LINE__, "importer for %s did not bind output %d", p->op_type, k);
+	}
+	return;
+poison:
+	for (int k = 0; k < nd.nout; k++)
+		if (p->output[k][0])
+			fe_map_put(&fe->values, p->output[k], NULL);
+}
+
+/* Graph outputs, checked against the model's declared types. */
+static void bind_outputs(struct fe *fe)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	for (size_t i = 0; i < g->n_output; i++) {
+		const Onnx__ValueInfoProto *vi = g->output[i];
+		void **slot = vi->name ? fe_map_get(&fe->values, vi->name) : NULL;
+		struct ir_value *v;
+		bool dup = false;
+		if (!slot) {
+			ir_error(fe->ctx, "graph output '%s' is not produced by any node",
+			         vi->name ? vi->name : "");
+			continue;
+		}
+		if (!(v = *slot))
+			continue;   /* its node failed */
+		for (int k = 0; k < fe->m->noutputs; k++)
+			dup |= fe->m->outputs[k] == v;
+		if (v->kind != IR_VAL_NODE || dup) {
+			/* outputs are distinct node results, named like the model's */
+			const char *name = ir_find_value(fe->m, vi->name) ? ir_unique_name(fe->m, vi->name)
+			                                                  : vi->name;
+			struct ir_node *n = ir_add_node(fe->m, IR_OP_COPY, vi->name, &v, 1, &name, 1);
+			char err[256];
+			IR_ASSERT(ir_infer_node(fe->m, n, err, sizeof err));
+			v = n->out[0];
+		}
+		if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+		    vi->type->tensor_type) {
+			const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+			const Onnx__TensorShapeProto *sh = tt->shape;
+			char have[IR_TYPE_STR_MAX];
+			ir_type_str(&v->type, have, sizeof have);
+			if (tt->has_elem_type && tt->elem_type &&
+			    ir_dtype_from_onnx(tt->elem_type) != v->type.dtype)
+				ir_error(fe->ctx, "graph output '%s' is declared %s but computes %s", vi->name,
+				         ir_onnx_dtype_name(tt->elem_type), have);
+			if (sh && (int)sh->n_dim != v->type.rank) {
+				ir_error(fe->ctx, "graph output '%s' is declared with rank %zu but computes %s",
+				         vi->name, sh->n_dim, have);
+			} else if (sh) {
+				for (size_t d = 0; d < sh->n_dim; d++)
+					if (sh->dim[d]->value_case ==
+					            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+					    sh->dim[d]->dim_value != v->type.dims[d]) {
+						ir_error(fe->ctx, "graph output '%s' is declared with dimension %zu = "
+						                  "%lld but computes %s", vi->name, d,
+						         (long long)sh->dim[d]->dim_value, have);
+						break;
+					}
+			}
+		}
+		ir_add_output(fe->m, v);
+	}
+	if (!g->n_output)
+		ir_error(fe->ctx, "the graph has no outputs");
+}
+
+static bool import_graph(struct fe *fe)
+{
+	Onnx__GraphProto *g = fe->model->graph;
+	const char **names = ir_arena_alloc(&fe->m->arena, sizeof *names * (g->n_node + 1));
+	int *order;
+	int errors = fe->ctx->nerrors;
+
+	for (size_t i = 0; i < g->n_node; i++)
+		names[i] = node_name(fe, g->node[i], i);
+	if (!scan_graph(fe, names))
+		return false;
+	load_initializers(fe);
+	if (!bind_inputs(fe) || fe->ctx->nerrors != errors)
+		return false;
+	if (!(order = topo_order(fe, names)))
+		return false;
+	for (size_t i = 0; i < g->n_node; i++)
+		import_node(fe, g->node[order[i]], names[order[i]]);
+	bind_outputs(fe);
+	return fe->ctx->nerrors == errors;
+}
+
+struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct fe_options *opt)
+{
+	struct fe fe = { .ctx = ctx, .opt = opt, .path = path };
+	jmp_buf jb, *saved_oom = ctx->oom;
+	const char *saved_file = ctx->file;
+	struct ir_module *volatile m = NULL;
+	Onnx__ModelProto *volatile mp = NULL;
+	volatile bool ok = false;
+
+	ctx->file = path;
+	if (setjmp(jb)) {
+		fe.m = m;
+		fe_free_model(&fe, mp);
+		ir_module_free(m);
+		ctx->oom = saved_oom;
+		ctx->file = saved_file;
+		return NULL;
+	}
+	ctx->oom = &jb;
+	m = ir_module_new(ctx, "model");
+	fe.m = m;
+	fe.max_const_bytes = opt && opt->max_const_bytes ? opt->max_const_bytes : (int64_t)4 << 30;
+	fe_map_init(&fe.values, &m->arena);
+	fe_map_init(&fe.reserved, &m->arena);
+	{
+		char *tmp = ir_arena_strdup(&m->arena, path);
+		fe.dir = ir_arena_strdup(&m->arena, dirname(tmp));
+	}
+	mp = fe_load_model(&fe, path);
+	if (mp) {
+		fe.model = mp;
+		if (mp->graph->name && mp->graph->name[0])
+			m->name = ir_arena_strdup(&m->arena, mp->graph->name);
+		ok = find_opset(&fe) && import_graph(&fe);
+	}
+	fe_free_model(&fe, mp);
+	ctx->oom = saved_oom;
+	ctx->file = saved_file;
+	if (!ok) {
+		ir_module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+bool fe_parse_dims(const char *s, int *rank, int64_t *dims)
+{
+	*rank = 0;
+	if (!*s)
+		return true;
+	for (;;) {
+		char *e;
+		long long v;
+		if (*rank == IR_MAX_RANK || *s < '0' || *s > '9')
+			return false;
+		v = strtoll(s, &e, 10);
+		if (v < 0 || e == s || v == LLONG_MAX)
+			return false;
+		dims[(*rank)++] = v;
+		if (!*e)
+			return true;
+		if (*e != 'x' && *e != ',')
+			return false;
+		s = e + 1;
+	}
+}

@@ -1,0 +1,269 @@
+/*
+ * ops_elementwise.c - importers for elementwise ONNX ops.
+ *
+ * Most map one to one onto an IR op (the fe_op.ir column) and share the
+ * generic importers at the top. The rest normalize: attribute defaults are
+ * filled in, Clip's opset-11 min/max inputs become attributes, variadic
+ * Sum/Mean/Min/Max become chains of binary ops, and Identity, Dropout in
+ * inference and no-op Casts become aliases of their input.
+ */
+#include "fe.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+static bool bind1(struct fe_node *nd, struct ir_value *y)
+{
+	if (!y)
+		return false;
+	fe_bind(nd, 0, y);
+	return true;
+}
+
+/* One IR node with the op's inputs, no attributes. */
+static bool imp_direct(struct fe_node *nd)
+{
+	const struct ir_op_info *oi = &ir_ops[nd->def->ir];
+	if (!fe_inputs(nd, oi->min_in, oi->max_in))
+		return false;
+	return bind1(nd, fe_simple(nd, nd->def->ir, nd->in, nd->nin, 0));
+}
+
+/* A unary op with float attributes given as name=default pairs. */
+static bool unary_attrs(struct fe_node *nd, const char *a1, float d1, const char *a2, float d2)
+{
+	float v1 = a1 ? fe_float(nd, a1, d1) : 0, v2 = a2 ? fe_float(nd, a2, d2) : 0;
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, nd->def->ir, nd->in, 1, &name, 1);
+	if (a1)
+		ir_set_f(nd->fe->m, n, a1, v1);
+	if (a2)
+		ir_set_f(nd->fe->m, n, a2, v2);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_leaky_relu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 0.01f, NULL, 0); }
+static bool imp_elu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
+static bool imp_celu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
+static bool imp_thresholded_relu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
+static bool imp_hard_sigmoid(struct fe_node *nd) { return unary_attrs(nd, "alpha", 0.2f, "beta", 0.5f); }
+static bool imp_shrink(struct fe_node *nd) { return unary_attrs(nd, "bias", 0.0f, "lambd", 0.5f); }
+
+static bool imp_selu(struct fe_node *nd)
+{
+	return unary_attrs(nd, "alpha", 1.67326319217681884765625f, "gamma",
+	                   1.05070102214813232421875f);
+}
+
+static bool imp_isinf(struct fe_node *nd)
+{
+	int64_t neg = fe_int(nd, "detect_negative", 1), pos = fe_int(nd, "detect_positive", 1);
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_ISINF, nd->in, 1, &name, 1);
+	ir_set_i(nd->fe->m, n, "detect_negative", neg != 0);
+	ir_set_i(nd->fe->m, n, "detect_positive", pos != 0);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_mod(struct fe_node *nd)
+{
+	int64_t fmod_ = fe_int(nd, "fmod", 0);
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	if (!fmod_ && ir_dtypes[nd->in[0]->type.dtype].is_float)
+		return fe_fail(nd, "fmod=0 is not defined for floating-point inputs (use fmod=1)");
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_MOD, nd->in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "fmod", fmod_ != 0);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_clip(struct fe_node *nd)
+{
+	float lo = -INFINITY, hi = INFINITY;
+	const char *name;
+	struct ir_node *n;
+	if (nd->fe->opset < 11) {
+		lo = fe_float(nd, "min", -FLT_MAX);
+		hi = fe_float(nd, "max", FLT_MAX);
+		if (!fe_inputs(nd, 1, 1))
+			return false;
+	} else {
+		float *v;
+		if (!fe_inputs(nd, 1, 3))
+			return false;
+		for (int i = 1; i < 3; i++) {
+			if (!fe_in(nd, i))
+				continue;
+			if (fe_in(nd, i)->type.dtype != nd->in[0]->type.dtype)
+				return fe_fail(nd, "min/max must have the input's type");
+			if (fe_const_floats(nd, i, i == 1 ? "min" : "max", &v) != 1)
+				return nd->failed ? false : fe_fail(nd, "min/max must be scalars");
+			if (i == 1)
+				lo = v[0];
+			else
+				hi = v[0];
+		}
+	}
+	if (nd->failed)
+		return false;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_CLIP, nd->in, 1, &name, 1);
+	ir_set_f(nd->fe->m, n, "min", lo);
+	ir_set_f(nd->fe->m, n, "max", hi);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_cast(struct fe_node *nd)
+{
+	int64_t to = fe_int(nd, "to", -1);
+	enum ir_dtype t;
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	if (to < 0)
+		return fe_fail(nd, "attribute 'to' is required");
+	t = ir_dtype_from_onnx((int)to);
+	if (t == IR_DT_NONE)
+		return fe_fail(nd, "cast to %s is not supported", ir_onnx_dtype_name((int)to));
+	if (t == nd->in[0]->type.dtype) {
+		fe_bind(nd, 0, nd->in[0]);      /* a no-op: alias */
+		return true;
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_CAST, nd->in, 1, &name, 1);
+	ir_set_t(nd->fe->m, n, "to", t);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_identity(struct fe_node *nd)
+{
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	fe_bind(nd, 0, nd->in[0]);
+	return true;
+}
+
+/*
+ * Dropout is the identity at inference. Opset 12 made ratio and
+ * training_mode inputs; a constant true training_mode means training, which
+ * `onnxc train` handles. The optional mask output is all true.
+ */
+static bool imp_dropout(struct fe_node *nd)
+{
+	bool training = false;
+	fe_ignore(nd, "seed");
+	if (nd->fe->opset < 12) {
+		fe_ignore(nd, "ratio");
+		if (nd->fe->opset < 7)
+			fe_ignore(nd, "is_test");
+		if (!fe_inputs(nd, 1, 1))
+			return false;
+	} else {
+		int64_t *mode;
+		if (!fe_inputs(nd, 1, 3))
+			return false;
+		if (fe_in(nd, 2)) {
+			if (fe_const_ints(nd, 2, "training_mode", &mode) != 1)
+				return nd->failed ? false : fe_fail(nd, "training_mode must be a scalar");
+			training = mode[0] != 0;
+		}
+	}
+	if (training)
+		return fe_fail(nd, "training-mode Dropout cannot be compiled for inference");
+	fe_bind(nd, 0, nd->in[0]);
+	if (nd->nout > 1 && nd->proto->output[1][0]) {
+		struct ir_type t = { .dtype = IR_BOOL };
+		uint8_t one = 1;
+		struct ir_value *c = fe_const(nd, -1, &t, &one);
+		const struct ir_type *xt = &nd->in[0]->type;
+		const char *name = fe_out_name(nd, 1);
+		struct ir_node *n = fe_emit(nd, IR_OP_EXPAND, &c, 1, &name, 1);
+		ir_set_ints(nd->fe->m, n, "shape", xt->dims, xt->rank);
+		if (!fe_finish(nd, n))
+			return false;
+		fe_bind(nd, 1, n->out[0]);
+	}
+	return true;
+}
+
+/* Sum, Mean, Min, Max: a left-to-right chain of binary ops. */
+static bool imp_variadic(struct fe_node *nd)
+{
+	enum ir_op op = nd->def->ir;
+	bool mean = !strcmp(nd->op, "Mean");
+	struct ir_value *acc;
+	if (!fe_inputs(nd, 1, -1))
+		return false;
+	for (int i = 0; i < nd->nin; i++)
+		if (!nd->in[i])
+			return fe_fail(nd, "input %d is empty", i);
+	acc = nd->in[0];
+	for (int i = 1; i < nd->nin; i++) {
+		struct ir_value *ab[2] = { acc, nd->in[i] };
+		bool last = i == nd->nin - 1 && !mean;
+		if (!(acc = fe_simple(nd, op, ab, 2, last ? 0 : -1)))
+			return false;
+	}
+	if (mean && nd->nin > 1) {
+		struct ir_type t = { .dtype = acc->type.dtype };
+		unsigned char buf[8];
+		struct ir_value *ab[2] = { acc, NULL };
+		if (!ir_dtypes[t.dtype].is_float)
+			return fe_fail(nd, "Mean needs float inputs");
+		ir_store_f64(t.dtype, buf, 0, (double)nd->nin);
+		ab[1] = fe_const(nd, -1, &t, buf);
+		if (!(acc = fe_simple(nd, IR_OP_DIV, ab, 2, 0)))
+			return false;
+	}
+	fe_bind(nd, 0, acc);
+	return true;
+}
+
+#define U(onnx, since, irop) { onnx, since, imp_direct, IR_OP_##irop }
+
+const struct fe_op fe_ops_elementwise[] = {
+	U("Neg", 6, NEG), U("Abs", 6, ABS), U("Sign", 9, SIGN), U("Relu", 6, RELU),
+	U("Floor", 6, FLOOR), U("Ceil", 6, CEIL), U("Round", 11, ROUND), U("Sqrt", 6, SQRT),
+	U("Reciprocal", 6, RECIPROCAL), U("Exp", 6, EXP), U("Log", 6, LOG), U("Erf", 9, ERF),
+	U("Tanh", 6, TANH), U("Sigmoid", 6, SIGMOID), U("Sin", 7, SIN), U("Cos", 7, COS),
+	U("Tan", 7, TAN), U("Asin", 7, ASIN), U("Acos", 7, ACOS), U("Atan", 7, ATAN),
+	U("Sinh", 9, SINH), U("Cosh", 9, COSH), U("Asinh", 9, ASINH), U("Acosh", 9, ACOSH),
+	U("Atanh", 9, ATANH), U("Softplus", 1, SOFTPLUS), U("Softsign", 1, SOFTSIGN),
+	U("HardSwish", 14, HARD_SWISH), U("Not", 1, NOT), U("IsNaN", 9, ISNAN),
+	U("Add", 7, ADD), U("Sub", 7, SUB), U("Mul", 7, MUL), U("Div", 7, DIV), U("Pow", 7, POW),
+	U("PRelu", 6, PRELU), U("Equal", 7, EQUAL), U("Less", 7, LESS),
+	U("LessOrEqual", 12, LESS_EQUAL), U("Greater", 7, GREATER),
+	U("GreaterOrEqual", 12, GREATER_EQUAL), U("And", 7, AND), U("Or", 7, OR),
+	U("Xor", 7, XOR), U("Where", 9, WHERE),
+	{ "LeakyRelu", 6, imp_leaky_relu, IR_OP_LEAKY_RELU },
+	{ "Elu", 6, imp_elu, IR_OP_ELU },
+	{ "Celu", 12, imp_celu, IR_OP_CELU },
+	{ "Selu", 6, imp_selu, IR_OP_SELU },
+	{ "ThresholdedRelu", 10, imp_thresholded_relu, IR_OP_THRESHOLDED_RELU },
+	{ "HardSigmoid", 6, imp_hard_sigmoid, IR_OP_HARD_SIGMOID },
+	{ "Shrink", 9, imp_shrink, IR_OP_SHRINK },
+	{ "IsInf", 10, imp_isinf, IR_OP_ISINF },
+	{ "Mod", 10, imp_mod, IR_OP_MOD },
+	{ "Clip", 6, imp_clip, IR_OP_CLIP },
+	{ "Cast", 6, imp_cast, IR_OP_CAST },
+	{ "Identity", 1, imp_identity, IR_OP_COPY },
+	{ "Dropout", 7, imp_dropout, IR_OP_COPY },
+	{ "Sum", 6, imp_variadic, IR_OP_ADD },
+	{ "Mean", 6, imp_variadic, IR_OP_ADD },
+	{ "Min", 6, imp_variadic, IR_OP_MIN },
+	{ "Max", 6, imp_variadic, IR_OP_MAX },
+	{ NULL, 0, NULL, 0 },
+};

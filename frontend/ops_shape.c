@@ -1,0 +1,928 @@
+/*
+ * ops_shape.c - importers for constants, shape queries and data movement.
+ *
+ * This is where dynamic-looking ONNX becomes static IR. Shape and Size turn
+ * into constants (every input shape is bound), ConstantOfShape and Range
+ * are evaluated here, and every shape-valued operand (Reshape's shape,
+ * Slice's starts/ends, Squeeze's axes, Expand's shape, Tile's repeats, Pad's
+ * pads, Resize's scales/sizes) must be a constant by the time its node is
+ * reached - folding upstream guarantees that for exporters' shape chains -
+ * and becomes a resolved attribute. Squeeze, Unsqueeze and Flatten become
+ * reshape.
+ */
+#include "fe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool bind1(struct fe_node *nd, struct ir_value *y)
+{
+	if (!y)
+		return false;
+	fe_bind(nd, 0, y);
+	return true;
+}
+
+struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims,
+                            int rank, int k)
+{
+	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
+	struct ir_node *n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Constants and shape queries                                              */
+/* ------------------------------------------------------------------------ */
+
+static bool check_const_size(struct fe_node *nd, const struct ir_type *t)
+{
+	int64_t n = ir_type_elems(t);
+	if (n < 0 || n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
+		return fe_fail(nd, "the result would have %lld elements, more than the constant limit "
+		                   "of %lld bytes allows", (long long)n,
+		               (long long)nd->fe->max_const_bytes);
+	return true;
+}
+
+static bool imp_constant(struct fe_node *nd)
+{
+	static const char *const kinds[] = { "value", "value_float", "value_floats", "value_int",
+		"value_ints", "value_string", "value_strings", "sparse_value" };
+	int found = 0, which = -1;
+	struct ir_value *v = NULL;
+	for (int i = 0; i < 8; i++)
+		if (fe_has(nd, kinds[i])) {
+			found++;
+			which = i;
+		}
+	if (found != 1)
+		return fe_fail(nd, "needs exactly one value attribute, has %d", found);
+	if (!fe_inputs(nd, 0, 0))
+		return false;
+	switch (which) {
+	case 0: {
+		const Onnx__TensorProto *t = fe_tensor_attr(nd, "value");
+		char *who;
+		if (!t)
+			return false;
+		who = ir_arena_printf(&nd->fe->m->arena, "node '%s' (Constant): attribute 'value'",
+		                      nd->name);
+		v = fe_tensor_const(nd->fe, t, fe_out_name(nd, 0), who);
+		if (!v) {
+			nd->failed = true;
+			return false;
+		}
+		break;
+	}
+	case 1: {
+		float f = fe_float(nd, "value_float", 0);
+		struct ir_type t = { .dtype = IR_F32 };
+		if (nd->failed)
+			return false;
+		v = fe_const(nd, 0, &t, &f);
+		break;
+	}
+	case 2: {
+		const float *f;
+		int n = fe_floats(nd, "value_floats", &f);
+		struct ir_type t = { .dtype = IR_F32, .rank = 1, .dims = { n } };
+		if (n < 0)
+			return false;
+		v = fe_const(nd, 0, &t, f);
+		break;
+	}
+	case 3: {
+		int64_t i = fe_int(nd, "value_int", 0);
+		struct ir_type t = { .dtype = IR_I64 };
+		if (nd->failed)
+			return false;
+		v = fe_const(nd, 0, &t, &i);
+		break;
+	}
+	case 4: {
+		const int64_t *i;
+		int n = fe_ints(nd, "value_ints", &i);
+		struct ir_type t = { .dtype = IR_I64, .rank = 1, .dims = { n } };
+		if (n < 0)
+			return false;
+		v = fe_const(nd, 0, &t, i);
+		break;
+	}
+	default:
+		fe_ignore(nd, kinds[which]);
+		return fe_fail(nd, "%s is not supported (onnxc has no string or sparse tensors)",
+		               kinds[which]);
+	}
+	return bind1(nd, v);
+}
+
+static bool imp_shape(struct fe_node *nd)
+{
+	const struct ir_type *x;
+	int64_t start = 0, end, dims[IR_MAX_RANK];
+	int rank, n = 0;
+	struct ir_type t = { .dtype = IR_I64, .rank = 1 };
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	x = &nd->in[0]->type;
+	rank = x->rank;
+	end = rank;
+	if (nd->fe->opset >= 15) {
+		start = fe_int(nd, "start", 0);
+		end = fe_int(nd, "end", rank);
+		if (nd->failed)
+			return false;
+		if (start < 0)
+			start += rank;
+		if (end < 0)
+			end += rank;
+		start = start < 0 ? 0 : start > rank ? rank : start;
+		end = end < 0 ? 0 : end > rank ? rank : end;
+	}
+	for (int64_t i = start; i < end; i++)
+		dims[n++] = x->dims[i];
+	t.dims[0] = n;
+	return bind1(nd, fe_const(nd, 0, &t, dims));
+}
+
+static bool imp_size(struct fe_node *nd)
+{
+	struct ir_type t = { .dtype = IR_I64 };
+	int64_t n;
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	n = ir_type_elems(&nd->in[0]->type);
+	return bind1(nd, fe_const(nd, 0, &t, &n));
+}
+
+/* Reads a shape operand (1-D constant of non-negative ints). */
+static int shape_input(struct fe_node *nd, int i, const char *what, int64_t *dims)
+{
+	int64_t *v;
+	int n = fe_const_ints(nd, i, what, &v);
+	if (n < 0)
+		return -1;
+	if (fe_in(nd, i)->type.rank != 1)
+		return fe_fail(nd, "%s must be 1-D", what), -1;
+	if (n > IR_MAX_RANK)
+		return fe_fail(nd, "%s has %d entries; onnxc supports rank up to %d", what, n,
+		               IR_MAX_RANK), -1;
+	memcpy(dims, v, sizeof *v * (size_t)n);
+	return n;
+}
+
+static bool imp_constant_of_shape(struct fe_node *nd)
+{
+	const Onnx__TensorProto *val = fe_tensor_attr(nd, "value");
+	struct ir_type t = { .dtype = IR_F32 };
+	unsigned char one[8] = { 0 };
+	struct ir_value *c = NULL;
+	void *data;
+	int64_t n;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	if (val) {
+		char *who = ir_arena_printf(&nd->fe->m->arena, "node '%s' (ConstantOfShape): "
+		                            "attribute 'value'", nd->name);
+		c = fe_tensor_const(nd->fe, val, fe_tmp_name(nd, "value"), who);
+		if (!c)
+			return nd->failed = true, false;
+		if (ir_type_elems(&c->type) != 1)
+			return fe_fail(nd, "attribute 'value' must hold one element");
+		t.dtype = c->type.dtype;
+		memcpy(one, c->data, (size_t)ir_dtype_size(t.dtype));
+	}
+	if ((t.rank = shape_input(nd, 0, "shape", t.dims)) < 0)
+		return false;
+	for (int i = 0; i < t.rank; i++)
+		if (t.dims[i] < 0)
+			return fe_fail(nd, "negative dimension %lld", (long long)t.dims[i]);
+	if (!check_const_size(nd, &t))
+		return false;
+	n = ir_type_elems(&t);
+	data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
+	for (int64_t i = 0; i < n; i++)
+		memcpy((char *)data + i * ir_dtype_size(t.dtype), one, (size_t)ir_dtype_size(t.dtype));
+	if (c && c->nuses == 0)
+		ir_kill_value(nd->fe->m, c);
+	return bind1(nd, fe_const(nd, 0, &t, data));
+}
+
+static bool imp_range(struct fe_node *nd)
+{
+	struct ir_type t = { .rank = 1 };
+	void *data;
+	int64_t n;
+	if (!fe_inputs(nd, 3, 3))
+		return false;
+	t.dtype = nd->in[0]->type.dtype;
+	for (int i = 0; i < 3; i++) {
+		if (!fe_is_const(nd, i))
+			return fe_fail(nd, "start, limit and delta must be constants; this Range depends "
+			                   "on run-time data, which would make shapes dynamic");
+		if (nd->in[i]->type.dtype != t.dtype || ir_type_elems(&nd->in[i]->type) != 1)
+			return fe_fail(nd, "start, limit and delta must be scalars of one type");
+	}
+	if (ir_dtypes[t.dtype].is_float) {
+		double s = ir_load_f64(t.dtype, nd->in[0]->data, 0),
+		       l = ir_load_f64(t.dtype, nd->in[1]->data, 0),
+		       d = ir_load_f64(t.dtype, nd->in[2]->data, 0);
+		double c = d != 0 ? ceil((l - s) / d) : NAN;
+		if (!(c == c) || c > 9e15)
+			return fe_fail(nd, "delta is zero or the range is too long");
+		n = c > 0 ? (int64_t)c : 0;
+		t.dims[0] = n;
+		if (!check_const_size(nd, &t))
+			return false;
+		data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * 8);
+		for (int64_t i = 0; i < n; i++)
+			ir_store_f64(t.dtype, data, (size_t)i, s + (double)i * d);
+	} else if (ir_dtypes[t.dtype].is_int) {
+		int64_t s = ir_load_i64(t.dtype, nd->in[0]->data, 0),
+			l = ir_load_i64(t.dtype, nd->in[1]->data, 0),
+			d = ir_load_i64(t.dtype, nd->in[2]->data, 0);
+		__int128 span = (__int128)l - s;
+		if (d == 0)
+			return fe_fail(nd, "delta is zero");
+		span = (span + (d > 0 ? d - 1 : d + 1)) / d;
+		if (span > ((__int128)1 << 40))
+			return fe_fail(nd, "the range is too long");
+		n = span > 0 ? (int64_t)span : 0;
+		t.dims[0] = n;
+		if (!check_const_size(nd, &t))
+			return false;
+		data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * 8);
+		for (int64_t i = 0; i < n; i++)
+			ir_store_i64(t.dtype, data, (size_t)i, s + i * d);
+	} else {
+		return fe_fail(nd, "type %s is not supported", ir_dtype_name(t.dtype));
+	}
+	return bind1(nd, fe_const(nd, 0, &t, data));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reshape family                                                           */
+/* ------------------------------------------------------------------------ */
+
+static bool imp_reshape(struct fe_node *nd)
+{
+	int64_t dims[IR_MAX_RANK], known = 1, allowzero = 0;
+	int n, infer = -1;
+	const struct ir_type *x;
+	if (nd->fe->opset >= 14)
+		allowzero = fe_int(nd, "allowzero", 0);
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	x = &nd->in[0]->type;
+	if ((n = shape_input(nd, 1, "shape", dims)) < 0)
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (dims[i] == 0 && !allowzero) {
+			if (i >= x->rank)
+				return fe_fail(nd, "shape[%d] = 0 copies a dimension the input (rank %d) does "
+				                   "not have", i, x->rank);
+			dims[i] = x->dims[i];
+		}
+		if (dims[i] == -1) {
+			if (infer >= 0)
+				return fe_fail(nd, "shape has more than one -1");
+			infer = i;
+			continue;
+		}
+		if (dims[i] < 0)
+			return fe_fail(nd, "shape has negative dimension %lld", (long long)dims[i]);
+		if (__builtin_mul_overflow(known, dims[i], &known))
+			return fe_fail(nd, "shape overflows");
+	}
+	if (infer >= 0) {
+		int64_t total = ir_type_elems(x);
+		if (known == 0 || total % known)
+			return fe_fail(nd, "cannot reshape %lld elements into a shape with -1 and %lld "
+			                   "other elements", (long long)total, (long long)known);
+		dims[infer] = total / known;
+	}
+	return bind1(nd, fe_reshape(nd, nd->in[0], dims, n, 0));
+}
+
+static bool imp_flatten(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", 1), d2[2] = { 1, 1 };
+	const struct ir_type *x;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	x = &nd->in[0]->type;
+	if (axis == x->rank)
+		axis = x->rank;     /* all dims go to the first factor */
+	else if ((axis = fe_axis(nd, axis, x->rank, "axis")) < 0)
+		return false;
+	for (int i = 0; i < x->rank; i++)
+		d2[i >= axis] *= x->dims[i];
+	return bind1(nd, fe_reshape(nd, nd->in[0], d2, 2, 0));
+}
+
+/* Squeeze / Unsqueeze axes: attribute before opset 13, input after. */
+static int read_axes(struct fe_node *nd, int64_t *axes, int max)
+{
+	if (nd->fe->opset >= 13) {
+		int64_t *v;
+		int n;
+		if (!fe_in(nd, 1))
+			return 0;
+		n = fe_const_ints(nd, 1, "axes", &v);
+		if (n > max)
+			return fe_fail(nd, "too many axes (%d)", n), -1;
+		if (n > 0)
+			memcpy(axes, v, sizeof *v * (size_t)n);
+		return n;
+	} else {
+		const int64_t *v;
+		int n = fe_ints(nd, "axes", &v);
+		if (n > max)
+			return fe_fail(nd, "too many axes (%d)", n), -1;
+		if (n > 0)
+			memcpy(axes, v, sizeof *v * (size_t)n);
+		return nd->failed ? -1 : n < 0 ? 0 : n;
+	}
+}
+
+static bool imp_squeeze(struct fe_node *nd)
+{
+	int64_t axes[IR_MAX_RANK], dims[IR_MAX_RANK];
+	const struct ir_type *x;
+	bool drop[IR_MAX_RANK] = { 0 };
+	int n, r = 0;
+	if (!fe_inputs(nd, 1, nd->fe->opset >= 13 ? 2 : 1))
+		return false;
+	x = &nd->in[0]->type;
+	if ((n = read_axes(nd, axes, IR_MAX_RANK)) < 0)
+		return false;
+	if (n == 0 && !(nd->fe->opset >= 13 && fe_in(nd, 1))) {
+		for (int i = 0; i < x->rank; i++)
+			drop[i] = x->dims[i] == 1;
+	} else {
+		if ((n = fe_norm_axes(nd, axes, n, x->rank)) < 0)
+			return false;
+		for (int i = 0; i < n; i++) {
+			if (x->dims[axes[i]] != 1)
+				return fe_fail(nd, "cannot squeeze axis %lld of size %lld", (long long)axes[i],
+				               (long long)x->dims[axes[i]]);
+			drop[axes[i]] = true;
+		}
+	}
+	for (int i = 0; i < x->rank; i++)
+		if (!drop[i])
+			dims[r++] = x->dims[i];
+	return bind1(nd, fe_reshape(nd, nd->in[0], dims, r, 0));
+}
+
+static bool imp_unsqueeze(struct fe_node *nd)
+{
+	int64_t axes[IR_MAX_RANK], dims[IR_MAX_RANK];
+	const struct ir_type *x;
+	bool ins[IR_MAX_RANK] = { 0 };
+	int n, r, k = 0;
+	if (!fe_inputs(nd, nd->fe->opset >= 13 ? 2 : 1, nd->fe->opset >= 13 ? 2 : 1))
+		return false;
+	x = &nd->in[0]->type;
+	if ((n = read_axes(nd, axes, IR_MAX_RANK)) < 0)
+		return false;
+	if (n == 0)
+		return fe_fail(nd, "axes are required");
+	r = x->rank + n;
+	if (r > IR_MAX_RANK)
+		return fe_fail(nd, "result rank %d exceeds %d", r, IR_MAX_RANK);
+	if ((n = fe_norm_axes(nd, axes, n, r)) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		ins[axes[i]] = true;
+	for (int i = 0; i < r; i++)
+		dims[i] = ins[i] ? 1 : x->dims[k++];
+	return bind1(nd, fe_reshape(nd, nd->in[0], dims, r, 0));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transpose, Concat, Split, Slice                                          */
+/* ------------------------------------------------------------------------ */
+
+static bool imp_transpose(struct fe_node *nd)
+{
+	int64_t perm[IR_MAX_RANK];
+	const int64_t *p;
+	int rank, c;
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	rank = nd->in[0]->type.rank;
+	c = fe_ints(nd, "perm", &p);
+	if (nd->failed)
+		return false;
+	if (c < 0) {
+		for (int i = 0; i < rank; i++)
+			perm[i] = rank - 1 - i;
+	} else {
+		if (c != rank)
+			return fe_fail(nd, "perm has %d entries for rank %d", c, rank);
+		memcpy(perm, p, sizeof *p * (size_t)c);
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_TRANSPOSE, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "perm", perm, rank);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_concat(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", INT64_MIN);
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, -1) || nd->failed)
+		return false;
+	for (int i = 0; i < nd->nin; i++)
+		if (!nd->in[i])
+			return fe_fail(nd, "input %d is empty", i);
+	if (axis == INT64_MIN)
+		return fe_fail(nd, "attribute 'axis' is required");
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_CONCAT, nd->in, nd->nin, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_split(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", 0), *split, dim;
+	int ns = -1;
+	const char **names;
+	struct ir_node *n;
+	struct ir_arena *a = &nd->fe->m->arena;
+	if (!fe_inputs(nd, 1, nd->fe->opset >= 13 ? 2 : 1) || nd->failed)
+		return false;
+	if (nd->nout < 1)
+		return fe_fail(nd, "has no outputs");
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	dim = nd->in[0]->type.dims[axis];
+	if (nd->fe->opset >= 13) {
+		if (fe_in(nd, 1))
+			ns = fe_const_ints(nd, 1, "split", &split);
+	} else {
+		const int64_t *v;
+		ns = fe_ints(nd, "split", &v);
+		if (ns >= 0) {
+			split = ir_arena_alloc(a, sizeof *split * (size_t)(ns + 1));
+			memcpy(split, v, sizeof *v * (size_t)ns);
+		}
+	}
+	if (nd->failed)
+		return false;
+	if (ns < 0) {
+		if (dim % nd->nout)
+			return fe_fail(nd, "dimension %lld does not split evenly into %d outputs",
+			               (long long)dim, nd->nout);
+		ns = nd->nout;
+		split = ir_arena_alloc(a, sizeof *split * (size_t)ns);
+		for (int i = 0; i < ns; i++)
+			split[i] = dim / nd->nout;
+	}
+	if (ns != nd->nout)
+		return fe_fail(nd, "split has %d sizes for %d outputs", ns, nd->nout);
+	names = ir_arena_alloc(a, sizeof *names * (size_t)ns);
+	for (int i = 0; i < ns; i++)
+		names[i] = fe_out_name(nd, i);
+	n = fe_emit(nd, IR_OP_SPLIT, nd->in, 1, names, ns);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	ir_set_ints(nd->fe->m, n, "split", split, ns);
+	if (!fe_finish(nd, n))
+		return false;
+	for (int i = 0; i < ns; i++)
+		fe_bind(nd, i, n->out[i]);
+	return true;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static bool imp_slice(struct fe_node *nd)
+{
+	const struct ir_type *x;
+	int64_t *starts, *ends, *axes = NULL, *steps = NULL;
+	int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], sp[IR_MAX_RANK];
+	bool seen[IR_MAX_RANK] = { 0 };
+	int n, rank;
+	const char *name;
+	struct ir_node *node;
+	struct ir_arena *a = &nd->fe->m->arena;
+
+	if (nd->fe->opset < 10) {
+		const int64_t *s, *e, *ax;
+		int ns = fe_ints(nd, "starts", &s), ne = fe_ints(nd, "ends", &e);
+		int na = fe_ints(nd, "axes", &ax);
+		if (!fe_inputs(nd, 1, 1) || nd->failed)
+			return false;
+		if (ns < 0 || ne < 0 || ns != ne || (na >= 0 && na != ns))
+			return fe_fail(nd, "starts, ends (and axes) must be given with equal lengths");
+		n = ns;
+		starts = ir_arena_alloc(a, sizeof(int64_t) * (size_t)(n + 1));
+		ends = ir_arena_alloc(a, sizeof(int64_t) * (size_t)(n + 1));
+		memcpy(starts, s, sizeof *s * (size_t)n);
+		memcpy(ends, e, sizeof *e * (size_t)n);
+		if (na >= 0) {
+			axes = ir_arena_alloc(a, sizeof(int64_t) * (size_t)(n + 1));
+			memcpy(axes, ax, sizeof *ax * (size_t)n);
+		}
+	} else {
+		int ne, na = -1, nsp = -1;
+		if (!fe_inputs(nd, 3, 5))
+			return false;
+		n = fe_const_ints(nd, 1, "starts", &starts);
+		ne = fe_const_ints(nd, 2, "ends", &ends);
+		if (fe_in(nd, 3))
+			na = fe_const_ints(nd, 3, "axes", &axes);
+		if (fe_in(nd, 4))
+			nsp = fe_const_ints(nd, 4, "steps", &steps);
+		if (nd->failed)
+			return false;
+		if (n != ne || (na >= 0 && na != n) || (nsp >= 0 && nsp != n))
+			return fe_fail(nd, "starts, ends, axes and steps must have equal lengths");
+	}
+	x = &nd->in[0]->type;
+	rank = x->rank;
+	for (int i = 0; i < rank; i++) {
+		st[i] = 0;
+		en[i] = x->dims[i];
+		sp[i] = 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t ax = axes ? axes[i] : i, d, s, e, step = steps ? steps[i] : 1;
+		if ((ax = fe_axis(nd, ax, rank, "axis")) < 0)
+			return false;
+		if (seen[ax])
+			return fe_fail(nd, "axis %lld is sliced twice", (long long)ax);
+		seen[ax] = true;
+		if (step == 0)
+			return fe_fail(nd, "step must not be zero");
+		d = x->dims[ax];
+		s = starts[i];
+		e = ends[i];
+		if (s < 0)
+			s += d;         /* cannot overflow: s < 0 <= d */
+		if (e < 0)
+			e += d;
+		if (step > 0) {
+			s = clamp64(s, 0, d);
+			e = clamp64(e, 0, d);
+			if (e < s)
+				e = s;
+		} else {
+			s = d > 0 ? clamp64(s, 0, d - 1) : -1;
+			e = clamp64(e, -1, d - 1);
+			if (e > s)
+				e = s;
+		}
+		st[ax] = s;
+		en[ax] = e;
+		sp[ax] = step;
+	}
+	name = fe_out_name(nd, 0);
+	node = fe_emit(nd, IR_OP_SLICE, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, node, "starts", st, rank);
+	ir_set_ints(nd->fe->m, node, "ends", en, rank);
+	ir_set_ints(nd->fe->m, node, "steps", sp, rank);
+	return fe_finish(nd, node) && bind1(nd, node->out[0]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gather, Expand, Tile, Pad, Trilu, DepthToSpace, SpaceToDepth             */
+/* ------------------------------------------------------------------------ */
+
+static bool imp_gather(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", 0);
+	const char *name;
+	struct ir_node *n;
+	enum ir_op op = nd->def->ir;
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	if (op == IR_OP_GATHER && fe_is_const(nd, 1)) {
+		/* constant indices into run-time data: check them now */
+		const struct ir_value *iv = nd->in[1];
+		int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
+		for (int64_t i = 0; i < cnt; i++) {
+			int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
+			if (k < -dim || k >= dim)
+				return fe_fail(nd, "index %lld is out of range for axis %lld of size %lld",
+				               (long long)k, (long long)axis, (long long)dim);
+		}
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, op, nd->in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_expand(struct fe_node *nd)
+{
+	struct ir_type s = { 0 }, r;
+	const char *name;
+	struct ir_node *n;
+	char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+	if (!fe_inputs(nd, 2, 2))
+		return false;
+	if ((s.rank = shape_input(nd, 1, "shape", s.dims)) < 0)
+		return false;
+	for (int i = 0; i < s.rank; i++)
+		if (s.dims[i] < 0)
+			return fe_fail(nd, "shape has negative dimension %lld", (long long)s.dims[i]);
+	s.dtype = nd->in[0]->type.dtype;
+	/* the result is the broadcast of the input and the shape */
+	if (!ir_broadcast(&nd->in[0]->type, &s, &r))
+		return fe_fail(nd, "%s does not broadcast with shape %s",
+		               ir_type_str(&nd->in[0]->type, a, sizeof a), ir_type_str(&s, b, sizeof b));
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_EXPAND, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "shape", r.dims, r.rank);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_tile(struct fe_node *nd)
+{
+	int64_t *rep;
+	int c;
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 2, 2))
+		return false;
+	if ((c = fe_const_ints(nd, 1, "repeats", &rep)) < 0)
+		return false;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_TILE, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "repeats", rep, c);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_pad(struct fe_node *nd)
+{
+	const char *mode = fe_str(nd, "mode", "constant");
+	int64_t pads[2 * IR_MAX_RANK];
+	float value = 0;
+	int c, rank;
+	const char *name;
+	struct ir_node *n;
+	if (nd->fe->opset < 11) {
+		const int64_t *p;
+		value = fe_float(nd, "value", 0.0f);
+		c = fe_ints(nd, "pads", &p);
+		if (!fe_inputs(nd, 1, 1) || nd->failed)
+			return false;
+		if (c < 0)
+			return fe_fail(nd, "attribute 'pads' is required");
+		if (c > 2 * IR_MAX_RANK)
+			return fe_fail(nd, "too many pads");
+		memcpy(pads, p, sizeof *p * (size_t)c);
+	} else {
+		int64_t *p;
+		if (!fe_inputs(nd, 2, 3) || nd->failed)
+			return false;
+		if ((c = fe_const_ints(nd, 1, "pads", &p)) < 0)
+			return false;
+		if (c > 2 * IR_MAX_RANK)
+			return fe_fail(nd, "too many pads");
+		memcpy(pads, p, sizeof *p * (size_t)c);
+		if (fe_in(nd, 2)) {
+			float *v;
+			if (fe_const_floats(nd, 2, "constant_value", &v) != 1)
+				return nd->failed ? false : fe_fail(nd, "constant_value must be a scalar");
+			value = v[0];
+		}
+	}
+	rank = nd->in[0]->type.rank;
+	if (c != 2 * rank)
+		return fe_fail(nd, "pads has %d values for rank %d", c, rank);
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_PAD, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "pads", pads, c);
+	ir_set_s(nd->fe->m, n, "mode", mode);
+	ir_set_f(nd->fe->m, n, "value", value);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_trilu(struct fe_node *nd)
+{
+	int64_t upper = fe_int(nd, "upper", 1), k = 0, *kv;
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 2) || nd->failed)
+		return false;
+	if (fe_in(nd, 1)) {
+		if (fe_const_ints(nd, 1, "k", &kv) != 1)
+			return nd->failed ? false : fe_fail(nd, "k must be a scalar");
+		k = kv[0];
+	}
+	if (nd->in[0]->type.rank < 2)
+		return fe_fail(nd, "input must have rank >= 2");
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_TRILU, nd->in, 1, &name, 1);
+	ir_set_i(nd->fe->m, n, "upper", upper != 0);
+	ir_set_i(nd->fe->m, n, "k", k);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_depth_space(struct fe_node *nd)
+{
+	int64_t b = fe_int(nd, "blocksize", -1);
+	const char *mode = nd->def->ir == IR_OP_DEPTH_TO_SPACE && nd->fe->opset >= 11
+	                 ? fe_str(nd, "mode", "DCR") : "DCR";
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	if (b < 1)
+		return fe_fail(nd, "attribute 'blocksize' is required and must be positive");
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, nd->def->ir, nd->in, 1, &name, 1);
+	ir_set_i(nd->fe->m, n, "blocksize", b);
+	if (nd->def->ir == IR_OP_DEPTH_TO_SPACE)
+		ir_set_s(nd->fe->m, n, "mode", mode);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resize, Upsample                                                         */
+/* ------------------------------------------------------------------------ */
+
+static bool emit_resize(struct fe_node *nd, const char *mode, const char *coord,
+                        const char *nearest, float cubic_a, int64_t exclude, float extrap,
+                        const float *scales, const int64_t *sizes, const float *roi, int nroi)
+{
+	const char *name = fe_out_name(nd, 0);
+	int rank = nd->in[0]->type.rank;
+	struct ir_node *n = fe_emit(nd, IR_OP_RESIZE, nd->in, 1, &name, 1);
+	struct ir_module *m = nd->fe->m;
+	ir_set_s(m, n, "mode", mode);
+	ir_set_s(m, n, "coord", coord);
+	ir_set_s(m, n, "nearest", nearest);
+	ir_set_f(m, n, "cubic_a", cubic_a);
+	ir_set_i(m, n, "exclude_outside", exclude != 0);
+	ir_set_f(m, n, "extrapolation", extrap);
+	ir_set_floats(m, n, "scales", scales, rank);
+	ir_set_ints(m, n, "sizes", sizes, rank);
+	ir_set_floats(m, n, "roi", roi, nroi);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+/* Output sizes from scales: floor(in * scale), as the ONNX spec defines. */
+static bool sizes_from_scales(struct fe_node *nd, const float *scales, int64_t *sizes)
+{
+	const struct ir_type *x = &nd->in[0]->type;
+	for (int i = 0; i < x->rank; i++) {
+		double s = (double)x->dims[i] * (double)scales[i];
+		if (!(scales[i] > 0) || s > 9e15)
+			return fe_fail(nd, "scale %g is not a positive finite factor", (double)scales[i]);
+		sizes[i] = (int64_t)floor(s);
+	}
+	return true;
+}
+
+/* Before opset 11 the coordinate mapping was not specified; this follows
+ * ONNX Runtime (asymmetric, nearest rounding down when upsampling). */
+static bool legacy_resize(struct fe_node *nd, const float *scales, int n)
+{
+	const char *mode = fe_str(nd, "mode", "nearest");
+	int64_t sizes[IR_MAX_RANK];
+	bool down = false;
+	if (nd->failed)
+		return false;
+	if (n != nd->in[0]->type.rank)
+		return fe_fail(nd, "scales has %d values for rank %d", n, nd->in[0]->type.rank);
+	if (!strcmp(mode, "bilinear") || !strcmp(mode, "trilinear"))
+		mode = "linear";
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear"))
+		return fe_fail(nd, "mode '%s' is not supported", mode);
+	if (!sizes_from_scales(nd, scales, sizes))
+		return false;
+	for (int i = 0; i < n; i++)
+		down |= scales[i] < 1;
+	return emit_resize(nd, mode, "asymmetric", down ? "ceil" : "floor", -0.75f, 0, 0, scales,
+	                   sizes, NULL, 0);
+}
+
+static bool imp_upsample(struct fe_node *nd)
+{
+	if (nd->fe->opset < 9) {
+		const float *s;
+		int n = fe_floats(nd, "scales", &s);
+		if (!fe_inputs(nd, 1, 1))
+			return false;
+		if (n < 0)
+			return nd->failed ? false : fe_fail(nd, "attribute 'scales' is required");
+		return legacy_resize(nd, s, n);
+	} else {
+		float *s;
+		int n;
+		if (!fe_inputs(nd, 2, 2))
+			return false;
+		if ((n = fe_const_floats(nd, 1, "scales", &s)) < 0)
+			return false;
+		return legacy_resize(nd, s, n);
+	}
+}
+
+static bool imp_resize(struct fe_node *nd)
+{
+	const struct ir_type *x;
+	float *scales = NULL, *roi = NULL;
+	int64_t sizes[IR_MAX_RANK];
+	int ns = 0, nz = 0, nroi = 0, rank;
+	const char *mode, *coord, *nearest;
+	float cubic_a, extrap;
+	int64_t exclude;
+
+	if (nd->fe->opset < 11) {
+		if (!fe_inputs(nd, 2, 2))
+			return false;
+		if ((ns = fe_const_floats(nd, 1, "scales", &scales)) < 0)
+			return false;
+		return legacy_resize(nd, scales, ns);
+	}
+	mode = fe_str(nd, "mode", "nearest");
+	coord = fe_str(nd, "coordinate_transformation_mode", "half_pixel");
+	nearest = fe_str(nd, "nearest_mode", "round_prefer_floor");
+	cubic_a = fe_float(nd, "cubic_coeff_a", -0.75f);
+	exclude = fe_int(nd, "exclude_outside", 0);
+	extrap = fe_float(nd, "extrapolation_value", 0.0f);
+	if (!fe_inputs(nd, 1, 4) || nd->failed)
+		return false;
+	x = &nd->in[0]->type;
+	rank = x->rank;
+	if (fe_in(nd, 1) && !strcmp(coord, "tf_crop_and_resize")) {
+		if ((nroi = fe_const_floats(nd, 1, "roi", &roi)) < 0)
+			return false;
+		if (nroi != 2 * rank)
+			return fe_fail(nd, "roi has %d values for rank %d", nroi, rank);
+	}
+	if (fe_in(nd, 2) && ir_type_elems(&fe_in(nd, 2)->type) > 0)
+		if ((ns = fe_const_floats(nd, 2, "scales", &scales)) < 0)
+			return false;
+	if (fe_in(nd, 3) && ir_type_elems(&fe_in(nd, 3)->type) > 0) {
+		int64_t *z;
+		if ((nz = fe_const_ints(nd, 3, "sizes", &z)) < 0)
+			return false;
+		if (nz != rank)
+			return fe_fail(nd, "sizes has %d values for rank %d", nz, rank);
+		memcpy(sizes, z, sizeof *z * (size_t)nz);
+	}
+	if ((ns > 0) == (nz > 0))
+		return fe_fail(nd, "exactly one of scales and sizes must be given");
+	if (ns > 0) {
+		if (ns != rank)
+			return fe_fail(nd, "scales has %d values for rank %d", ns, rank);
+		if (!sizes_from_scales(nd, scales, sizes))
+			return false;
+	} else {
+		scales = ir_arena_alloc(&nd->fe->m->arena, sizeof *scales * (size_t)(rank + 1));
+		for (int i = 0; i < rank; i++) {
+			if (sizes[i] < 0)
+				return fe_fail(nd, "negative size");
+			scales[i] = x->dims[i] ? (float)sizes[i] / (float)x->dims[i] : 1.0f;
+		}
+	}
+	return emit_resize(nd, mode, coord, nearest, cubic_a, exclude, extrap, scales, sizes, roi,
+	                   nroi);
+}
+
+const struct fe_op fe_ops_shape[] = {
+	{ "Constant", 1, imp_constant, IR_OP_COUNT },
+	{ "Shape", 1, imp_shape, IR_OP_COUNT },
+	{ "Size", 1, imp_size, IR_OP_COUNT },
+	{ "ConstantOfShape", 9, imp_constant_of_shape, IR_OP_COUNT },
+	{ "Range", 11, imp_range, IR_OP_COUNT },
+	{ "Reshape", 5, imp_reshape, IR_OP_RESHAPE },
+	{ "Flatten", 1, imp_flatten, IR_OP_RESHAPE },
+	{ "Squeeze", 1, imp_squeeze, IR_OP_RESHAPE },
+	{ "Unsqueeze", 1, imp_unsqueeze, IR_OP_RESHAPE },
+	{ "Transpose", 1, imp_transpose, IR_OP_TRANSPOSE },
+	{ "Concat", 4, imp_concat, IR_OP_CONCAT },
+	{ "Split", 2, imp_split, IR_OP_SPLIT },
+	{ "Slice", 1, imp_slice, IR_OP_SLICE },
+	{ "Gather", 1, imp_gather, IR_OP_GATHER },
+	{ "GatherElements", 11, imp_gather, IR_OP_GATHER_ELEMENTS },
+	{ "Expand", 8, imp_expand, IR_OP_EXPAND },
+	{ "Tile", 6, imp_tile, IR_OP_TILE },
+	{ "Pad", 2, imp_pad, IR_OP_PAD },
+	{ "Trilu", 14, imp_trilu, IR_OP_TRILU },
+	{ "DepthToSpace", 1, imp_depth_space, IR_OP_DEPTH_TO_SPACE },
+	{ "SpaceToDepth", 1, imp_depth_space, IR_OP_SPACE_TO_DEPTH },
+	{ "Resize", 10, imp_resize, IR_OP_RESIZE },
+	{ "Upsample", 7, imp_upsample, IR_OP_RESIZE },
+	{ NULL, 0, NULL, 0 },
+};

@@ -1,0 +1,824 @@
+/*
+ * infer.c - shape and type inference, one function per op family.
+ *
+ * Each function reads the node's input types and its (complete) attributes
+ * and writes the output types. It also validates everything the rest of the
+ * compiler relies on: dtypes an op accepts, ranks, attribute lengths and
+ * ranges. A message written to err names the problem in terms of the IR op;
+ * callers add the file and node. The importer runs inference as it builds
+ * nodes, the parser checks declared types against it, and the verifier
+ * re-runs it after every pass.
+ */
+#include "infer.h"
+
+#include <string.h>
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
+#define T(i) (&n->in[i]->type)
+#define TS(t, buf) ir_type_str((t), (buf), sizeof(buf))
+
+typedef char tbuf[IR_TYPE_STR_MAX];
+
+static bool is_float(enum ir_dtype t) { return ir_dtypes[t].is_float; }
+static bool is_int(enum ir_dtype t) { return ir_dtypes[t].is_int; }
+static bool is_numeric(enum ir_dtype t) { return is_float(t) || is_int(t); }
+static bool is_signed(enum ir_dtype t) { return is_float(t) || (is_int(t) && ir_dtypes[t].is_signed); }
+
+static bool same_dtype(const struct ir_node *n, int a, int b, char *err, size_t errlen)
+{
+	if (T(a)->dtype != T(b)->dtype)
+		FAIL("input %d is %s but input %d is %s", a, ir_dtype_name(T(a)->dtype), b,
+		     ir_dtype_name(T(b)->dtype));
+	return true;
+}
+
+static bool unary(const struct ir_node *n, struct ir_type *out, bool ok, const char *what,
+                  char *err, size_t errlen)
+{
+	if (!ok)
+		FAIL("input type %s is not supported (needs %s)", ir_dtype_name(T(0)->dtype), what);
+	out[0] = *T(0);
+	return true;
+}
+
+bool ir_infer_float(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	return unary(n, out, is_float(T(0)->dtype), "a float type", err, errlen);
+}
+
+bool ir_infer_numeric(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	return unary(n, out, is_numeric(T(0)->dtype), "a numeric type", err, errlen);
+}
+
+bool ir_infer_signed(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	return unary(n, out, is_signed(T(0)->dtype), "a float or signed integer type", err, errlen);
+}
+
+bool ir_infer_bool(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	return unary(n, out, T(0)->dtype == IR_BOOL, "bool", err, errlen);
+}
+
+bool ir_infer_any(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	return unary(n, out, true, "", err, errlen);
+}
+
+bool ir_infer_isnan(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!unary(n, out, is_float(T(0)->dtype), "a float type", err, errlen))
+		return false;
+	out[0].dtype = IR_BOOL;
+	return true;
+}
+
+bool ir_infer_cast(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	enum ir_dtype to = ir_attr_t(n, "to");
+	if (to <= IR_DT_NONE || to >= IR_DTYPE_COUNT)
+		FAIL("invalid target type");
+	out[0] = *T(0);
+	out[0].dtype = to;
+	return true;
+}
+
+static bool broadcast_all(const struct ir_node *n, int first, struct ir_type *out,
+                          char *err, size_t errlen)
+{
+	struct ir_type t = *T(first);
+	for (int i = first + 1; i < n->nin; i++) {
+		struct ir_type r;
+		tbuf a, b;
+		if (!ir_broadcast(&t, T(i), &r))
+			FAIL("shapes %s and %s do not broadcast", TS(&t, a), TS(T(i), b));
+		t = r;
+	}
+	t.dtype = T(first)->dtype;
+	*out = t;
+	return true;
+}
+
+bool ir_infer_arith(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_numeric(T(0)->dtype))
+		FAIL("type %s is not supported (needs a numeric type)", ir_dtype_name(T(0)->dtype));
+	return broadcast_all(n, 0, out, err, errlen);
+}
+
+bool ir_infer_pow(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!is_numeric(T(0)->dtype) || !is_numeric(T(1)->dtype))
+		FAIL("types %s and %s are not supported (need numeric types)",
+		     ir_dtype_name(T(0)->dtype), ir_dtype_name(T(1)->dtype));
+	return broadcast_all(n, 0, out, err, errlen);
+}
+
+bool ir_infer_prelu(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	struct ir_type r;
+	tbuf a, b;
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_signed(T(0)->dtype))
+		FAIL("type %s is not supported", ir_dtype_name(T(0)->dtype));
+	if (!ir_broadcast(T(0), T(1), &r) || !ir_type_eq(&r, T(0)))
+		FAIL("slope %s does not broadcast to input %s", TS(T(1), b), TS(T(0), a));
+	out[0] = *T(0);
+	return true;
+}
+
+bool ir_infer_compare(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (n->op != IR_OP_EQUAL && !is_numeric(T(0)->dtype))
+		FAIL("type %s is not supported (needs a numeric type)", ir_dtype_name(T(0)->dtype));
+	if (!broadcast_all(n, 0, out, err, errlen))
+		return false;
+	out[0].dtype = IR_BOOL;
+	return true;
+}
+
+bool ir_infer_logic(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (T(0)->dtype != IR_BOOL || T(1)->dtype != IR_BOOL)
+		FAIL("inputs must be bool");
+	return broadcast_all(n, 0, out, err, errlen);
+}
+
+bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (T(0)->dtype != IR_BOOL)
+		FAIL("condition must be bool, not %s", ir_dtype_name(T(0)->dtype));
+	if (!same_dtype(n, 1, 2, err, errlen))
+		return false;
+	if (!broadcast_all(n, 0, out, err, errlen))
+		return false;
+	out[0].dtype = T(1)->dtype;
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Linear algebra, convolution                                              */
+/* ------------------------------------------------------------------------ */
+
+bool ir_infer_matmul(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	struct ir_type a = *T(0), b = *T(1), ba, bb, batch;
+	tbuf s1, s2;
+	int64_t m, k, k2, nn;
+	bool a1 = a.rank == 1, b1 = b.rank == 1;
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_numeric(a.dtype))
+		FAIL("type %s is not supported", ir_dtype_name(a.dtype));
+	if (a.rank < 1 || b.rank < 1)
+		FAIL("inputs must have rank >= 1");
+	m = a1 ? 1 : a.dims[a.rank - 2];
+	k = a.dims[a.rank - 1];
+	k2 = b1 ? b.dims[0] : b.dims[b.rank - 2];
+	nn = b1 ? 1 : b.dims[b.rank - 1];
+	if (k != k2)
+		FAIL("inner dimensions differ: %s times %s", TS(T(0), s1), TS(T(1), s2));
+	ba = a; ba.rank = a1 ? 0 : a.rank - 2;
+	bb = b; bb.rank = b1 ? 0 : b.rank - 2;
+	if (!ir_broadcast(&ba, &bb, &batch))
+		FAIL("batch dimensions of %s and %s do not broadcast", TS(T(0), s1), TS(T(1), s2));
+	out[0] = batch;
+	out[0].dtype = a.dtype;
+	if (batch.rank + 2 > IR_MAX_RANK)
+		FAIL("rank too large");
+	if (!a1)
+		out[0].dims[out[0].rank++] = m;
+	if (!b1)
+		out[0].dims[out[0].rank++] = nn;
+	return true;
+}
+
+bool ir_infer_gemm(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *a = T(0), *b = T(1);
+	bool ta = ir_attr_i(n, "trans_a") != 0, tb = ir_attr_i(n, "trans_b") != 0;
+	tbuf s1, s2;
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_numeric(a->dtype))
+		FAIL("type %s is not supported", ir_dtype_name(a->dtype));
+	if (a->rank != 2 || b->rank != 2)
+		FAIL("A and B must be matrices, not %s and %s", TS(a, s1), TS(b, s2));
+	int64_t m = ta ? a->dims[1] : a->dims[0], k = ta ? a->dims[0] : a->dims[1];
+	int64_t k2 = tb ? b->dims[1] : b->dims[0], nn = tb ? b->dims[0] : b->dims[1];
+	if (k != k2)
+		FAIL("inner dimensions differ: %s times %s (trans_a=%d, trans_b=%d)", TS(a, s1),
+		     TS(b, s2), ta, tb);
+	out[0] = (struct ir_type){ .dtype = a->dtype, .rank = 2, .dims = { m, nn } };
+	if (n->nin > 2) {
+		struct ir_type r;
+		if (!same_dtype(n, 0, 2, err, errlen))
+			return false;
+		if (!ir_broadcast(&out[0], T(2), &r) || !ir_type_eq(&r, &out[0]))
+			FAIL("C %s does not broadcast to [%lld,%lld]", TS(T(2), s1), (long long)m,
+			     (long long)nn);
+	}
+	return true;
+}
+
+/* Checks an INTS attribute has exactly len entries (min value lo). */
+static bool ints_len(const struct ir_node *n, const char *name, int len, int64_t lo,
+                     char *err, size_t errlen)
+{
+	int c;
+	const int64_t *v = ir_attr_ints(n, name, &c);
+	if (c != len)
+		FAIL("attribute %s has %d values, expected %d", name, c, len);
+	for (int i = 0; i < c; i++)
+		if (v[i] < lo)
+			FAIL("attribute %s[%d] = %lld is out of range (min %lld)", name, i,
+			     (long long)v[i], (long long)lo);
+	return true;
+}
+
+bool ir_infer_conv(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0), *w = T(1);
+	int nsp = x->rank - 2;
+	int64_t group = ir_attr_i(n, "group");
+	tbuf s1, s2;
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (x->rank < 3 || w->rank != x->rank)
+		FAIL("input %s and weight %s must both be [N,C,spatial...]", TS(x, s1), TS(w, s2));
+	if (!ints_len(n, "strides", nsp, 1, err, errlen) ||
+	    !ints_len(n, "dilations", nsp, 1, err, errlen) ||
+	    !ints_len(n, "pads", 2 * nsp, 0, err, errlen))
+		return false;
+	if (group < 1 || x->dims[1] % group != 0 || w->dims[0] % group != 0)
+		FAIL("group %lld does not divide %lld input channels and %lld output channels",
+		     (long long)group, (long long)x->dims[1], (long long)w->dims[0]);
+	if (w->dims[1] * group != x->dims[1])
+		FAIL("weight %s expects %lld input channels, input %s has %lld", TS(w, s2),
+		     (long long)(w->dims[1] * group), TS(x, s1), (long long)x->dims[1]);
+	if (n->nin > 2) {
+		if (!same_dtype(n, 0, 2, err, errlen))
+			return false;
+		if (T(2)->rank != 1 || T(2)->dims[0] != w->dims[0])
+			FAIL("bias %s must be [%lld]", TS(T(2), s1), (long long)w->dims[0]);
+	}
+	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pd = ir_attr_ints(n, "pads", NULL),
+		      *dl = ir_attr_ints(n, "dilations", NULL);
+	out[0] = *x;
+	out[0].dims[1] = w->dims[0];
+	for (int i = 0; i < nsp; i++) {
+		int64_t span = dl[i] * (w->dims[2 + i] - 1) + 1;
+		int64_t in = x->dims[2 + i] + pd[i] + pd[nsp + i];
+		if (in < span)
+			FAIL("kernel extent %lld exceeds padded input %lld in spatial dim %d",
+			     (long long)span, (long long)in, i);
+		out[0].dims[2 + i] = (in - span) / st[i] + 1;
+	}
+	return true;
+}
+
+bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char *err,
+                             size_t errlen)
+{
+	const struct ir_type *x = T(0), *w = T(1);
+	int nsp = x->rank - 2;
+	int64_t group = ir_attr_i(n, "group");
+	tbuf s1, s2;
+	if (!same_dtype(n, 0, 1, err, errlen))
+		return false;
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (x->rank < 3 || w->rank != x->rank)
+		FAIL("input %s and weight %s must both be [N,C,spatial...]", TS(x, s1), TS(w, s2));
+	if (!ints_len(n, "strides", nsp, 1, err, errlen) ||
+	    !ints_len(n, "dilations", nsp, 1, err, errlen) ||
+	    !ints_len(n, "pads", 2 * nsp, 0, err, errlen) ||
+	    !ints_len(n, "output_padding", nsp, 0, err, errlen))
+		return false;
+	if (group < 1 || x->dims[1] % group != 0 || w->dims[0] != x->dims[1])
+		FAIL("weight %s does not match input %s with group %lld", TS(w, s2), TS(x, s1),
+		     (long long)group);
+	int64_t cout = w->dims[1] * group;
+	if (n->nin > 2) {
+		if (!same_dtype(n, 0, 2, err, errlen))
+			return false;
+		if (T(2)->rank != 1 || T(2)->dims[0] != cout)
+			FAIL("bias %s must be [%lld]", TS(T(2), s1), (long long)cout);
+	}
+	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pd = ir_attr_ints(n, "pads", NULL),
+		      *dl = ir_attr_ints(n, "dilations", NULL),
+		      *op = ir_attr_ints(n, "output_padding", NULL);
+	out[0] = *x;
+	out[0].dims[1] = cout;
+	for (int i = 0; i < nsp; i++) {
+		int64_t o = st[i] * (x->dims[2 + i] - 1) + op[i] + dl[i] * (w->dims[2 + i] - 1) + 1 -
+			    pd[i] - pd[nsp + i];
+		if (o < 0)
+			FAIL("negative output size in spatial dim %d", i);
+		out[0].dims[2 + i] = o;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Normalization                                                            */
+/* ------------------------------------------------------------------------ */
+
+static bool vec_of(const struct ir_node *n, int i, int64_t len, const char *what, char *err,
+                   size_t errlen)
+{
+	tbuf s;
+	if (T(i)->rank != 1 || T(i)->dims[0] != len)
+		FAIL("%s %s must be [%lld]", what, TS(T(i), s), (long long)len);
+	if (!is_float(T(i)->dtype))
+		FAIL("%s must be a float type", what);
+	return true;
+}
+
+bool ir_infer_batch_norm(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	static const char *const what[] = { "", "scale", "bias", "mean", "var" };
+	const struct ir_type *x = T(0);
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (x->rank < 2)
+		FAIL("input must be [N,C,...]");
+	for (int i = 1; i < 5; i++)
+		if (!vec_of(n, i, x->dims[1], what[i], err, errlen))
+			return false;
+	out[0] = *x;
+	return true;
+}
+
+bool ir_infer_layer_norm(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int64_t axis = ir_attr_i(n, "axis");
+	tbuf s1, s2;
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	struct ir_type norm = *x, r;
+	norm.rank = x->rank - (int)axis;
+	memmove(norm.dims, x->dims + axis, sizeof(int64_t) * (size_t)norm.rank);
+	for (int i = 1; i < n->nin; i++) {
+		if (!is_float(T(i)->dtype))
+			FAIL("scale and bias must be float");
+		if (!ir_broadcast(&norm, T(i), &r) || !ir_type_eq(&r, &norm))
+			FAIL("%s %s does not broadcast to the normalized shape %s",
+			     i == 1 ? "scale" : "bias", TS(T(i), s1), TS(&norm, s2));
+	}
+	out[0] = *x;
+	for (int i = 1; i < n->nout; i++) {
+		out[i] = *x;
+		out[i].dtype = IR_F32;
+		for (int d = (int)axis; d < x->rank; d++)
+			out[i].dims[d] = 1;
+	}
+	return true;
+}
+
+bool ir_infer_instance_norm(const struct ir_node *n, struct ir_type *out, char *err,
+                            size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (x->rank < 3)
+		FAIL("input must be [N,C,spatial...]");
+	if (!vec_of(n, 1, x->dims[1], "scale", err, errlen) ||
+	    !vec_of(n, 2, x->dims[1], "bias", err, errlen))
+		return false;
+	out[0] = *x;
+	return true;
+}
+
+bool ir_infer_lrn(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!is_float(T(0)->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(T(0)->dtype));
+	if (T(0)->rank < 3)
+		FAIL("input must be [N,C,spatial...]");
+	if (ir_attr_i(n, "size") < 1)
+		FAIL("size must be positive");
+	out[0] = *T(0);
+	return true;
+}
+
+bool ir_infer_axis_op(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int64_t axis = ir_attr_i(n, "axis");
+	bool num_ok = n->op == IR_OP_CUMSUM ? is_numeric(T(0)->dtype) : is_float(T(0)->dtype);
+	if (!num_ok)
+		FAIL("type %s is not supported", ir_dtype_name(T(0)->dtype));
+	if (axis < 0 || axis >= T(0)->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, T(0)->rank);
+	out[0] = *T(0);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+bool ir_infer_pool(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int nsp = x->rank - 2;
+	bool has_dil = n->op == IR_OP_MAX_POOL;
+	bool ceil_mode = n->op != IR_OP_LP_POOL && ir_attr_i(n, "ceil_mode") != 0;
+	if (!is_numeric(x->dtype) || (n->op != IR_OP_MAX_POOL && !is_float(x->dtype)))
+		FAIL("type %s is not supported", ir_dtype_name(x->dtype));
+	if (x->rank < 3)
+		FAIL("input must be [N,C,spatial...]");
+	if (!ints_len(n, "kernel", nsp, 1, err, errlen) ||
+	    !ints_len(n, "strides", nsp, 1, err, errlen) ||
+	    !ints_len(n, "pads", 2 * nsp, 0, err, errlen) ||
+	    (has_dil && !ints_len(n, "dilations", nsp, 1, err, errlen)))
+		return false;
+	const int64_t *k = ir_attr_ints(n, "kernel", NULL), *st = ir_attr_ints(n, "strides", NULL),
+		      *pd = ir_attr_ints(n, "pads", NULL),
+		      *dl = has_dil ? ir_attr_ints(n, "dilations", NULL) : NULL;
+	out[0] = *x;
+	for (int i = 0; i < nsp; i++) {
+		int64_t span = (dl ? dl[i] : 1) * (k[i] - 1) + 1;
+		int64_t in = x->dims[2 + i] + pd[i] + pd[nsp + i];
+		int64_t o;
+		if (pd[i] >= span || pd[nsp + i] >= span)
+			FAIL("padding must be smaller than the kernel in spatial dim %d", i);
+		if (in < span)
+			FAIL("kernel extent %lld exceeds padded input %lld in spatial dim %d",
+			     (long long)span, (long long)in, i);
+		o = ceil_mode ? (in - span + st[i] - 1) / st[i] + 1 : (in - span) / st[i] + 1;
+		/* like PyTorch and ONNX Runtime: the last window must start inside the
+		 * input or its leading padding */
+		if (ceil_mode && (o - 1) * st[i] >= x->dims[2 + i] + pd[i])
+			o--;
+		out[0].dims[2 + i] = o;
+	}
+	if (n->nout > 1) {
+		out[1] = out[0];
+		out[1].dtype = IR_I64;
+	}
+	return true;
+}
+
+bool ir_infer_global_pool(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	if (!is_float(T(0)->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(T(0)->dtype));
+	if (T(0)->rank < 3)
+		FAIL("input must be [N,C,spatial...]");
+	out[0] = *T(0);
+	for (int i = 2; i < T(0)->rank; i++)
+		out[0].dims[i] = 1;
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reductions                                                               */
+/* ------------------------------------------------------------------------ */
+
+bool ir_infer_reduce(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int c;
+	const int64_t *axes = ir_attr_ints(n, "axes", &c);
+	bool keep = ir_attr_i(n, "keepdims") != 0;
+	bool red[IR_MAX_RANK] = { 0 };
+	if (!is_numeric(x->dtype))
+		FAIL("type %s is not supported", ir_dtype_name(x->dtype));
+	if (c == 0)
+		FAIL("axes must not be empty");
+	for (int i = 0; i < c; i++) {
+		if (axes[i] < 0 || axes[i] >= x->rank)
+			FAIL("axis %lld out of range for rank %d", (long long)axes[i], x->rank);
+		if (i && axes[i] <= axes[i - 1])
+			FAIL("axes must be sorted and unique");
+		red[axes[i]] = true;
+	}
+	out[0] = *x;
+	out[0].rank = 0;
+	for (int i = 0; i < x->rank; i++) {
+		if (!red[i])
+			out[0].dims[out[0].rank++] = x->dims[i];
+		else if (keep)
+			out[0].dims[out[0].rank++] = 1;
+	}
+	return true;
+}
+
+bool ir_infer_arg(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int64_t axis = ir_attr_i(n, "axis");
+	if (!is_numeric(x->dtype))
+		FAIL("type %s is not supported", ir_dtype_name(x->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	out[0] = *x;
+	out[0].dtype = IR_I64;
+	if (ir_attr_i(n, "keepdims")) {
+		out[0].dims[axis] = 1;
+	} else {
+		memmove(out[0].dims + axis, out[0].dims + axis + 1,
+		        sizeof(int64_t) * (size_t)(x->rank - axis - 1));
+		out[0].rank--;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement                                                            */
+/* ------------------------------------------------------------------------ */
+
+bool ir_infer_reshape(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c;
+	const int64_t *shape = ir_attr_ints(n, "shape", &c);
+	tbuf s1, s2;
+	if (c > IR_MAX_RANK)
+		FAIL("rank %d exceeds the maximum %d", c, IR_MAX_RANK);
+	out[0] = (struct ir_type){ .dtype = T(0)->dtype, .rank = c };
+	for (int i = 0; i < c; i++) {
+		if (shape[i] < 0)
+			FAIL("shape has negative dimension %lld", (long long)shape[i]);
+		out[0].dims[i] = shape[i];
+	}
+	if (ir_type_elems(&out[0]) != ir_type_elems(T(0)))
+		FAIL("cannot reshape %s to %s", TS(T(0), s1), TS(&out[0], s2));
+	return true;
+}
+
+bool ir_infer_transpose(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c;
+	const int64_t *perm = ir_attr_ints(n, "perm", &c);
+	bool seen[IR_MAX_RANK] = { 0 };
+	if (c != T(0)->rank)
+		FAIL("perm has %d entries for rank %d", c, T(0)->rank);
+	out[0] = *T(0);
+	for (int i = 0; i < c; i++) {
+		if (perm[i] < 0 || perm[i] >= c || seen[perm[i]])
+			FAIL("perm is not a permutation of 0..%d", c - 1);
+		seen[perm[i]] = true;
+		out[0].dims[i] = T(0)->dims[perm[i]];
+	}
+	return true;
+}
+
+bool ir_infer_concat(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int64_t axis = ir_attr_i(n, "axis");
+	const struct ir_type *x = T(0);
+	tbuf s1, s2;
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	out[0] = *x;
+	for (int i = 1; i < n->nin; i++) {
+		const struct ir_type *y = T(i);
+		bool ok = y->dtype == x->dtype && y->rank == x->rank;
+		for (int d = 0; ok && d < x->rank; d++)
+			ok = d == axis || y->dims[d] == x->dims[d];
+		if (!ok)
+			FAIL("input %d %s does not match input 0 %s outside axis %lld", i, TS(y, s1),
+			     TS(x, s2), (long long)axis);
+		if (__builtin_add_overflow(out[0].dims[axis], y->dims[axis], &out[0].dims[axis]))
+			FAIL("dimension overflow");
+	}
+	return true;
+}
+
+bool ir_infer_split(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int64_t axis = ir_attr_i(n, "axis"), sum = 0;
+	int c;
+	const int64_t *split = ir_attr_ints(n, "split", &c);
+	if (axis < 0 || axis >= T(0)->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, T(0)->rank);
+	if (c != n->nout)
+		FAIL("split has %d sizes for %d outputs", c, n->nout);
+	for (int i = 0; i < c; i++) {
+		if (split[i] < 0)
+			FAIL("negative split size");
+		sum += split[i];
+		out[i] = *T(0);
+		out[i].dims[axis] = split[i];
+	}
+	if (sum != T(0)->dims[axis])
+		FAIL("split sizes add up to %lld, not the dimension %lld", (long long)sum,
+		     (long long)T(0)->dims[axis]);
+	return true;
+}
+
+bool ir_infer_slice(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c1, c2, c3, r = T(0)->rank;
+	const int64_t *st = ir_attr_ints(n, "starts", &c1), *en = ir_attr_ints(n, "ends", &c2),
+		      *sp = ir_attr_ints(n, "steps", &c3);
+	if (c1 != r || c2 != r || c3 != r)
+		FAIL("starts, ends and steps must have one entry per dimension (%d)", r);
+	out[0] = *T(0);
+	for (int i = 0; i < r; i++) {
+		int64_t d = T(0)->dims[i], cnt;
+		if (sp[i] > 0) {
+			if (st[i] < 0 || st[i] > d || en[i] < st[i] || en[i] > d)
+				FAIL("dim %d: range [%lld,%lld) is not normalized for size %lld", i,
+				     (long long)st[i], (long long)en[i], (long long)d);
+			cnt = (en[i] - st[i] + sp[i] - 1) / sp[i];
+		} else if (sp[i] < 0) {
+			if (st[i] < -1 || st[i] >= d || en[i] < -1 || en[i] > st[i])
+				FAIL("dim %d: range [%lld,%lld) is not normalized for size %lld", i,
+				     (long long)st[i], (long long)en[i], (long long)d);
+			cnt = (st[i] - en[i] + (-sp[i]) - 1) / (-sp[i]);
+		} else {
+			FAIL("step must not be zero");
+		}
+		out[0].dims[i] = cnt;
+	}
+	return true;
+}
+
+bool ir_infer_gather(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0), *idx = T(1);
+	int64_t axis = ir_attr_i(n, "axis");
+	if (idx->dtype != IR_I32 && idx->dtype != IR_I64)
+		FAIL("indices must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	if (x->rank - 1 + idx->rank > IR_MAX_RANK)
+		FAIL("result rank exceeds %d", IR_MAX_RANK);
+	out[0] = (struct ir_type){ .dtype = x->dtype };
+	for (int i = 0; i < axis; i++)
+		out[0].dims[out[0].rank++] = x->dims[i];
+	for (int i = 0; i < idx->rank; i++)
+		out[0].dims[out[0].rank++] = idx->dims[i];
+	for (int i = (int)axis + 1; i < x->rank; i++)
+		out[0].dims[out[0].rank++] = x->dims[i];
+	if (x->dims[axis] == 0 && ir_type_elems(idx) > 0)
+		FAIL("gathering from an empty axis");
+	return true;
+}
+
+bool ir_infer_gather_elements(const struct ir_node *n, struct ir_type *out, char *err,
+                              size_t errlen)
+{
+	const struct ir_type *x = T(0), *idx = T(1);
+	int64_t axis = ir_attr_i(n, "axis");
+	if (idx->dtype != IR_I32 && idx->dtype != IR_I64)
+		FAIL("indices must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	if (idx->rank != x->rank)
+		FAIL("indices must have the rank of the data (%d)", x->rank);
+	out[0] = *idx;
+	out[0].dtype = x->dtype;
+	return true;
+}
+
+bool ir_infer_expand(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c;
+	const int64_t *shape = ir_attr_ints(n, "shape", &c);
+	struct ir_type s = { .dtype = T(0)->dtype, .rank = c }, r;
+	tbuf s1, s2;
+	if (c > IR_MAX_RANK)
+		FAIL("rank %d exceeds the maximum %d", c, IR_MAX_RANK);
+	for (int i = 0; i < c; i++) {
+		if (shape[i] < 0)
+			FAIL("negative dimension in shape");
+		s.dims[i] = shape[i];
+	}
+	if (!ir_broadcast(T(0), &s, &r) || !ir_type_eq(&r, &s))
+		FAIL("%s does not broadcast to %s", TS(T(0), s1), TS(&s, s2));
+	out[0] = s;
+	return true;
+}
+
+bool ir_infer_tile(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c;
+	const int64_t *rep = ir_attr_ints(n, "repeats", &c);
+	if (c != T(0)->rank)
+		FAIL("repeats has %d entries for rank %d", c, T(0)->rank);
+	out[0] = *T(0);
+	for (int i = 0; i < c; i++) {
+		if (rep[i] < 0)
+			FAIL("negative repeat count");
+		if (__builtin_mul_overflow(T(0)->dims[i], rep[i], &out[0].dims[i]))
+			FAIL("dimension overflow");
+	}
+	return true;
+}
+
+bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int c, r = T(0)->rank;
+	const int64_t *pads = ir_attr_ints(n, "pads", &c);
+	const char *mode = ir_attr_s(n, "mode");
+	if (c != 2 * r)
+		FAIL("pads has %d entries for rank %d", c, r);
+	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+		FAIL("mode '%s' is not one of constant, reflect, edge", mode);
+	out[0] = *T(0);
+	for (int i = 0; i < r; i++) {
+		int64_t d = T(0)->dims[i];
+		if (__builtin_add_overflow(d, pads[i], &d) || __builtin_add_overflow(d, pads[r + i], &d))
+			FAIL("dimension overflow");
+		if (d < 0)
+			FAIL("pads remove more than dimension %d holds", i);
+		if (strcmp(mode, "constant") && (pads[i] < 0 || pads[r + i] < 0))
+			FAIL("negative pads need mode constant");
+		if (!strcmp(mode, "reflect") && (pads[i] >= T(0)->dims[i] || pads[r + i] >= T(0)->dims[i]))
+			FAIL("reflect pads must be smaller than dimension %d", i);
+		if (!strcmp(mode, "edge") && T(0)->dims[i] == 0 && (pads[i] || pads[r + i]))
+			FAIL("edge padding of an empty dimension");
+		out[0].dims[i] = d;
+	}
+	return true;
+}
+
+bool ir_infer_depth_to_space(const struct ir_node *n, struct ir_type *out, char *err,
+                             size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int64_t b = ir_attr_i(n, "blocksize");
+	const char *mode = ir_attr_s(n, "mode");
+	if (x->rank != 4)
+		FAIL("input must be [N,C,H,W]");
+	if (b < 1 || x->dims[1] % (b * b))
+		FAIL("blocksize %lld squared does not divide %lld channels", (long long)b,
+		     (long long)x->dims[1]);
+	if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+		FAIL("mode must be DCR or CRD");
+	out[0] = *x;
+	out[0].dims[1] /= b * b;
+	out[0].dims[2] *= b;
+	out[0].dims[3] *= b;
+	return true;
+}
+
+bool ir_infer_space_to_depth(const struct ir_node *n, struct ir_type *out, char *err,
+                             size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int64_t b = ir_attr_i(n, "blocksize");
+	if (x->rank != 4)
+		FAIL("input must be [N,C,H,W]");
+	if (b < 1 || x->dims[2] % b || x->dims[3] % b)
+		FAIL("blocksize %lld does not divide the spatial size", (long long)b);
+	out[0] = *x;
+	out[0].dims[1] *= b * b;
+	out[0].dims[2] /= b;
+	out[0].dims[3] /= b;
+	return true;
+}
+
+static bool one_of(const char *s, const char *const *opts)
+{
+	for (; *opts; opts++)
+		if (!strcmp(s, *opts))
+			return true;
+	return false;
+}
+
+bool ir_infer_resize(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	static const char *const modes[] = { "nearest", "linear", "cubic", NULL };
+	static const char *const coords[] = { "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+		"align_corners", "asymmetric", "tf_crop_and_resize", NULL };
+	static const char *const nearests[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
+		"ceil", NULL };
+	const struct ir_type *x = T(0);
+	int cs, cz, cr;
+	const int64_t *sizes = ir_attr_ints(n, "sizes", &cz);
+	ir_attr_floats(n, "scales", &cs);
+	ir_attr_floats(n, "roi", &cr);
+	if (!is_float(x->dtype))
+		FAIL("type %s is not supported (needs a float type)", ir_dtype_name(x->dtype));
+	if (!one_of(ir_attr_s(n, "mode"), modes))
+		FAIL("unknown mode '%s'", ir_attr_s(n, "mode"));
+	if (!one_of(ir_attr_s(n, "coord"), coords))
+		FAIL("unknown coordinate transformation '%s'", ir_attr_s(n, "coord"));
+	if (!one_of(ir_attr_s(n, "nearest"), nearests))
+		FAIL("unknown nearest mode '%s'", ir_attr_s(n, "nearest"));
+	if (cs != x->rank || cz != x->rank || (cr != 0 && cr != 2 * x->rank))
+		FAIL("scales and sizes need one entry per dimension, roi none or two");
+	out[0] = *x;
+	for (int i = 0; i < x->rank; i++) {
+		if (sizes[i] < 0)
+			FAIL("negative output size");
+		out[0].dims[i] = sizes[i];
+	}
+	return true;
+}

@@ -1,0 +1,424 @@
+/*
+ * ir.h - the onnxc tensor IR, all of it in one header.
+ *
+ * A module is a graph in SSA form. Every tensor is a value that is defined
+ * exactly once: as a graph input, as a constant (a weight, owned by the
+ * module), or as one result of one node. Every value carries a dtype and a
+ * fully static shape; symbolic ONNX dimensions are bound before a module
+ * exists. Every value keeps the list of its uses so passes can rewrite the
+ * graph locally.
+ *
+ * Nodes live on a doubly linked list kept in a topological order: a node only
+ * reads values defined above it. The op of a node comes from the one op table
+ * in ops.h, which also gives its ONNX name, arity, attribute schema, the
+ * mixed-precision class and the shape/type inference function. An IR op is
+ * deliberately more regular than the ONNX op it comes from: attributes are
+ * complete (the importer fills defaults and resolves auto_pad, negative
+ * axes, opset differences and shape-valued inputs), so an op's output types
+ * are a pure function of its input types and attributes and every later stage
+ * reads one canonical form.
+ *
+ * Memory: everything a module points to is allocated from the module's
+ * arena, including constant data, so ir_module_free() releases it all and an
+ * out-of-memory unwind (see ir_ctx) cannot leak. No global state: the
+ * allocator, the diagnostic sink and the error count live in struct ir_ctx,
+ * which every entry point takes.
+ *
+ * The text form (print.c / parse.c) is documented in docs/ir.md.
+ */
+#ifndef ONNXC_IR_H
+#define ONNXC_IR_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ONNXC_VERSION "0.1.0"
+#define IR_MAX_RANK 8           /* ONNX has no limit; no exporter we know goes past 6 */
+#define IR_INLINE_MAX 16        /* constants up to this many elements print inline */
+
+/* ------------------------------------------------------------------------ */
+/* Context: allocator, diagnostics, out-of-memory unwinding.                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One allocator hook for everything the compiler allocates, in the manner of
+ * lua_Alloc: alloc(ud, ptr, nsize) with nsize == 0 frees ptr. Tests install a
+ * hook that fails the N-th allocation to check every failure path.
+ *
+ * Allocation failure is not reported through every return value. Instead the
+ * entry points (import, parse, ...) install a jmp_buf in ctx->oom; a failed
+ * allocation longjmps there and the entry point frees the module (whose arena
+ * owns every allocation), so the unwind leaks nothing. Without a handler an
+ * allocation failure aborts.
+ */
+typedef void *(*ir_alloc_fn)(void *ud, void *ptr, size_t nsize);
+
+/* Receives each formatted diagnostic line (without the trailing newline). */
+typedef void (*ir_diag_fn)(void *ud, const char *line);
+
+struct ir_ctx {
+	ir_alloc_fn alloc;      /* NULL: malloc/realloc/free */
+	void *alloc_ud;
+	ir_diag_fn diag;        /* NULL: print to stderr */
+	void *diag_ud;
+	const char *file;       /* input file named by diagnostics, or NULL */
+	int nerrors;            /* errors reported so far */
+	int nwarnings;
+	int max_errors;         /* stop printing after this many (0: 100) */
+	jmp_buf *oom;           /* where an allocation failure unwinds to */
+};
+
+void ir_ctx_init(struct ir_ctx *ctx);
+void *ir_malloc(struct ir_ctx *ctx, size_t n);   /* never NULL: unwinds */
+void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n);
+void ir_free(struct ir_ctx *ctx, void *p);
+_Noreturn void ir_oom(struct ir_ctx *ctx);
+
+/* "FILE: error: MSG" (FILE omitted when ctx->file is NULL). */
+void ir_error(struct ir_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void ir_warning(struct ir_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* "FILE: error: node 'NAME' (OP): MSG" - the form every model error takes. */
+void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap);
+
+/* Internal bugs abort loudly with file and line; they are never user errors. */
+#define IR_ASSERT(c) \
+	((c) ? (void)0 : ir_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
+_Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------------ */
+/* Arena.                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A bump allocator over a chain of blocks. Requests larger than a block get a
+ * block of their own, which can be given back early with ir_arena_release()
+ * (constant folding drops large intermediates that way).
+ */
+struct ir_arena_block;
+struct ir_arena {
+	struct ir_ctx *ctx;
+	struct ir_arena_block *head;  /* current small-object block */
+	struct ir_arena_block *big;   /* list of large blocks */
+	size_t used;                  /* bytes handed out, for reports */
+};
+
+void ir_arena_init(struct ir_arena *a, struct ir_ctx *ctx);
+void ir_arena_free(struct ir_arena *a);
+void *ir_arena_alloc(struct ir_arena *a, size_t n);        /* 16-byte aligned, zeroed */
+void *ir_arena_alloc_big(struct ir_arena *a, size_t n);    /* own block, not zeroed */
+void ir_arena_release(struct ir_arena *a, void *p);        /* p from alloc_big */
+char *ir_arena_strdup(struct ir_arena *a, const char *s);
+char *ir_arena_strndup(struct ir_arena *a, const char *s, size_t n);
+char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------------------ */
+/* Data types.                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*   id     text    ONNX code  bytes  float  int  signed */
+#define IR_DTYPES(X)                   \
+	X(F32, "f32", 1, 4, 1, 0, 1)   \
+	X(F16, "f16", 10, 2, 1, 0, 1)  \
+	X(BF16, "bf16", 16, 2, 1, 0, 1) \
+	X(F64, "f64", 11, 8, 1, 0, 1)  \
+	X(I8, "i8", 3, 1, 0, 1, 1)     \
+	X(I16, "i16", 5, 2, 0, 1, 1)   \
+	X(I32, "i32", 6, 4, 0, 1, 1)   \
+	X(I64, "i64", 7, 8, 0, 1, 1)   \
+	X(U8, "u8", 2, 1, 0, 1, 0)     \
+	X(U16, "u16", 4, 2, 0, 1, 0)   \
+	X(U32, "u32", 12, 4, 0, 1, 0)  \
+	X(U64, "u64", 13, 8, 0, 1, 0)  \
+	X(BOOL, "bool", 9, 1, 0, 0, 0)
+
+enum ir_dtype {
+	IR_DT_NONE = 0,
+#define X(id, ...) IR_##id,
+	IR_DTYPES(X)
+#undef X
+	IR_DTYPE_COUNT
+};
+
+struct ir_dtype_info {
+	const char *name;
+	int onnx;               /* TensorProto.DataType */
+	int size;               /* bytes per element */
+	bool is_float, is_int, is_signed;
+};
+extern const struct ir_dtype_info ir_dtypes[IR_DTYPE_COUNT];
+
+static inline int ir_dtype_size(enum ir_dtype t) { return ir_dtypes[t].size; }
+static inline const char *ir_dtype_name(enum ir_dtype t) { return ir_dtypes[t].name; }
+enum ir_dtype ir_dtype_from_onnx(int onnx_code);   /* IR_DT_NONE if unsupported */
+enum ir_dtype ir_dtype_from_name(const char *s, size_t n);
+const char *ir_onnx_dtype_name(int onnx_code);    /* "FLOAT", "STRING", ... */
+
+/* Element access in a common representation: for folding and printing. */
+double ir_load_f64(enum ir_dtype t, const void *p, size_t i);
+int64_t ir_load_i64(enum ir_dtype t, const void *p, size_t i);
+void ir_store_f64(enum ir_dtype t, void *p, size_t i, double v);
+void ir_store_i64(enum ir_dtype t, void *p, size_t i, int64_t v);
+
+/* IEEE binary16 and bfloat16, round to nearest even (NaN stays NaN). */
+uint16_t ir_f32_to_f16(float f);
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float f);
+float ir_bf16_to_f32(uint16_t h);
+
+/* ------------------------------------------------------------------------ */
+/* Types: a dtype and a static shape.                                       */
+/* ------------------------------------------------------------------------ */
+
+struct ir_type {
+	enum ir_dtype dtype;
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+};
+
+/* Element count; -1 if it overflows int64 (importers reject that first). */
+int64_t ir_type_elems(const struct ir_type *t);
+/* Element count of dims[0..rank), -1 on overflow or a negative dim. */
+int64_t ir_dims_elems(const int64_t *dims, int rank);
+bool ir_type_eq(const struct ir_type *a, const struct ir_type *b);
+/* "f32[1,3,224,224]" into buf; returns buf. */
+char *ir_type_str(const struct ir_type *t, char *buf, size_t n);
+#define IR_TYPE_STR_MAX (16 + IR_MAX_RANK * 21)
+
+/* ------------------------------------------------------------------------ */
+/* Ops.                                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum ir_op {
+#define IR_OP(id, ...) IR_OP_##id,
+#include "ops.h"
+#undef IR_OP
+	IR_OP_COUNT
+};
+
+/* Mixed-precision class (docs/precision.md). */
+enum ir_amp { IR_AMP_ALLOW, IR_AMP_INFER, IR_AMP_DENY, IR_AMP_CLEAR, IR_AMP_SPECIAL };
+
+/* What family an op belongs to; fusion and folding dispatch on it. */
+enum ir_op_kind {
+	IR_KIND_ELTWISE,        /* elementwise over numpy-broadcast inputs */
+	IR_KIND_REDUCE,         /* reduces some axes */
+	IR_KIND_MOVE,           /* data movement: no arithmetic on elements */
+	IR_KIND_COMPUTE,        /* everything else (GEMM, conv, norms, ...) */
+};
+
+enum ir_attr_kind {
+	IR_ATTR_INT,            /* schema letter i */
+	IR_ATTR_FLOAT,          /* f: an ONNX float, kept as float32 */
+	IR_ATTR_STRING,         /* s */
+	IR_ATTR_INTS,           /* I */
+	IR_ATTR_FLOATS,         /* F */
+	IR_ATTR_DTYPE,          /* t: a dtype, printed by name */
+};
+
+struct ir_node;
+/* Computes output types from input types and attributes. Returns false and
+ * writes a message to err on invalid operands. */
+typedef bool (*ir_infer_fn)(const struct ir_node *n, struct ir_type *out,
+                            char *err, size_t errlen);
+
+struct ir_op_info {
+	const char *name;       /* text form: "conv" */
+	const char *onnx;       /* the ONNX op it imports from / exports as */
+	int min_in, max_in;     /* optional inputs are trailing */
+	int min_out, max_out;
+	enum ir_op_kind kind;
+	enum ir_amp amp;
+	const char *schema;     /* attributes: "group:i pads:I ..." (all required) */
+	ir_infer_fn infer;
+};
+extern const struct ir_op_info ir_ops[IR_OP_COUNT];
+
+enum ir_op ir_op_from_name(const char *s, size_t n);     /* IR_OP_COUNT if none */
+
+/* Attribute schema, parsed from ir_op_info.schema. */
+#define IR_MAX_ATTRS 12
+struct ir_attr_def {
+	char name[32];
+	enum ir_attr_kind kind;
+};
+int ir_op_schema(enum ir_op op, struct ir_attr_def defs[IR_MAX_ATTRS]);
+
+/* ------------------------------------------------------------------------ */
+/* Values, nodes, modules.                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct ir_attr {
+	const char *name;       /* points into the schema's names (arena copy) */
+	enum ir_attr_kind kind;
+	int n;                  /* element count for INTS / FLOATS */
+	union {
+		int64_t i;
+		float f;
+		const char *s;
+		int64_t *ints;
+		float *floats;
+		enum ir_dtype t;
+	};
+};
+
+enum ir_value_kind { IR_VAL_INPUT, IR_VAL_CONST, IR_VAL_NODE, IR_VAL_DEAD };
+
+struct ir_use {
+	struct ir_node *node;
+	int index;              /* which input of node */
+};
+
+struct ir_value {
+	int id;                 /* index in module->values */
+	enum ir_value_kind kind;
+	const char *name;       /* unique in the module; the ONNX tensor name */
+	struct ir_type type;
+	struct ir_node *def;    /* IR_VAL_NODE: the defining node */
+	int def_index;          /* which output of def */
+	/* IR_VAL_CONST: */
+	void *data;             /* dense row-major; NULL for a weight read back
+	                           from text, which names it by checksum only */
+	uint64_t checksum;      /* FNV-1a 64 of the data bytes */
+	struct ir_use *uses;
+	int nuses, cap_uses;
+};
+
+struct ir_node {
+	int id;                 /* unique in the module, creation order */
+	enum ir_op op;
+	const char *name;       /* the ONNX node name (synthesized if anonymous) */
+	struct ir_value **in;
+	int nin;
+	struct ir_value **out;
+	int nout;
+	struct ir_attr *attrs;  /* in schema order, all present */
+	int nattrs;
+	struct ir_node *prev, *next;
+};
+
+struct ir_module {
+	struct ir_ctx *ctx;
+	struct ir_arena arena;  /* owns every byte reachable from the module */
+	const char *name;
+	struct ir_value **values;   /* by id; dead values stay until compaction */
+	int nvalues, cap_values;
+	struct ir_node *first, *last;
+	int nnodes, next_node_id;
+	struct ir_value **inputs;   /* graph inputs, in graph order */
+	int ninputs, cap_inputs;
+	struct ir_value **outputs;  /* graph outputs, in graph order */
+	int noutputs, cap_outputs;
+	struct ir_value **names;    /* open-addressing hash set by name */
+	int cap_names, nnames;
+};
+
+struct ir_module *ir_module_new(struct ir_ctx *ctx, const char *name);
+void ir_module_free(struct ir_module *m);
+
+struct ir_value *ir_find_value(const struct ir_module *m, const char *name);
+/* A name not used yet in m, derived from base ("base", "base.1", ...). */
+const char *ir_unique_name(struct ir_module *m, const char *base);
+
+/* Value constructors; the name must be unique (checked: internal error). */
+struct ir_value *ir_add_input(struct ir_module *m, const char *name,
+                              const struct ir_type *t);
+/* data is copied unless it already lies in m's arena (then it is adopted). */
+struct ir_value *ir_add_const(struct ir_module *m, const char *name,
+                              const struct ir_type *t, const void *data);
+struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name,
+                                  const struct ir_type *t, uint64_t checksum);
+void ir_add_output(struct ir_module *m, struct ir_value *v);
+
+/*
+ * Creates a node with nin inputs (entries may be NULL only for trailing
+ * optional inputs, which are then dropped) and nout results named by
+ * out_names (NULL: synthesized). Attributes are set to zero values of their
+ * kinds; set them with ir_set_* before inferring types. The node is appended
+ * at the end of the list; ir_move_before() places it elsewhere.
+ */
+struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name,
+                            struct ir_value *const *in, int nin,
+                            const char *const *out_names, int nout);
+void ir_move_before(struct ir_module *m, struct ir_node *n, struct ir_node *before);
+/* Unlinks n and marks its results dead; they must have no uses left. */
+void ir_remove_node(struct ir_module *m, struct ir_node *n);
+/* Unlinks n and drops its operand uses but leaves its results alone: the
+ * caller turns them into something else (constant folding does). */
+void ir_detach_node(struct ir_module *m, struct ir_node *n);
+/* Redirects every use of from to to. */
+void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to);
+void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
+/* Marks an unused input/constant value dead. */
+void ir_kill_value(struct ir_module *m, struct ir_value *v);
+/* Runs the op's inference into out[0..nout). false: message in err. */
+bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out,
+                    char *err, size_t errlen);
+/* The same, setting the result types of n. */
+bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t errlen);
+
+struct ir_attr *ir_attr_get(const struct ir_node *n, const char *name);
+int64_t ir_attr_i(const struct ir_node *n, const char *name);
+float ir_attr_f(const struct ir_node *n, const char *name);
+const char *ir_attr_s(const struct ir_node *n, const char *name);
+const int64_t *ir_attr_ints(const struct ir_node *n, const char *name, int *count);
+const float *ir_attr_floats(const struct ir_node *n, const char *name, int *count);
+enum ir_dtype ir_attr_t(const struct ir_node *n, const char *name);
+void ir_set_i(struct ir_module *m, struct ir_node *n, const char *name, int64_t v);
+void ir_set_f(struct ir_module *m, struct ir_node *n, const char *name, float v);
+void ir_set_s(struct ir_module *m, struct ir_node *n, const char *name, const char *v);
+void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name,
+                 const int64_t *v, int count);
+void ir_set_floats(struct ir_module *m, struct ir_node *n, const char *name,
+                   const float *v, int count);
+void ir_set_t(struct ir_module *m, struct ir_node *n, const char *name, enum ir_dtype t);
+
+/* Drops dead values from m->values and renumbers ids densely. */
+void ir_compact(struct ir_module *m);
+
+uint64_t ir_checksum(const void *data, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Whole-module services.                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Checks every invariant listed in docs/ir.md; reports each violation through
+ * ctx and returns the number found. */
+int ir_verify(struct ir_module *m);
+
+/* Text form. */
+void ir_print(const struct ir_module *m, FILE *f);
+bool ir_ident_char(int c);                       /* [A-Za-z0-9_./-] */
+void ir_print_name(const char *s, FILE *f);      /* bare if possible, else quoted */
+void ir_format_float(float v, char *buf, size_t n);   /* shortest round-trip form */
+void ir_format_double(double v, char *buf, size_t n);
+/* Parses text (len bytes); NULL after reporting errors through ctx. */
+struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len);
+
+/*
+ * Constant folding: if every input of n is a constant with data and the op can
+ * be evaluated, computes its results, turns them into constants (keeping their
+ * names and uses) and removes n. Returns 1 if n was folded, 0 if it was left
+ * alone (not foldable, or a result larger than max_elems), -1 if evaluation
+ * found an error in the constants (message in err: an index out of range, an
+ * integer division by zero).
+ */
+int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems,
+                 char *err, size_t errlen);
+bool ir_can_fold(enum ir_op op);
+
+/* Numpy broadcasting of two shapes; false if incompatible. */
+bool ir_broadcast(const struct ir_type *a, const struct ir_type *b, struct ir_type *out);
+
+#define IR_FOR_EACH_NODE(m, n) for (struct ir_node *n = (m)->first; n; n = n->next)
+
+#endif

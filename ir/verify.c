@@ -1,0 +1,193 @@
+/*
+ * verify.c - the IR verifier.
+ *
+ * Checks every invariant the rest of the compiler assumes (docs/ir.md,
+ * "Invariants") and reports each violation as an error naming the node. The
+ * pass pipeline runs it between passes in debug builds and with --verify, so
+ * a pass that breaks the graph is caught at the pass, not three passes later.
+ */
+#include "ir.h"
+
+#include <string.h>
+
+#define VERR(n, ...) ir_node_error(m->ctx, (n)->name, ir_ops[(n)->op].name, __VA_ARGS__)
+
+static bool value_ok(const struct ir_value *v)
+{
+	if (v->type.dtype <= IR_DT_NONE || v->type.dtype >= IR_DTYPE_COUNT)
+		return false;
+	if (v->type.rank < 0 || v->type.rank > IR_MAX_RANK)
+		return false;
+	return ir_type_elems(&v->type) >= 0;
+}
+
+static int check_values(struct ir_module *m)
+{
+	int errs = 0;
+	for (int i = 0; i < m->nvalues; i++) {
+		struct ir_value *v = m->values[i];
+		char tb[IR_TYPE_STR_MAX];
+		if (v->id != i) {
+			ir_error(m->ctx, "value '%s' has id %d at index %d", v->name, v->id, i);
+			errs++;
+		}
+		if (v->kind == IR_VAL_DEAD) {
+			if (v->nuses) {
+				ir_error(m->ctx, "dead value '%s' still has %d uses", v->name, v->nuses);
+				errs++;
+			}
+			continue;
+		}
+		if (ir_find_value(m, v->name) != v) {
+			ir_error(m->ctx, "value name '%s' is not unique", v->name);
+			errs++;
+		}
+		if (!value_ok(v)) {
+			ir_error(m->ctx, "value '%s' has an invalid type %s", v->name,
+			         ir_type_str(&v->type, tb, sizeof tb));
+			errs++;
+		}
+		if (v->kind == IR_VAL_NODE && (!v->def || v->def->out[v->def_index] != v)) {
+			ir_error(m->ctx, "value '%s' has no defining node", v->name);
+			errs++;
+		}
+		if (v->kind == IR_VAL_CONST && v->data &&
+		    v->checksum != ir_checksum(v->data, (size_t)ir_type_elems(&v->type) *
+		                                           (size_t)ir_dtype_size(v->type.dtype))) {
+			ir_error(m->ctx, "constant '%s' does not match its checksum", v->name);
+			errs++;
+		}
+		for (int k = 0; k < v->nuses; k++) {
+			struct ir_use u = v->uses[k];
+			if (!u.node || u.index < 0 || u.index >= u.node->nin || u.node->in[u.index] != v) {
+				ir_error(m->ctx, "use list of '%s' is stale", v->name);
+				errs++;
+				break;
+			}
+		}
+	}
+	return errs;
+}
+
+static int check_node(struct ir_module *m, struct ir_node *n, const char *defined)
+{
+	const struct ir_op_info *op = &ir_ops[n->op];
+	struct ir_attr_def defs[IR_MAX_ATTRS];
+	int ndefs, errs = 0;
+	char err[512];
+
+	if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
+		VERR(n, "has %d inputs", n->nin);
+		return 1;
+	}
+	if (n->nout < op->min_out || (op->max_out >= 0 && n->nout > op->max_out)) {
+		VERR(n, "has %d outputs", n->nout);
+		return 1;
+	}
+	for (int i = 0; i < n->nin; i++) {
+		struct ir_value *v = n->in[i];
+		bool used = false;
+		if (!v || v->kind == IR_VAL_DEAD || v->id >= m->nvalues || m->values[v->id] != v) {
+			VERR(n, "input %d is not a live value of the module", i);
+			return errs + 1;
+		}
+		if (!defined[v->id]) {
+			VERR(n, "input %d '%s' is used before it is defined", i, v->name);
+			errs++;
+		}
+		for (int k = 0; k < v->nuses; k++)
+			used |= v->uses[k].node == n && v->uses[k].index == i;
+		if (!used) {
+			VERR(n, "input %d '%s' is missing from its use list", i, v->name);
+			errs++;
+		}
+	}
+	for (int i = 0; i < n->nout; i++) {
+		struct ir_value *v = n->out[i];
+		if (v->kind != IR_VAL_NODE || v->def != n || v->def_index != i) {
+			VERR(n, "output %d '%s' does not point back to the node", i, v->name);
+			errs++;
+		}
+	}
+	ndefs = ir_op_schema(n->op, defs);
+	if (ndefs != n->nattrs) {
+		VERR(n, "has %d attributes, the op has %d", n->nattrs, ndefs);
+		return errs + 1;
+	}
+	for (int i = 0; i < ndefs; i++) {
+		if (strcmp(n->attrs[i].name, defs[i].name) || n->attrs[i].kind != defs[i].kind) {
+			VERR(n, "attribute %d is '%s', expected '%s'", i, n->attrs[i].name, defs[i].name);
+			return errs + 1;
+		}
+	}
+	if (errs)
+		return errs;
+	{
+		struct ir_type small[8];
+		struct ir_type *t = n->nout <= 8 ? small : ir_malloc(m->ctx, sizeof *t * (size_t)n->nout);
+		if (!ir_infer_types(m, n, t, err, sizeof err)) {
+			VERR(n, "%s", err);
+			errs++;
+		} else {
+			for (int i = 0; i < n->nout; i++) {
+				char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+				if (!ir_type_eq(&t[i], &n->out[i]->type)) {
+					VERR(n, "output '%s' is %s but inference gives %s", n->out[i]->name,
+					     ir_type_str(&n->out[i]->type, a, sizeof a),
+					     ir_type_str(&t[i], b, sizeof b));
+					errs++;
+				}
+			}
+		}
+		if (t != small)
+			ir_free(m->ctx, t);
+	}
+	return errs;
+}
+
+int ir_verify(struct ir_module *m)
+{
+	int errs = check_values(m), count = 0;
+	char *defined = ir_malloc(m->ctx, (size_t)(m->nvalues ? m->nvalues : 1));
+	struct ir_node *prev = NULL;
+
+	memset(defined, 0, (size_t)m->nvalues);
+	for (int i = 0; i < m->nvalues; i++)
+		defined[i] = m->values[i]->kind == IR_VAL_INPUT || m->values[i]->kind == IR_VAL_CONST;
+	for (int i = 0; i < m->ninputs; i++) {
+		if (m->inputs[i]->kind != IR_VAL_INPUT) {
+			ir_error(m->ctx, "graph input '%s' is not an input value", m->inputs[i]->name);
+			errs++;
+		}
+	}
+	IR_FOR_EACH_NODE(m, n) {
+		if (n->prev != prev) {
+			ir_error(m->ctx, "node list is corrupt at node '%s'", n->name);
+			errs++;
+			break;
+		}
+		prev = n;
+		if (++count > m->nnodes) {
+			ir_error(m->ctx, "node list is longer than the node count");
+			errs++;
+			break;
+		}
+		errs += check_node(m, n, defined);
+		for (int i = 0; i < n->nout; i++)
+			if (n->out[i]->id < m->nvalues)
+				defined[n->out[i]->id] = 1;
+	}
+	if (count != m->nnodes || prev != m->last) {
+		ir_error(m->ctx, "node count %d does not match the list (%d)", m->nnodes, count);
+		errs++;
+	}
+	for (int i = 0; i < m->noutputs; i++) {
+		struct ir_value *v = m->outputs[i];
+		if (!v || v->kind == IR_VAL_DEAD || v->id >= m->nvalues || !defined[v->id]) {
+			ir_error(m->ctx, "graph output %d is not a defined value", i);
+			errs++;
+		}
+	}
+	ir_free(m->ctx, defined);
+	return errs;
+}
