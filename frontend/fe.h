@@ -21,13 +21,13 @@
 /* ------------------------------------------------------------------------ */
 
 struct fe_dim_binding {
-	const char *name;       /* a dim_param */
+	const char *name; /* a dim_param */
 	int64_t value;
 	bool used;
 };
 
 struct fe_shape_binding {
-	const char *input;      /* a graph input */
+	const char *input; /* a graph input */
 	int rank;
 	int64_t dims[IR_MAX_RANK];
 	bool used;
@@ -38,7 +38,7 @@ struct fe_options {
 	int ndims;
 	struct fe_shape_binding *shapes;
 	int nshapes;
-	int64_t max_const_bytes;    /* largest constant the import may create (0: 4 GiB) */
+	int64_t max_const_bytes; /* largest constant the import may create (0: 4 GiB) */
 };
 
 /* Imports the ONNX model at path. NULL after reporting errors through ctx
@@ -65,7 +65,7 @@ struct fe_map {
 	int cap, n;
 };
 void fe_map_init(struct fe_map *mp, struct ir_arena *a);
-void **fe_map_get(struct fe_map *mp, const char *key);       /* NULL if absent */
+void **fe_map_get(struct fe_map *mp, const char *key); /* NULL if absent */
 void fe_map_put(struct fe_map *mp, const char *key, void *val);
 
 struct fe {
@@ -73,11 +73,11 @@ struct fe {
 	struct ir_module *m;
 	const struct fe_options *opt;
 	const char *path;
-	char *dir;                  /* the model's folder, for external data */
+	char *dir; /* the model's folder, for external data */
 	Onnx__ModelProto *model;
-	int64_t opset;              /* of the default domain */
-	struct fe_map values;       /* ONNX tensor name -> ir_value (NULL: poisoned) */
-	struct fe_map reserved;     /* every ONNX tensor name in the graph */
+	int64_t opset;          /* of the default domain */
+	struct fe_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
+	struct fe_map reserved; /* every ONNX tensor name in the graph */
 	int64_t max_const_bytes;
 };
 
@@ -85,22 +85,22 @@ struct fe {
 struct fe_node {
 	struct fe *fe;
 	const Onnx__NodeProto *proto;
-	const char *name;           /* proto name, or synthesized "OpType_INDEX" */
-	const char *op;             /* op_type */
-	const struct fe_op *def;    /* its entry in the op tables */
+	const char *name;        /* proto name, or synthesized "OpType_INDEX" */
+	const char *op;          /* op_type */
+	const struct fe_op *def; /* its entry in the op tables */
 	int nin, nout;
-	struct ir_value **in;       /* NULL where the input is omitted ("") */
-	unsigned char *attr_used;   /* per proto attribute: read by the importer */
-	bool failed;                /* an error was reported for this node */
+	struct ir_value **in;     /* NULL where the input is omitted ("") */
+	unsigned char *attr_used; /* per proto attribute: read by the importer */
+	bool failed;              /* an error was reported for this node */
 };
 
 typedef bool (*fe_import_fn)(struct fe_node *nd);
 
 struct fe_op {
-	const char *name;           /* ONNX op_type */
-	int since;                  /* first opset that has it */
+	const char *name; /* ONNX op_type */
+	int since;        /* first opset that has it */
 	fe_import_fn import;
-	enum ir_op ir;              /* for the generic importers */
+	enum ir_op ir; /* for the generic importers */
 };
 const struct fe_op *fe_find_op(const char *op_type);
 
@@ -117,10 +117,10 @@ const char *fe_str(struct fe_node *nd, const char *name, const char *def);
 int fe_ints(struct fe_node *nd, const char *name, const int64_t **v);
 int fe_floats(struct fe_node *nd, const char *name, const float **v);
 const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name);
-void fe_ignore(struct fe_node *nd, const char *name);  /* accepted, has no effect */
+void fe_ignore(struct fe_node *nd, const char *name); /* accepted, has no effect */
 
 /* Inputs. */
-struct ir_value *fe_in(struct fe_node *nd, int i);     /* NULL if omitted */
+struct ir_value *fe_in(struct fe_node *nd, int i); /* NULL if omitted */
 /* Checks the node has between min and max inputs (max -1: any) and that the
  * first min are present; reports otherwise. */
 bool fe_inputs(struct fe_node *nd, int min, int max);
@@ -143,8 +143,8 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 bool fe_finish(struct fe_node *nd, struct ir_node *n);
 /* emit + finish for a one-result node whose result is ONNX output k (or an
  * intermediate when k < 0); returns the result or NULL. No attributes. */
-struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in,
-                           int nin, int k);
+struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in, int nin,
+                           int k);
 /* Binds ONNX output k to v (aliasing: Identity binds its input). */
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v);
 /* A new constant named after output k (k < 0: an intermediate). */
@@ -155,8 +155,8 @@ int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what);
 /* Normalizes axes in place: non-negative, sorted, unique. Count or -1. */
 int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
 /* A reshape of x to dims, named after output k (k < 0: an intermediate). */
-struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims,
-                            int rank, int k);
+struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
+                            int k);
 
 /* Loading (load.c). */
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path);

@@ -89,9 +89,11 @@ bool fe_fail(struct fe_node *nd, const char *fmt, ...)
 
 static const char *attr_type_name(int t)
 {
-	static const char *const names[] = { "undefined", "a float", "an int", "a string",
-		"a tensor", "a graph", "floats", "ints", "strings", "tensors", "graphs",
-		"a sparse tensor", "sparse tensors", "a type", "types" };
+	static const char *const names[] = { "undefined",      "a float",  "an int",
+		                             "a string",       "a tensor", "a graph",
+		                             "floats",         "ints",     "strings",
+		                             "tensors",        "graphs",   "a sparse tensor",
+		                             "sparse tensors", "a type",   "types" };
 	return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 
@@ -101,14 +103,22 @@ static int attr_type(const Onnx__AttributeProto *a)
 {
 	if (a->has_type && a->type)
 		return a->type;
-	if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-	if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-	if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
-	if (a->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
-	if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
-	if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-	if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+	if (a->has_f)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	if (a->has_i)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	if (a->has_s)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	if (a->t)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	if (a->g)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+	if (a->n_floats)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+	if (a->n_ints)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	if (a->n_strings)
+		return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
 	return 0;
 }
 
@@ -121,8 +131,11 @@ static const Onnx__AttributeProto *find_attr(struct fe_node *nd, const char *nam
 			continue;
 		nd->attr_used[i] = 1;
 		if (a->ref_attr_name) {
-			fe_fail(nd, "attribute '%s' refers to a function attribute, which is only valid "
-			            "inside a function", name);
+			fe_fail(nd,
+			        "attribute '%s' refers to a function attribute, which is only "
+			        "valid "
+			        "inside a function",
+			        name);
 			return NULL;
 		}
 		if (want >= 0 && attr_type(a) != want) {
@@ -144,27 +157,26 @@ bool fe_has(struct fe_node *nd, const char *name)
 	return false;
 }
 
-void fe_ignore(struct fe_node *nd, const char *name)
-{
-	find_attr(nd, name, -1);
-}
+void fe_ignore(struct fe_node *nd, const char *name) { find_attr(nd, name, -1); }
 
 int64_t fe_int(struct fe_node *nd, const char *name, int64_t def)
 {
-	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	const Onnx__AttributeProto *a =
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	return a ? a->i : def;
 }
 
 float fe_float(struct fe_node *nd, const char *name, float def)
 {
-	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	const Onnx__AttributeProto *a =
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
 	return a ? a->f : def;
 }
 
 const char *fe_str(struct fe_node *nd, const char *name, const char *def)
 {
 	const Onnx__AttributeProto *a =
-		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
 	if (!a)
 		return def;
 	if (memchr(a->s.data, 0, a->s.len)) {
@@ -176,7 +188,8 @@ const char *fe_str(struct fe_node *nd, const char *name, const char *def)
 
 int fe_ints(struct fe_node *nd, const char *name, const int64_t **v)
 {
-	const Onnx__AttributeProto *a = find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	const Onnx__AttributeProto *a =
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
 	if (!a)
 		return -1;
 	if (a->n_ints > (1u << 24))
@@ -188,7 +201,7 @@ int fe_ints(struct fe_node *nd, const char *name, const int64_t **v)
 int fe_floats(struct fe_node *nd, const char *name, const float **v)
 {
 	const Onnx__AttributeProto *a =
-		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
 	if (!a)
 		return -1;
 	if (a->n_floats > (1u << 24))
@@ -200,20 +213,18 @@ int fe_floats(struct fe_node *nd, const char *name, const float **v)
 const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name)
 {
 	const Onnx__AttributeProto *a =
-		find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
 	return a ? a->t : NULL;
 }
 
-struct ir_value *fe_in(struct fe_node *nd, int i)
-{
-	return i < nd->nin ? nd->in[i] : NULL;
-}
+struct ir_value *fe_in(struct fe_node *nd, int i) { return i < nd->nin ? nd->in[i] : NULL; }
 
 bool fe_inputs(struct fe_node *nd, int min, int max)
 {
 	if (nd->nin < min || (max >= 0 && nd->nin > max)) {
 		if (max == min)
-			return fe_fail(nd, "takes %d input%s, not %d", min, min == 1 ? "" : "s", nd->nin);
+			return fe_fail(nd, "takes %d input%s, not %d", min, min == 1 ? "" : "s",
+			               nd->nin);
 		if (max < 0)
 			return fe_fail(nd, "takes at least %d inputs, not %d", min, nd->nin);
 		return fe_fail(nd, "takes %d to %d inputs, not %d", min, max, nd->nin);
@@ -236,9 +247,11 @@ static bool need_const(struct fe_node *nd, int i, const char *what)
 	if (!v)
 		return fe_fail(nd, "input %d (%s) is missing", i, what);
 	if (v->kind != IR_VAL_CONST || !v->data)
-		return fe_fail(nd, "input %d (%s) '%s' must be a constant, but it is computed at run "
-		                   "time; onnxc needs static shapes (bind symbolic dimensions with "
-		                   "--dim or --shape)", i, what, nd->proto->input[i]);
+		return fe_fail(nd,
+		               "input %d (%s) '%s' must be a constant, but it is computed at run "
+		               "time; onnxc needs static shapes (bind symbolic dimensions with "
+		               "--dim or --shape)",
+		               i, what, nd->proto->input[i]);
 	return true;
 }
 
@@ -363,8 +376,8 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n)
 	return true;
 }
 
-struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in,
-                           int nin, int k)
+struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in, int nin,
+                           int k)
 {
 	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, ir_ops[op].name);
 	struct ir_node *n = fe_emit(nd, op, in, nin, &name, 1);
@@ -410,10 +423,7 @@ static const char *node_name(struct fe *fe, const Onnx__NodeProto *p, size_t idx
 	return ir_arena_printf(&fe->m->arena, "%s_%zu", p->op_type ? p->op_type : "node", idx);
 }
 
-static bool default_domain(const char *d)
-{
-	return !d || !d[0] || !strcmp(d, "ai.onnx");
-}
+static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 
 static bool find_opset(struct fe *fe)
 {
@@ -482,13 +492,16 @@ static bool scan_graph(struct fe *fe, const char **names)
 			prev = fe_map_get(r, n);
 			if (prev)
 				ir_node_error(fe->ctx, names[i], p->op_type,
-				              "output '%s' is already defined (by %s)", n, (const char *)*prev);
+				              "output '%s' is already defined (by %s)", n,
+				              (const char *)*prev);
 			else
-				fe_map_put(r, n, ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
+				fe_map_put(r, n,
+				           ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
 		}
 		if (!default_domain(p->domain)) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
-			              "domain '%s' is not supported (onnxc supports the default ONNX domain)",
+			              "domain '%s' is not supported (onnxc supports the default "
+			              "ONNX domain)",
 			              p->domain);
 			unsupported++;
 			continue;
@@ -500,9 +513,9 @@ static bool scan_graph(struct fe *fe, const char **names)
 				if (fe->model->functions[f]->name &&
 				    !strcmp(fe->model->functions[f]->name, p->op_type))
 					is_function = true;
-			ir_node_error(fe->ctx, names[i], p->op_type, "%s", is_function
-			              ? "model-local functions are not supported"
-			              : "op is not supported by onnxc");
+			ir_node_error(fe->ctx, names[i], p->op_type, "%s",
+			              is_function ? "model-local functions are not supported"
+			                          : "op is not supported by onnxc");
 			unsupported++;
 		} else if (op->since > fe->opset) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
@@ -551,17 +564,22 @@ static bool bind_inputs(struct fe *fe)
 			continue;
 		known = fe_map_get(&fe->values, vi->name);
 		if (known)
-			continue;   /* an initializer: a constant */
-		if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-			ir_error(fe->ctx, "graph input '%s' is not a tensor (sequences, maps and optionals "
-			                  "are not supported)", vi->name);
+			continue; /* an initializer: a constant */
+		if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+		    !tp->tensor_type) {
+			ir_error(fe->ctx,
+			         "graph input '%s' is not a tensor (sequences, maps and optionals "
+			         "are not supported)",
+			         vi->name);
 			continue;
 		}
-		t.dtype = ir_dtype_from_onnx(tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0);
+		t.dtype = ir_dtype_from_onnx(
+		        tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0);
 		if (t.dtype == IR_DT_NONE) {
-			ir_error(fe->ctx, "graph input '%s' has element type %s, which onnxc does not "
-			                  "support", vi->name,
-			         ir_onnx_dtype_name(tp->tensor_type->elem_type));
+			ir_error(fe->ctx,
+			         "graph input '%s' has element type %s, which onnxc does not "
+			         "support",
+			         vi->name, ir_onnx_dtype_name(tp->tensor_type->elem_type));
 			continue;
 		}
 		sb = find_shape(fe->opt, vi->name);
@@ -570,12 +588,14 @@ static bool bind_inputs(struct fe *fe)
 		if (tp->tensor_type->shape) {
 			const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
 			if (sh->n_dim > IR_MAX_RANK) {
-				ir_error(fe->ctx, "graph input '%s' has rank %zu; onnxc supports up to %d",
+				ir_error(fe->ctx,
+				         "graph input '%s' has rank %zu; onnxc supports up to %d",
 				         vi->name, sh->n_dim, IR_MAX_RANK);
 				continue;
 			}
 			if (sb && sb->rank != (int)sh->n_dim) {
-				ir_error(fe->ctx, "--shape %s has rank %d but the model declares rank %zu",
+				ir_error(fe->ctx,
+				         "--shape %s has rank %d but the model declares rank %zu",
 				         vi->name, sb->rank, sh->n_dim);
 				continue;
 			}
@@ -584,29 +604,40 @@ static bool bind_inputs(struct fe *fe)
 				const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
 				int64_t v = -1;
 				const char *param = NULL;
-				if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+				if (dim->value_case ==
+				    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 					v = dim->dim_value;
 					if (v < 0) {
-						ir_error(fe->ctx, "graph input '%s' has negative dimension %lld",
+						ir_error(fe->ctx,
+						         "graph input '%s' has negative dimension "
+						         "%lld",
 						         vi->name, (long long)v);
 						v = 0;
 					}
 					if (sb && sb->dims[d] != v) {
-						ir_error(fe->ctx, "--shape %s: dimension %zu is %lld in the model, "
-						                  "not %lld", vi->name, d, (long long)v,
+						ir_error(fe->ctx,
+						         "--shape %s: dimension %zu is %lld in the "
+						         "model, "
+						         "not %lld",
+						         vi->name, d, (long long)v,
 						         (long long)sb->dims[d]);
 					}
-				} else if (dim->value_case ==
-				           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-				           dim->dim_param[0]) {
-					struct fe_dim_binding *db = find_dim(fe->opt, dim->dim_param);
+				} else if (
+				        dim->value_case ==
+				                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+				        dim->dim_param[0]) {
+					struct fe_dim_binding *db =
+					        find_dim(fe->opt, dim->dim_param);
 					param = dim->dim_param;
 					if (db) {
 						db->used = true;
 						v = db->value;
 						if (sb && sb->dims[d] != v)
-							ir_error(fe->ctx, "--shape %s and --dim %s disagree on "
-							                  "dimension %zu", vi->name, param, d);
+							ir_error(fe->ctx,
+							         "--shape %s and --dim %s disagree "
+							         "on "
+							         "dimension %zu",
+							         vi->name, param, d);
 					}
 				}
 				if (sb)
@@ -614,10 +645,11 @@ static bool bind_inputs(struct fe *fe)
 				if (v < 0) {
 					nunbound++;
 					if (ulen < sizeof unbound - 200)
-						ulen += (size_t)snprintf(unbound + ulen, sizeof unbound - ulen,
-						                         "%s%s (input '%s' dimension %zu)",
-						                         nunbound > 1 ? ", " : "",
-						                         param ? param : "?", vi->name, d);
+						ulen += (size_t)snprintf(
+						        unbound + ulen, sizeof unbound - ulen,
+						        "%s%s (input '%s' dimension %zu)",
+						        nunbound > 1 ? ", " : "",
+						        param ? param : "?", vi->name, d);
 					v = 1;
 				}
 				t.dims[d] = v;
@@ -626,27 +658,34 @@ static bool bind_inputs(struct fe *fe)
 			t.rank = sb->rank;
 			memcpy(t.dims, sb->dims, sizeof(int64_t) * (size_t)sb->rank);
 		} else {
-			ir_error(fe->ctx, "graph input '%s' has no shape in the model; give it with "
-			                  "--shape %s=DIMS", vi->name, vi->name);
+			ir_error(fe->ctx,
+			         "graph input '%s' has no shape in the model; give it with "
+			         "--shape %s=DIMS",
+			         vi->name, vi->name);
 			continue;
 		}
 		if (ir_type_elems(&t) < 0 || ir_type_elems(&t) > INT64_MAX / 8) {
-			ir_error(fe->ctx, "graph input '%s' has more elements than a 64-bit size can count",
+			ir_error(fe->ctx,
+			         "graph input '%s' has more elements than a 64-bit size can count",
 			         vi->name);
 			continue;
 		}
 		fe_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
 	}
 	if (nunbound)
-		ir_error(fe->ctx, "unbound symbolic dimension%s: %s; bind them with --dim NAME=N or "
-		                  "--shape INPUT=DIMS", nunbound == 1 ? "" : "s", unbound);
+		ir_error(fe->ctx,
+		         "unbound symbolic dimension%s: %s; bind them with --dim NAME=N or "
+		         "--shape INPUT=DIMS",
+		         nunbound == 1 ? "" : "s", unbound);
 	for (int i = 0; fe->opt && i < fe->opt->ndims; i++)
 		if (!fe->opt->dims[i].used)
-			ir_warning(fe->ctx, "--dim %s matches no symbolic dimension of the model's inputs",
-			         fe->opt->dims[i].name);
+			ir_warning(fe->ctx,
+			           "--dim %s matches no symbolic dimension of the model's inputs",
+			           fe->opt->dims[i].name);
 	for (int i = 0; fe->opt && i < fe->opt->nshapes; i++)
 		if (!fe->opt->shapes[i].used)
-			ir_error(fe->ctx, "--shape %s matches no graph input", fe->opt->shapes[i].input);
+			ir_error(fe->ctx, "--shape %s matches no graph input",
+			         fe->opt->shapes[i].input);
 	return fe->ctx->nerrors == errors;
 }
 
@@ -659,7 +698,7 @@ static bool load_initializers(struct fe *fe)
 		struct ir_value *v;
 		char *who;
 		if (!t->name || !t->name[0] || fe_map_get(&fe->values, t->name))
-			continue;   /* reported by scan_graph */
+			continue; /* reported by scan_graph */
 		who = ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name);
 		v = fe_tensor_const(fe, t, t->name, who);
 		if (v)
@@ -728,8 +767,10 @@ static int *topo_order(struct fe *fe, const char **names)
 	fe_map_init(&producer, a);
 	for (int i = 0; i < nn; i++)
 		for (size_t k = 0; k < g->node[i]->n_output; k++)
-			if (g->node[i]->output[k][0] && !fe_map_get(&producer, g->node[i]->output[k]))
-				fe_map_put(&producer, g->node[i]->output[k], (void *)(intptr_t)(i + 1));
+			if (g->node[i]->output[k][0] &&
+			    !fe_map_get(&producer, g->node[i]->output[k]))
+				fe_map_put(&producer, g->node[i]->output[k],
+				           (void *)(intptr_t)(i + 1));
 	/* count edges, then fill successor lists */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < nn; i++) {
@@ -743,8 +784,10 @@ static int *topo_order(struct fe *fe, const char **names)
 				if (!pr) {
 					if (pass == 0)
 						ir_node_error(fe->ctx, names[i], p->op_type,
-						              "input '%s' is not defined by any node, initializer or "
-						              "graph input", in);
+						              "input '%s' is not defined by any "
+						              "node, initializer or "
+						              "graph input",
+						              in);
 					continue;
 				}
 				int src = (int)(intptr_t)*pr - 1;
@@ -803,7 +846,7 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 		v = fe_map_get(&fe->values, p->input[i]);
 		IR_ASSERT(v);
 		if (!*v)
-			goto poison;    /* depends on a node that failed */
+			goto poison; /* depends on a node that failed */
 		nd.in[i] = *v;
 	}
 	for (size_t i = 0; i < p->n_attribute; i++)
@@ -821,7 +864,8 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 	for (int k = 0; k < nd.nout; k++) {
 		void **v = p->output[k][0] ? fe_map_get(&fe->values, p->output[k]) : NULL;
 		if (p->output[k][0] && (!v || !*v))
-			ir_panic(__FILE__, __LINE__, "importer for %s did not bind output %d", p->op_type, k);
+			ir_panic(__FILE__, __LINE__, "importer for %s did not bind output %d",
+			         p->op_type, k);
 	}
 	return;
 poison:
@@ -845,14 +889,16 @@ static void bind_outputs(struct fe *fe)
 			continue;
 		}
 		if (!(v = *slot))
-			continue;   /* its node failed */
+			continue; /* its node failed */
 		for (int k = 0; k < fe->m->noutputs; k++)
 			dup |= fe->m->outputs[k] == v;
 		if (v->kind != IR_VAL_NODE || dup) {
 			/* outputs are distinct node results, named like the model's */
-			const char *name = ir_find_value(fe->m, vi->name) ? ir_unique_name(fe->m, vi->name)
-			                                                  : vi->name;
-			struct ir_node *n = ir_add_node(fe->m, IR_OP_COPY, vi->name, &v, 1, &name, 1);
+			const char *name = ir_find_value(fe->m, vi->name)
+			                           ? ir_unique_name(fe->m, vi->name)
+			                           : vi->name;
+			struct ir_node *n =
+			        ir_add_node(fe->m, IR_OP_COPY, vi->name, &v, 1, &name, 1);
 			char err[256];
 			IR_ASSERT(ir_infer_node(fe->m, n, err, sizeof err));
 			v = n->out[0];
@@ -865,18 +911,24 @@ static void bind_outputs(struct fe *fe)
 			ir_type_str(&v->type, have, sizeof have);
 			if (tt->has_elem_type && tt->elem_type &&
 			    ir_dtype_from_onnx(tt->elem_type) != v->type.dtype)
-				ir_error(fe->ctx, "graph output '%s' is declared %s but computes %s", vi->name,
-				         ir_onnx_dtype_name(tt->elem_type), have);
+				ir_error(fe->ctx,
+				         "graph output '%s' is declared %s but computes %s",
+				         vi->name, ir_onnx_dtype_name(tt->elem_type), have);
 			if (sh && (int)sh->n_dim != v->type.rank) {
-				ir_error(fe->ctx, "graph output '%s' is declared with rank %zu but computes %s",
+				ir_error(fe->ctx,
+				         "graph output '%s' is declared with rank %zu but computes "
+				         "%s",
 				         vi->name, sh->n_dim, have);
 			} else if (sh) {
 				for (size_t d = 0; d < sh->n_dim; d++)
 					if (sh->dim[d]->value_case ==
 					            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
 					    sh->dim[d]->dim_value != v->type.dims[d]) {
-						ir_error(fe->ctx, "graph output '%s' is declared with dimension %zu = "
-						                  "%lld but computes %s", vi->name, d,
+						ir_error(fe->ctx,
+						         "graph output '%s' is declared with "
+						         "dimension %zu = "
+						         "%lld but computes %s",
+						         vi->name, d,
 						         (long long)sh->dim[d]->dim_value, have);
 						break;
 					}

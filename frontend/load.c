@@ -52,8 +52,7 @@ static void pb_free_fn(void *ud, void *p)
 }
 
 /* Reads a whole regular file into ctx memory; NULL and *err on failure. */
-static unsigned char *read_file(struct ir_ctx *ctx, const char *path, size_t *len,
-                                const char **err)
+static unsigned char *read_file(struct ir_ctx *ctx, const char *path, size_t *len, const char **err)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
@@ -88,7 +87,9 @@ static unsigned char *read_file(struct ir_ctx *ctx, const char *path, size_t *le
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
 {
 	struct pb_alloc pa = { .ctx = fe->ctx };
-	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn, .free = pb_free_fn, .allocator_data = &pa };
+	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn,
+		                     .free = pb_free_fn,
+		                     .allocator_data = &pa };
 	const char *err = NULL;
 	size_t len = 0;
 	unsigned char *buf = read_file(fe->ctx, path, &len, &err);
@@ -107,8 +108,8 @@ Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
 		return NULL;
 	}
 	if (!mp->graph || !mp->has_ir_version) {
-		ir_error(fe->ctx, "not an ONNX model: %s", !mp->graph ? "it has no graph"
-		                                                       : "it has no ir_version");
+		ir_error(fe->ctx, "not an ONNX model: %s",
+		         !mp->graph ? "it has no graph" : "it has no ir_version");
 		fe_free_model(fe, mp);
 		return NULL;
 	}
@@ -118,7 +119,9 @@ Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
 void fe_free_model(struct fe *fe, Onnx__ModelProto *mp)
 {
 	struct pb_alloc pa = { .ctx = fe->ctx };
-	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn, .free = pb_free_fn, .allocator_data = &pa };
+	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn,
+		                     .free = pb_free_fn,
+		                     .allocator_data = &pa };
 	if (mp)
 		onnx__model_proto__free_unpacked(mp, &alloc);
 }
@@ -127,8 +130,7 @@ void fe_free_model(struct fe *fe, Onnx__ModelProto *mp)
 /* Tensors                                                                  */
 /* ------------------------------------------------------------------------ */
 
-bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
-                    struct ir_type *out)
+bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who, struct ir_type *out)
 {
 	int code = t->has_data_type ? t->data_type : 0;
 	memset(out, 0, sizeof *out);
@@ -146,13 +148,13 @@ bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
 	out->rank = (int)t->n_dims;
 	for (size_t i = 0; i < t->n_dims; i++) {
 		if (t->dims[i] < 0) {
-			ir_error(fe->ctx, "%s has negative dimension %lld", who, (long long)t->dims[i]);
+			ir_error(fe->ctx, "%s has negative dimension %lld", who,
+			         (long long)t->dims[i]);
 			return false;
 		}
 		out->dims[i] = t->dims[i];
 	}
-	if (ir_type_elems(out) < 0 ||
-	    ir_type_elems(out) > INT64_MAX / ir_dtype_size(out->dtype)) {
+	if (ir_type_elems(out) < 0 || ir_type_elems(out) > INT64_MAX / ir_dtype_size(out->dtype)) {
 		ir_error(fe->ctx, "%s has more elements than a 64-bit size can count", who);
 		return false;
 	}
@@ -182,7 +184,7 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
                           size_t bytes)
 {
 	const char *loc = kv_get(t, "location"), *off_s = kv_get(t, "offset"),
-		   *len_s = kv_get(t, "length");
+	           *len_s = kv_get(t, "length");
 	uint64_t off = 0, len = bytes;
 	char *path = NULL, real_dir[PATH_MAX], real_file[PATH_MAX];
 	FILE *f = NULL;
@@ -194,14 +196,17 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 		return false;
 	}
 	if (loc[0] == '/' || loc[0] == '\\') {
-		ir_error(fe->ctx, "%s: external data location '%s' is absolute; it must be relative "
-		                  "to the model's folder", who, loc);
+		ir_error(fe->ctx,
+		         "%s: external data location '%s' is absolute; it must be relative "
+		         "to the model's folder",
+		         who, loc);
 		return false;
 	}
 	for (const char *p = loc; *p; p++) {
 		bool start = p == loc || p[-1] == '/' || p[-1] == '\\';
 		if (start && p[0] == '.' && p[1] == '.' && (!p[2] || p[2] == '/' || p[2] == '\\')) {
-			ir_error(fe->ctx, "%s: external data location '%s' leaves the model's folder", who,
+			ir_error(fe->ctx,
+			         "%s: external data location '%s' leaves the model's folder", who,
 			         loc);
 			return false;
 		}
@@ -211,20 +216,25 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 		return false;
 	}
 	if (len != bytes) {
-		ir_error(fe->ctx, "%s: external data length %llu does not match the %zu bytes of its "
-		                  "shape", who, (unsigned long long)len, bytes);
+		ir_error(fe->ctx,
+		         "%s: external data length %llu does not match the %zu bytes of its "
+		         "shape",
+		         who, (unsigned long long)len, bytes);
 		return false;
 	}
 	path = ir_arena_printf(&fe->m->arena, "%s/%s", fe->dir, loc);
 	if (!realpath(fe->dir, real_dir) || !realpath(path, real_file)) {
-		ir_error(fe->ctx, "%s: cannot open external data '%s': %s", who, loc, strerror(errno));
+		ir_error(fe->ctx, "%s: cannot open external data '%s': %s", who, loc,
+		         strerror(errno));
 		return false;
 	}
 	{
 		size_t n = strlen(real_dir);
 		if (strncmp(real_file, real_dir, n) != 0 || (real_file[n] != '/' && n != 1)) {
-			ir_error(fe->ctx, "%s: external data '%s' resolves outside the model's folder "
-			                  "(a symbolic link?)", who, loc);
+			ir_error(fe->ctx,
+			         "%s: external data '%s' resolves outside the model's folder "
+			         "(a symbolic link?)",
+			         who, loc);
 			return false;
 		}
 	}
@@ -235,9 +245,11 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 		goto out;
 	}
 	if (off > (uint64_t)st.st_size || len > (uint64_t)st.st_size - off) {
-		ir_error(fe->ctx, "%s: external data '%s' has %lld bytes, the tensor needs bytes "
-		                  "%llu..%llu", who, loc, (long long)st.st_size,
-		         (unsigned long long)off, (unsigned long long)(off + len));
+		ir_error(fe->ctx,
+		         "%s: external data '%s' has %lld bytes, the tensor needs bytes "
+		         "%llu..%llu",
+		         who, loc, (long long)st.st_size, (unsigned long long)off,
+		         (unsigned long long)(off + len));
 		goto out;
 	}
 	if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(buf, 1, bytes, f) != bytes) {
@@ -251,8 +263,7 @@ out:
 	return ok;
 }
 
-static bool count_ok(struct fe *fe, const char *who, const char *field, size_t have,
-                     int64_t want)
+static bool count_ok(struct fe *fe, const char *who, const char *field, size_t have, int64_t want)
 {
 	if ((int64_t)have != want) {
 		ir_error(fe->ctx, "%s has %zu values in %s for %lld elements", who, have, field,
@@ -296,7 +307,7 @@ static bool decode_typed(struct fe *fe, const Onnx__TensorProto *t, const char *
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)buf)[i] = (uint16_t)t->int32_data[i];
 		return true;
-	default:   /* i8 i16 i32 u8 u16 bool travel in int32_data */
+	default: /* i8 i16 i32 u8 u16 bool travel in int32_data */
 		if (!count_ok(fe, who, "int32_data", t->n_int32_data, n))
 			return false;
 		for (int64_t i = 0; i < n; i++)
@@ -328,7 +339,8 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 		return NULL;
 	}
 	buf = ir_arena_alloc_big(&fe->m->arena, bytes ? bytes : 1);
-	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+	if (t->has_data_location &&
+	    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
 		ok = read_external(fe, t, who, buf, bytes);
 	} else if (t->has_raw_data) {
 		ok = t->raw_data.len == bytes;

@@ -50,8 +50,14 @@ static bool unary_attrs(struct fe_node *nd, const char *a1, float d1, const char
 static bool imp_leaky_relu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 0.01f, NULL, 0); }
 static bool imp_elu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
 static bool imp_celu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
-static bool imp_thresholded_relu(struct fe_node *nd) { return unary_attrs(nd, "alpha", 1.0f, NULL, 0); }
-static bool imp_hard_sigmoid(struct fe_node *nd) { return unary_attrs(nd, "alpha", 0.2f, "beta", 0.5f); }
+static bool imp_thresholded_relu(struct fe_node *nd)
+{
+	return unary_attrs(nd, "alpha", 1.0f, NULL, 0);
+}
+static bool imp_hard_sigmoid(struct fe_node *nd)
+{
+	return unary_attrs(nd, "alpha", 0.2f, "beta", 0.5f);
+}
 static bool imp_shrink(struct fe_node *nd) { return unary_attrs(nd, "bias", 0.0f, "lambd", 0.5f); }
 
 static bool imp_selu(struct fe_node *nd)
@@ -139,7 +145,7 @@ static bool imp_cast(struct fe_node *nd)
 	if (t == IR_DT_NONE)
 		return fe_fail(nd, "cast to %s is not supported", ir_onnx_dtype_name((int)to));
 	if (t == nd->in[0]->type.dtype) {
-		fe_bind(nd, 0, nd->in[0]);      /* a no-op: alias */
+		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;
 	}
 	name = fe_out_name(nd, 0);
@@ -177,7 +183,8 @@ static bool imp_dropout(struct fe_node *nd)
 			return false;
 		if (fe_in(nd, 2)) {
 			if (fe_const_ints(nd, 2, "training_mode", &mode) != 1)
-				return nd->failed ? false : fe_fail(nd, "training_mode must be a scalar");
+				return nd->failed ? false
+				                  : fe_fail(nd, "training_mode must be a scalar");
 			training = mode[0] != 0;
 		}
 	}
@@ -232,22 +239,57 @@ static bool imp_variadic(struct fe_node *nd)
 	return true;
 }
 
-#define U(onnx, since, irop) { onnx, since, imp_direct, IR_OP_##irop }
+#define U(onnx, since, irop)                          \
+	{                                             \
+		onnx, since, imp_direct, IR_OP_##irop \
+	}
 
 const struct fe_op fe_ops_elementwise[] = {
-	U("Neg", 6, NEG), U("Abs", 6, ABS), U("Sign", 9, SIGN), U("Relu", 6, RELU),
-	U("Floor", 6, FLOOR), U("Ceil", 6, CEIL), U("Round", 11, ROUND), U("Sqrt", 6, SQRT),
-	U("Reciprocal", 6, RECIPROCAL), U("Exp", 6, EXP), U("Log", 6, LOG), U("Erf", 9, ERF),
-	U("Tanh", 6, TANH), U("Sigmoid", 6, SIGMOID), U("Sin", 7, SIN), U("Cos", 7, COS),
-	U("Tan", 7, TAN), U("Asin", 7, ASIN), U("Acos", 7, ACOS), U("Atan", 7, ATAN),
-	U("Sinh", 9, SINH), U("Cosh", 9, COSH), U("Asinh", 9, ASINH), U("Acosh", 9, ACOSH),
-	U("Atanh", 9, ATANH), U("Softplus", 1, SOFTPLUS), U("Softsign", 1, SOFTSIGN),
-	U("HardSwish", 14, HARD_SWISH), U("Not", 1, NOT), U("IsNaN", 9, ISNAN),
-	U("Add", 7, ADD), U("Sub", 7, SUB), U("Mul", 7, MUL), U("Div", 7, DIV), U("Pow", 7, POW),
-	U("PRelu", 6, PRELU), U("Equal", 7, EQUAL), U("Less", 7, LESS),
-	U("LessOrEqual", 12, LESS_EQUAL), U("Greater", 7, GREATER),
-	U("GreaterOrEqual", 12, GREATER_EQUAL), U("And", 7, AND), U("Or", 7, OR),
-	U("Xor", 7, XOR), U("Where", 9, WHERE),
+	U("Neg", 6, NEG),
+	U("Abs", 6, ABS),
+	U("Sign", 9, SIGN),
+	U("Relu", 6, RELU),
+	U("Floor", 6, FLOOR),
+	U("Ceil", 6, CEIL),
+	U("Round", 11, ROUND),
+	U("Sqrt", 6, SQRT),
+	U("Reciprocal", 6, RECIPROCAL),
+	U("Exp", 6, EXP),
+	U("Log", 6, LOG),
+	U("Erf", 9, ERF),
+	U("Tanh", 6, TANH),
+	U("Sigmoid", 6, SIGMOID),
+	U("Sin", 7, SIN),
+	U("Cos", 7, COS),
+	U("Tan", 7, TAN),
+	U("Asin", 7, ASIN),
+	U("Acos", 7, ACOS),
+	U("Atan", 7, ATAN),
+	U("Sinh", 9, SINH),
+	U("Cosh", 9, COSH),
+	U("Asinh", 9, ASINH),
+	U("Acosh", 9, ACOSH),
+	U("Atanh", 9, ATANH),
+	U("Softplus", 1, SOFTPLUS),
+	U("Softsign", 1, SOFTSIGN),
+	U("HardSwish", 14, HARD_SWISH),
+	U("Not", 1, NOT),
+	U("IsNaN", 9, ISNAN),
+	U("Add", 7, ADD),
+	U("Sub", 7, SUB),
+	U("Mul", 7, MUL),
+	U("Div", 7, DIV),
+	U("Pow", 7, POW),
+	U("PRelu", 6, PRELU),
+	U("Equal", 7, EQUAL),
+	U("Less", 7, LESS),
+	U("LessOrEqual", 12, LESS_EQUAL),
+	U("Greater", 7, GREATER),
+	U("GreaterOrEqual", 12, GREATER_EQUAL),
+	U("And", 7, AND),
+	U("Or", 7, OR),
+	U("Xor", 7, XOR),
+	U("Where", 9, WHERE),
 	{ "LeakyRelu", 6, imp_leaky_relu, IR_OP_LEAKY_RELU },
 	{ "Elu", 6, imp_elu, IR_OP_ELU },
 	{ "Celu", 12, imp_celu, IR_OP_CELU },

@@ -128,14 +128,15 @@ static bool read_window(struct fe_node *nd, const struct ir_type *x, struct wind
 			w->pads[nsp + i] = upper ? big : small;
 		}
 	} else {
-		return fe_fail(nd, "auto_pad '%s' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER",
+		return fe_fail(nd,
+		               "auto_pad '%s' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER",
 		               auto_pad);
 	}
 	return !nd->failed;
 }
 
-static void set_window(struct fe_node *nd, struct ir_node *n, const struct window *w,
-                       bool kernel, bool dilations)
+static void set_window(struct fe_node *nd, struct ir_node *n, const struct window *w, bool kernel,
+                       bool dilations)
 {
 	struct ir_module *m = nd->fe->m;
 	if (kernel)
@@ -153,18 +154,22 @@ static bool conv_kernel(struct fe_node *nd, struct window *w)
 	const int64_t *ks;
 	int c;
 	if (x->rank < 3 || wt->rank != x->rank)
-		return fe_fail(nd, "input and weight must be [N,C,spatial...] of equal rank (rank %d "
-		                   "and %d)", x->rank, wt->rank);
+		return fe_fail(nd,
+		               "input and weight must be [N,C,spatial...] of equal rank (rank %d "
+		               "and %d)",
+		               x->rank, wt->rank);
 	w->nsp = x->rank - 2;
 	for (int i = 0; i < w->nsp; i++)
 		w->kernel[i] = wt->dims[2 + i];
 	c = fe_ints(nd, "kernel_shape", &ks);
 	if (c >= 0) {
 		if (c != w->nsp)
-			return fe_fail(nd, "kernel_shape has %d values for %d spatial dims", c, w->nsp);
+			return fe_fail(nd, "kernel_shape has %d values for %d spatial dims", c,
+			               w->nsp);
 		for (int i = 0; i < c; i++)
 			if (ks[i] != w->kernel[i])
-				return fe_fail(nd, "kernel_shape[%d] = %lld but the weight has %lld", i,
+				return fe_fail(nd,
+				               "kernel_shape[%d] = %lld but the weight has %lld", i,
 				               (long long)ks[i], (long long)w->kernel[i]);
 	}
 	return !nd->failed;
@@ -216,8 +221,10 @@ static bool imp_conv_transpose(struct fe_node *nd)
 			int64_t out = noshape >= 0 ? oshape[i] : x->dims[2 + i] * w.strides[i];
 			int64_t total = w.strides[i] * (x->dims[2 + i] - 1) + outpad[i] + ext - out;
 			if (total < 0)
-				return fe_fail(nd, "output_shape %lld is larger than the transposed "
-				                   "convolution can produce", (long long)out);
+				return fe_fail(nd,
+				               "output_shape %lld is larger than the transposed "
+				               "convolution can produce",
+				               (long long)out);
 			w.pads[i] = upper ? total / 2 : total - total / 2;
 			w.pads[w.nsp + i] = total - w.pads[i];
 		}
@@ -278,7 +285,8 @@ static bool imp_pool(struct fe_node *nd)
 		ir_set_i(nd->fe->m, n, "storage_order", fe_int(nd, "storage_order", 0) != 0);
 	} else if (op == IR_OP_AVG_POOL) {
 		ir_set_i(nd->fe->m, n, "ceil_mode", ceil_mode != 0);
-		ir_set_i(nd->fe->m, n, "count_include_pad", fe_int(nd, "count_include_pad", 0) != 0);
+		ir_set_i(nd->fe->m, n, "count_include_pad",
+		         fe_int(nd, "count_include_pad", 0) != 0);
 	} else {
 		ir_set_i(nd->fe->m, n, "p", p);
 	}
@@ -322,7 +330,8 @@ static bool imp_batch_norm(struct fe_node *nd)
 		return false;
 	for (int k = 1; k < nd->nout; k++)
 		if (nd->proto->output[k][0])
-			return fe_fail(nd, "output %d (running statistics) exists only in training", k);
+			return fe_fail(nd, "output %d (running statistics) exists only in training",
+			               k);
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_BATCH_NORM, nd->in, 5, &name, 1);
 	ir_set_f(nd->fe->m, n, "epsilon", eps);
@@ -492,7 +501,7 @@ static bool imp_reduce(struct fe_node *nd)
 	}
 	if ((n = fe_norm_axes(nd, axes, n, rank)) < 0)
 		return false;
-	if (n == 0) {      /* a scalar: nothing to reduce */
+	if (n == 0) { /* a scalar: nothing to reduce */
 		fe_bind(nd, 0, nd->in[0]);
 		return true;
 	}

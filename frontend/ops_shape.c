@@ -24,8 +24,8 @@ static bool bind1(struct fe_node *nd, struct ir_value *y)
 	return true;
 }
 
-struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims,
-                            int rank, int k)
+struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
+                            int k)
 {
 	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
 	struct ir_node *n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
@@ -41,16 +41,18 @@ static bool check_const_size(struct fe_node *nd, const struct ir_type *t)
 {
 	int64_t n = ir_type_elems(t);
 	if (n < 0 || n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
-		return fe_fail(nd, "the result would have %lld elements, more than the constant limit "
-		                   "of %lld bytes allows", (long long)n,
-		               (long long)nd->fe->max_const_bytes);
+		return fe_fail(nd,
+		               "the result would have %lld elements, more than the constant limit "
+		               "of %lld bytes allows",
+		               (long long)n, (long long)nd->fe->max_const_bytes);
 	return true;
 }
 
 static bool imp_constant(struct fe_node *nd)
 {
-	static const char *const kinds[] = { "value", "value_float", "value_floats", "value_int",
-		"value_ints", "value_string", "value_strings", "sparse_value" };
+	static const char *const kinds[] = { "value",         "value_float", "value_floats",
+		                             "value_int",     "value_ints",  "value_string",
+		                             "value_strings", "sparse_value" };
 	int found = 0, which = -1;
 	struct ir_value *v = NULL;
 	for (int i = 0; i < 8; i++)
@@ -169,7 +171,8 @@ static int shape_input(struct fe_node *nd, int i, const char *what, int64_t *dim
 		return fe_fail(nd, "%s must be 1-D", what), -1;
 	if (n > IR_MAX_RANK)
 		return fe_fail(nd, "%s has %d entries; onnxc supports rank up to %d", what, n,
-		               IR_MAX_RANK), -1;
+		               IR_MAX_RANK),
+		       -1;
 	memcpy(dims, v, sizeof *v * (size_t)n);
 	return n;
 }
@@ -185,8 +188,10 @@ static bool imp_constant_of_shape(struct fe_node *nd)
 	if (!fe_inputs(nd, 1, 1) || nd->failed)
 		return false;
 	if (val) {
-		char *who = ir_arena_printf(&nd->fe->m->arena, "node '%s' (ConstantOfShape): "
-		                            "attribute 'value'", nd->name);
+		char *who = ir_arena_printf(&nd->fe->m->arena,
+		                            "node '%s' (ConstantOfShape): "
+		                            "attribute 'value'",
+		                            nd->name);
 		c = fe_tensor_const(nd->fe, val, fe_tmp_name(nd, "value"), who);
 		if (!c)
 			return nd->failed = true, false;
@@ -203,9 +208,11 @@ static bool imp_constant_of_shape(struct fe_node *nd)
 	if (!check_const_size(nd, &t))
 		return false;
 	n = ir_type_elems(&t);
-	data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
+	data = ir_arena_alloc_big(&nd->fe->m->arena,
+	                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
 	for (int64_t i = 0; i < n; i++)
-		memcpy((char *)data + i * ir_dtype_size(t.dtype), one, (size_t)ir_dtype_size(t.dtype));
+		memcpy((char *)data + i * ir_dtype_size(t.dtype), one,
+		       (size_t)ir_dtype_size(t.dtype));
 	if (c && c->nuses == 0)
 		ir_kill_value(nd->fe->m, c);
 	return bind1(nd, fe_const(nd, 0, &t, data));
@@ -221,8 +228,9 @@ static bool imp_range(struct fe_node *nd)
 	t.dtype = nd->in[0]->type.dtype;
 	for (int i = 0; i < 3; i++) {
 		if (!fe_is_const(nd, i))
-			return fe_fail(nd, "start, limit and delta must be constants; this Range depends "
-			                   "on run-time data, which would make shapes dynamic");
+			return fe_fail(
+			        nd, "start, limit and delta must be constants; this Range depends "
+			            "on run-time data, which would make shapes dynamic");
 		if (nd->in[i]->type.dtype != t.dtype || ir_type_elems(&nd->in[i]->type) != 1)
 			return fe_fail(nd, "start, limit and delta must be scalars of one type");
 	}
@@ -242,8 +250,8 @@ static bool imp_range(struct fe_node *nd)
 			ir_store_f64(t.dtype, data, (size_t)i, s + (double)i * d);
 	} else if (ir_dtypes[t.dtype].is_int) {
 		int64_t s = ir_load_i64(t.dtype, nd->in[0]->data, 0),
-			l = ir_load_i64(t.dtype, nd->in[1]->data, 0),
-			d = ir_load_i64(t.dtype, nd->in[2]->data, 0);
+		        l = ir_load_i64(t.dtype, nd->in[1]->data, 0),
+		        d = ir_load_i64(t.dtype, nd->in[2]->data, 0);
 		__int128 span = (__int128)l - s;
 		if (d == 0)
 			return fe_fail(nd, "delta is zero");
@@ -282,8 +290,11 @@ static bool imp_reshape(struct fe_node *nd)
 	for (int i = 0; i < n; i++) {
 		if (dims[i] == 0 && !allowzero) {
 			if (i >= x->rank)
-				return fe_fail(nd, "shape[%d] = 0 copies a dimension the input (rank %d) does "
-				                   "not have", i, x->rank);
+				return fe_fail(
+				        nd,
+				        "shape[%d] = 0 copies a dimension the input (rank %d) does "
+				        "not have",
+				        i, x->rank);
 			dims[i] = x->dims[i];
 		}
 		if (dims[i] == -1) {
@@ -300,8 +311,10 @@ static bool imp_reshape(struct fe_node *nd)
 	if (infer >= 0) {
 		int64_t total = ir_type_elems(x);
 		if (known == 0 || total % known)
-			return fe_fail(nd, "cannot reshape %lld elements into a shape with -1 and %lld "
-			                   "other elements", (long long)total, (long long)known);
+			return fe_fail(nd,
+			               "cannot reshape %lld elements into a shape with -1 and %lld "
+			               "other elements",
+			               (long long)total, (long long)known);
 		dims[infer] = total / known;
 	}
 	return bind1(nd, fe_reshape(nd, nd->in[0], dims, n, 0));
@@ -315,7 +328,7 @@ static bool imp_flatten(struct fe_node *nd)
 		return false;
 	x = &nd->in[0]->type;
 	if (axis == x->rank)
-		axis = x->rank;     /* all dims go to the first factor */
+		axis = x->rank; /* all dims go to the first factor */
 	else if ((axis = fe_axis(nd, axis, x->rank, "axis")) < 0)
 		return false;
 	for (int i = 0; i < x->rank; i++)
@@ -367,8 +380,8 @@ static bool imp_squeeze(struct fe_node *nd)
 			return false;
 		for (int i = 0; i < n; i++) {
 			if (x->dims[axes[i]] != 1)
-				return fe_fail(nd, "cannot squeeze axis %lld of size %lld", (long long)axes[i],
-				               (long long)x->dims[axes[i]]);
+				return fe_fail(nd, "cannot squeeze axis %lld of size %lld",
+				               (long long)axes[i], (long long)x->dims[axes[i]]);
 			drop[axes[i]] = true;
 		}
 	}
@@ -505,10 +518,7 @@ static bool imp_split(struct fe_node *nd)
 	return true;
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
-}
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 static bool imp_slice(struct fe_node *nd)
 {
@@ -528,7 +538,8 @@ static bool imp_slice(struct fe_node *nd)
 		if (!fe_inputs(nd, 1, 1) || nd->failed)
 			return false;
 		if (ns < 0 || ne < 0 || ns != ne || (na >= 0 && na != ns))
-			return fe_fail(nd, "starts, ends (and axes) must be given with equal lengths");
+			return fe_fail(nd,
+			               "starts, ends (and axes) must be given with equal lengths");
 		n = ns;
 		starts = ir_arena_alloc(a, sizeof(int64_t) * (size_t)(n + 1));
 		ends = ir_arena_alloc(a, sizeof(int64_t) * (size_t)(n + 1));
@@ -573,7 +584,7 @@ static bool imp_slice(struct fe_node *nd)
 		s = starts[i];
 		e = ends[i];
 		if (s < 0)
-			s += d;         /* cannot overflow: s < 0 <= d */
+			s += d; /* cannot overflow: s < 0 <= d */
 		if (e < 0)
 			e += d;
 		if (step > 0) {
@@ -620,8 +631,9 @@ static bool imp_gather(struct fe_node *nd)
 		for (int64_t i = 0; i < cnt; i++) {
 			int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
 			if (k < -dim || k >= dim)
-				return fe_fail(nd, "index %lld is out of range for axis %lld of size %lld",
-				               (long long)k, (long long)axis, (long long)dim);
+				return fe_fail(
+				        nd, "index %lld is out of range for axis %lld of size %lld",
+				        (long long)k, (long long)axis, (long long)dim);
 		}
 	}
 	name = fe_out_name(nd, 0);
@@ -642,12 +654,14 @@ static bool imp_expand(struct fe_node *nd)
 		return false;
 	for (int i = 0; i < s.rank; i++)
 		if (s.dims[i] < 0)
-			return fe_fail(nd, "shape has negative dimension %lld", (long long)s.dims[i]);
+			return fe_fail(nd, "shape has negative dimension %lld",
+			               (long long)s.dims[i]);
 	s.dtype = nd->in[0]->type.dtype;
 	/* the result is the broadcast of the input and the shape */
 	if (!ir_broadcast(&nd->in[0]->type, &s, &r))
 		return fe_fail(nd, "%s does not broadcast with shape %s",
-		               ir_type_str(&nd->in[0]->type, a, sizeof a), ir_type_str(&s, b, sizeof b));
+		               ir_type_str(&nd->in[0]->type, a, sizeof a),
+		               ir_type_str(&s, b, sizeof b));
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_EXPAND, nd->in, 1, &name, 1);
 	ir_set_ints(nd->fe->m, n, "shape", r.dims, r.rank);
@@ -701,7 +715,8 @@ static bool imp_pad(struct fe_node *nd)
 		if (fe_in(nd, 2)) {
 			float *v;
 			if (fe_const_floats(nd, 2, "constant_value", &v) != 1)
-				return nd->failed ? false : fe_fail(nd, "constant_value must be a scalar");
+				return nd->failed ? false
+				                  : fe_fail(nd, "constant_value must be a scalar");
 			value = v[0];
 		}
 	}
@@ -741,7 +756,8 @@ static bool imp_depth_space(struct fe_node *nd)
 {
 	int64_t b = fe_int(nd, "blocksize", -1);
 	const char *mode = nd->def->ir == IR_OP_DEPTH_TO_SPACE && nd->fe->opset >= 11
-	                 ? fe_str(nd, "mode", "DCR") : "DCR";
+	                           ? fe_str(nd, "mode", "DCR")
+	                           : "DCR";
 	const char *name;
 	struct ir_node *n;
 	if (!fe_inputs(nd, 1, 1) || nd->failed)
@@ -787,7 +803,8 @@ static bool sizes_from_scales(struct fe_node *nd, const float *scales, int64_t *
 	for (int i = 0; i < x->rank; i++) {
 		double s = (double)x->dims[i] * (double)scales[i];
 		if (!(scales[i] > 0) || s > 9e15)
-			return fe_fail(nd, "scale %g is not a positive finite factor", (double)scales[i]);
+			return fe_fail(nd, "scale %g is not a positive finite factor",
+			               (double)scales[i]);
 		sizes[i] = (int64_t)floor(s);
 	}
 	return true;

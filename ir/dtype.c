@@ -37,10 +37,11 @@ enum ir_dtype ir_dtype_from_name(const char *s, size_t n)
 const char *ir_onnx_dtype_name(int code)
 {
 	static const char *const names[] = {
-		"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
-		"STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
-		"COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-		"FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
+		"UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+		"INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+		"FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+		"COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+		"FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1",
 	};
 	if (code >= 0 && code < (int)(sizeof names / sizeof names[0]))
 		return names[code];
@@ -51,8 +52,18 @@ const char *ir_onnx_dtype_name(int code)
 /* binary16 / bfloat16                                                      */
 /* ------------------------------------------------------------------------ */
 
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+static float u2f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
 
 uint16_t ir_f32_to_f16(float f)
 {
@@ -60,12 +71,12 @@ uint16_t ir_f32_to_f16(float f)
 	uint32_t sign = (x >> 16) & 0x8000u;
 	uint32_t exp = (x >> 23) & 0xffu;
 	uint32_t man = x & 0x7fffffu;
-	if (exp == 0xff)                       /* inf or NaN (keep a quiet NaN) */
+	if (exp == 0xff) /* inf or NaN (keep a quiet NaN) */
 		return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
 	int32_t e = (int32_t)exp - 127 + 15;
-	if (e >= 31)                           /* overflow to inf */
+	if (e >= 31) /* overflow to inf */
 		return (uint16_t)(sign | 0x7c00u);
-	if (e <= 0) {                          /* subnormal or zero */
+	if (e <= 0) { /* subnormal or zero */
 		if (e < -10)
 			return (uint16_t)sign;
 		man |= 0x800000u;
@@ -80,7 +91,7 @@ uint16_t ir_f32_to_f16(float f)
 	uint32_t half = sign | ((uint32_t)e << 10) | (man >> 13);
 	uint32_t rem = man & 0x1fffu;
 	if (rem > 0x1000u || (rem == 0x1000u && (half & 1)))
-		half++;                        /* may carry into the exponent: correct */
+		half++; /* may carry into the exponent: correct */
 	return (uint16_t)half;
 }
 
@@ -104,16 +115,13 @@ float ir_f16_to_f32(uint16_t h)
 uint16_t ir_f32_to_bf16(float f)
 {
 	uint32_t x = f2u(f);
-	if ((x & 0x7fffffffu) > 0x7f800000u)   /* NaN: keep it quiet */
+	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
 		return (uint16_t)((x >> 16) | 0x40u);
 	x += 0x7fffu + ((x >> 16) & 1u);
 	return (uint16_t)(x >> 16);
 }
 
-float ir_bf16_to_f32(uint16_t h)
-{
-	return u2f((uint32_t)h << 16);
-}
+float ir_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* ------------------------------------------------------------------------ */
 /* Element access                                                           */
@@ -216,10 +224,7 @@ int64_t ir_dims_elems(const int64_t *dims, int rank)
 	return n;
 }
 
-int64_t ir_type_elems(const struct ir_type *t)
-{
-	return ir_dims_elems(t->dims, t->rank);
-}
+int64_t ir_type_elems(const struct ir_type *t) { return ir_dims_elems(t->dims, t->rank); }
 
 bool ir_type_eq(const struct ir_type *a, const struct ir_type *b)
 {

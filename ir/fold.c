@@ -21,16 +21,20 @@
 
 struct fold {
 	struct ir_node *n;
-	void **out;             /* output buffers, typed as the node's results */
+	void **out; /* output buffers, typed as the node's results */
 	char *err;
 	size_t errlen;
 };
 
 typedef bool (*eval_fn)(struct fold *f);
 
-#define IN(i) (f->n->in[i])
+#define IN(i)  (f->n->in[i])
 #define OUT(i) (f->n->out[i])
-#define FAIL(...) do { snprintf(f->err, f->errlen, __VA_ARGS__); return false; } while (0)
+#define FAIL(...)                                         \
+	do {                                              \
+		snprintf(f->err, f->errlen, __VA_ARGS__); \
+		return false;                             \
+	} while (0)
 
 static bool isf(enum ir_dtype t) { return ir_dtypes[t].is_float; }
 
@@ -84,7 +88,7 @@ static bool unary_f(enum ir_op op, const struct ir_node *n, double x, double *r)
 	case IR_OP_RELU: *r = x > 0 ? x : 0; break;
 	case IR_OP_FLOOR: *r = floor(x); break;
 	case IR_OP_CEIL: *r = ceil(x); break;
-	case IR_OP_ROUND: *r = nearbyint(x); break;     /* half to even */
+	case IR_OP_ROUND: *r = nearbyint(x); break; /* half to even */
 	case IR_OP_SQRT: *r = sqrt(x); break;
 	case IR_OP_RECIPROCAL: *r = 1 / x; break;
 	case IR_OP_EXP: *r = exp(x); break;
@@ -164,7 +168,7 @@ static bool binary_f(enum ir_op op, const struct ir_node *n, double a, double b,
 	case IR_OP_POW: *r = pow(a, b); break;
 	case IR_OP_MIN: *r = (a != a || b != b) ? NAN : fmin(a, b); break;
 	case IR_OP_MAX: *r = (a != a || b != b) ? NAN : fmax(a, b); break;
-	case IR_OP_MOD: *r = fmod(a, b); break;      /* importer allows only fmod=1 on floats */
+	case IR_OP_MOD: *r = fmod(a, b); break; /* importer allows only fmod=1 on floats */
 	case IR_OP_PRELU: *r = a >= 0 ? a : a * b; break;
 	default: return false;
 	}
@@ -190,7 +194,7 @@ static bool binary_i(enum ir_op op, const struct ir_node *n, int64_t a, int64_t 
 			FAIL("integer modulo by zero");
 		*r = (a == INT64_MIN && b == -1) ? 0 : a % b;
 		if (!ir_attr_i(n, "fmod") && *r != 0 && ((*r < 0) != (b < 0)))
-			*r += b;        /* Python semantics: the sign of the divisor */
+			*r += b; /* Python semantics: the sign of the divisor */
 		break;
 	case IR_OP_POW: {
 		int64_t acc = 1;
@@ -222,7 +226,7 @@ static bool compare(enum ir_op op, bool flt, const struct ir_node *n, const void
 	if (flt) {
 		double a = ir_load_f64(t, pa, ia), b = ir_load_f64(t, pb, ib);
 		if (a != a || b != b)
-			return false;   /* every comparison with NaN is false */
+			return false; /* every comparison with NaN is false */
 		c = a < b ? -1 : a > b ? 1 : 0;
 	} else if (t == IR_U64) {
 		uint64_t a = ((const uint64_t *)pa)[ia], b = ((const uint64_t *)pb)[ib];
@@ -269,14 +273,18 @@ static bool eval_eltwise(struct fold *f)
 			break;
 		case IR_OP_COPY:
 			memcpy((char *)f->out[0] + k * ir_dtype_size(to),
-			       (const char *)a + off[0] * (size_t)ir_dtype_size(ti), (size_t)ir_dtype_size(to));
+			       (const char *)a + off[0] * (size_t)ir_dtype_size(ti),
+			       (size_t)ir_dtype_size(to));
 			break;
-		case IR_OP_NOT:
-			((uint8_t *)f->out[0])[k] = !((const uint8_t *)a)[off[0]];
-			break;
-		case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: {
-			bool x = ((const uint8_t *)a)[off[0]] != 0, y = ((const uint8_t *)b)[off[1]] != 0;
-			bool r = n->op == IR_OP_AND ? (x && y) : n->op == IR_OP_OR ? (x || y) : (x != y);
+		case IR_OP_NOT: ((uint8_t *)f->out[0])[k] = !((const uint8_t *)a)[off[0]]; break;
+		case IR_OP_AND:
+		case IR_OP_OR:
+		case IR_OP_XOR: {
+			bool x = ((const uint8_t *)a)[off[0]] != 0,
+			     y = ((const uint8_t *)b)[off[1]] != 0;
+			bool r = n->op == IR_OP_AND  ? (x && y)
+			         : n->op == IR_OP_OR ? (x || y)
+			                             : (x != y);
 			((uint8_t *)f->out[0])[k] = r;
 			break;
 		}
@@ -292,7 +300,10 @@ static bool eval_eltwise(struct fold *f)
 			((uint8_t *)f->out[0])[k] = r;
 			break;
 		}
-		case IR_OP_EQUAL: case IR_OP_LESS: case IR_OP_LESS_EQUAL: case IR_OP_GREATER:
+		case IR_OP_EQUAL:
+		case IR_OP_LESS:
+		case IR_OP_LESS_EQUAL:
+		case IR_OP_GREATER:
 		case IR_OP_GREATER_EQUAL:
 			((uint8_t *)f->out[0])[k] = compare(n->op, flt, n, a, b, off[0], off[1]);
 			break;
@@ -314,7 +325,8 @@ static bool eval_eltwise(struct fold *f)
 				} else {
 					int64_t r;
 					if (!unary_i(n->op, n, ir_load_i64(ti, a, off[0]), &r))
-						FAIL("cannot evaluate %s on integers", ir_ops[n->op].name);
+						FAIL("cannot evaluate %s on integers",
+						     ir_ops[n->op].name);
 					ir_store_i64(to, f->out[0], (size_t)k, r);
 				}
 			} else {
@@ -365,7 +377,8 @@ static void strided_copy(struct fold *f, int64_t off, const int64_t *st)
 		int64_t src = off;
 		for (int d = 0; d < o->rank; d++)
 			src += idx[d] * st[d];
-		memcpy((char *)f->out[0] + (size_t)k * es, (const char *)IN(0)->data + (size_t)src * es, es);
+		memcpy((char *)f->out[0] + (size_t)k * es,
+		       (const char *)IN(0)->data + (size_t)src * es, es);
 		next_index(idx, o->dims, o->rank);
 	}
 }
@@ -389,7 +402,7 @@ static bool eval_slice(struct fold *f)
 	strides_of(&IN(0)->type, s);
 	for (int i = 0; i < IN(0)->type.rank; i++) {
 		if (OUT(0)->type.dims[i] == 0)
-			return true;    /* empty result */
+			return true; /* empty result */
 		off += starts[i] * s[i];
 		st[i] = steps[i] * s[i];
 	}
@@ -415,7 +428,8 @@ static bool eval_tile(struct fold *f)
 		int64_t src = 0;
 		for (int d = 0; d < o->rank; d++)
 			src += (idx[d] % in->dims[d]) * s[d];
-		memcpy((char *)f->out[0] + (size_t)k * es, (const char *)IN(0)->data + (size_t)src * es, es);
+		memcpy((char *)f->out[0] + (size_t)k * es,
+		       (const char *)IN(0)->data + (size_t)src * es, es);
 		next_index(idx, o->dims, o->rank);
 	}
 	return true;
@@ -441,7 +455,8 @@ static bool eval_concat(struct fold *f)
 	for (int64_t o = 0; o < outer; o++)
 		for (int i = 0; i < f->n->nin; i++) {
 			size_t chunk = (size_t)(IN(i)->type.dims[axis] * inner) * es;
-			memcpy((char *)f->out[0] + pos, (const char *)IN(i)->data + (size_t)o * chunk, chunk);
+			memcpy((char *)f->out[0] + pos,
+			       (const char *)IN(i)->data + (size_t)o * chunk, chunk);
 			pos += chunk;
 		}
 	return true;
@@ -456,7 +471,8 @@ static bool eval_split(struct fold *f)
 	for (int64_t o = 0; o < outer; o++)
 		for (int i = 0; i < f->n->nout; i++) {
 			size_t chunk = (size_t)(OUT(i)->type.dims[axis] * inner) * es;
-			memcpy((char *)f->out[i] + (size_t)o * chunk, (const char *)IN(0)->data + pos, chunk);
+			memcpy((char *)f->out[i] + (size_t)o * chunk,
+			       (const char *)IN(0)->data + pos, chunk);
 			pos += chunk;
 		}
 	return true;
@@ -473,8 +489,8 @@ static bool eval_gather(struct fold *f)
 		for (int64_t j = 0; j < nidx; j++) {
 			int64_t k = ir_load_i64(it->dtype, IN(1)->data, (size_t)j);
 			if (k < -dim || k >= dim)
-				FAIL("index %lld is out of range for axis %d of size %lld", (long long)k,
-				     axis, (long long)dim);
+				FAIL("index %lld is out of range for axis %d of size %lld",
+				     (long long)k, axis, (long long)dim);
 			if (k < 0)
 				k += dim;
 			memcpy((char *)f->out[0] + pos,
@@ -495,8 +511,8 @@ static bool eval_gather_elements(struct fold *f)
 	for (int64_t k = 0; k < total; k++) {
 		int64_t j = ir_load_i64(it->dtype, IN(1)->data, (size_t)k), src = 0;
 		if (j < -x->dims[axis] || j >= x->dims[axis])
-			FAIL("index %lld is out of range for axis %d of size %lld", (long long)j, axis,
-			     (long long)x->dims[axis]);
+			FAIL("index %lld is out of range for axis %d of size %lld", (long long)j,
+			     axis, (long long)x->dims[axis]);
 		if (j < 0)
 			j += x->dims[axis];
 		for (int d = 0; d < x->rank; d++) {
@@ -504,7 +520,8 @@ static bool eval_gather_elements(struct fold *f)
 				FAIL("indices shape exceeds the data shape");
 			src += (d == axis ? j : idx[d]) * s[d];
 		}
-		memcpy((char *)f->out[0] + (size_t)k * es, (const char *)IN(0)->data + (size_t)src * es, es);
+		memcpy((char *)f->out[0] + (size_t)k * es,
+		       (const char *)IN(0)->data + (size_t)src * es, es);
 		next_index(idx, it->dims, it->rank);
 	}
 	return true;
@@ -550,13 +567,14 @@ static bool eval_pad(struct fold *f)
 				}
 				if (!strcmp(mode, "edge"))
 					i = i < 0 ? 0 : n - 1;
-				else    /* reflect */
+				else /* reflect */
 					i = i < 0 ? -i : 2 * (n - 1) - i;
 			}
 			src += i * s[d];
 		}
 		if (inside)
-			memcpy((char *)f->out[0] + (size_t)k * es, (const char *)IN(0)->data + (size_t)src * es, es);
+			memcpy((char *)f->out[0] + (size_t)k * es,
+			       (const char *)IN(0)->data + (size_t)src * es, es);
 		else if (isf(t))
 			ir_store_f64(t, f->out[0], (size_t)k, ir_attr_f(f->n, "value"));
 		else
@@ -627,8 +645,9 @@ static bool eval_reduce(struct fold *f)
 			acc = 1;
 		if (op == IR_OP_REDUCE_LOG_SUM_EXP)
 			for (int64_t j = 0; j < r.nr; j++) {
-				double x = ir_load_f64(dt, IN(0)->data,
-				                       (size_t)(base + red_offset(ri, r.red_st, r.nred)));
+				double x = ir_load_f64(
+				        dt, IN(0)->data,
+				        (size_t)(base + red_offset(ri, r.red_st, r.nred)));
 				mx = fmax(mx, x);
 				next_index(ri, r.red_dims, r.nred);
 			}
@@ -638,20 +657,27 @@ static bool eval_reduce(struct fold *f)
 			if (isf(dt)) {
 				double x = ir_load_f64(dt, IN(0)->data, at);
 				switch (op) {
-				case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_LOG_SUM:
-					acc += x; break;
+				case IR_OP_REDUCE_SUM:
+				case IR_OP_REDUCE_MEAN:
+				case IR_OP_REDUCE_LOG_SUM: acc += x; break;
 				case IR_OP_REDUCE_PROD: acc *= x; break;
-				case IR_OP_REDUCE_MAX: acc = first || x > acc || x != x ? x : acc; break;
-				case IR_OP_REDUCE_MIN: acc = first || x < acc || x != x ? x : acc; break;
+				case IR_OP_REDUCE_MAX:
+					acc = first || x > acc || x != x ? x : acc;
+					break;
+				case IR_OP_REDUCE_MIN:
+					acc = first || x < acc || x != x ? x : acc;
+					break;
 				case IR_OP_REDUCE_L1: acc += fabs(x); break;
-				case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE: acc += x * x; break;
+				case IR_OP_REDUCE_L2:
+				case IR_OP_REDUCE_SUM_SQUARE: acc += x * x; break;
 				case IR_OP_REDUCE_LOG_SUM_EXP: acc += exp(x - mx); break;
 				default: FAIL("cannot evaluate %s", ir_ops[op].name);
 				}
 			} else {
 				int64_t x = ir_load_i64(dt, IN(0)->data, at);
 				switch (op) {
-				case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: iacc += x; break;
+				case IR_OP_REDUCE_SUM:
+				case IR_OP_REDUCE_MEAN: iacc += x; break;
 				case IR_OP_REDUCE_PROD: iacc *= x; break;
 				case IR_OP_REDUCE_MAX: iacc = first || x > iacc ? x : iacc; break;
 				case IR_OP_REDUCE_MIN: iacc = first || x < iacc ? x : iacc; break;
@@ -664,10 +690,14 @@ static bool eval_reduce(struct fold *f)
 			next_index(ri, r.red_dims, r.nred);
 		}
 		if (isf(dt)) {
-			if (op == IR_OP_REDUCE_MEAN) acc /= (double)r.nr;
-			if (op == IR_OP_REDUCE_L2) acc = sqrt(acc);
-			if (op == IR_OP_REDUCE_LOG_SUM) acc = log(acc);
-			if (op == IR_OP_REDUCE_LOG_SUM_EXP) acc = mx + log(acc);
+			if (op == IR_OP_REDUCE_MEAN)
+				acc /= (double)r.nr;
+			if (op == IR_OP_REDUCE_L2)
+				acc = sqrt(acc);
+			if (op == IR_OP_REDUCE_LOG_SUM)
+				acc = log(acc);
+			if (op == IR_OP_REDUCE_LOG_SUM_EXP)
+				acc = mx + log(acc);
 			if (r.nr == 0 && (op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN))
 				acc = op == IR_OP_REDUCE_MAX ? -INFINITY : INFINITY;
 			ir_store_f64(dt, f->out[0], (size_t)k, acc);
@@ -693,7 +723,8 @@ static bool eval_arg(struct fold *f)
 		int64_t base = red_offset(ki, r.kept_st, r.nkept), best = 0;
 		double bv = 0;
 		for (int64_t j = 0; j < r.nr; j++) {
-			double x = ir_load_f64(t->dtype, IN(0)->data, (size_t)(base + j * r.red_st[0]));
+			double x = ir_load_f64(t->dtype, IN(0)->data,
+			                       (size_t)(base + j * r.red_st[0]));
 			bool better = j == 0 || (mx ? x > bv : x < bv) || (last && x == bv);
 			if (better) {
 				bv = x;
@@ -723,14 +754,18 @@ static bool eval_cumsum(struct fold *f)
 			size_t at = (size_t)(base + j * r.red_st[0]);
 			if (isf(t->dtype)) {
 				double x = ir_load_f64(t->dtype, IN(0)->data, at);
-				if (!excl) acc += x;
+				if (!excl)
+					acc += x;
 				ir_store_f64(t->dtype, f->out[0], at, acc);
-				if (excl) acc += x;
+				if (excl)
+					acc += x;
 			} else {
 				int64_t x = ir_load_i64(t->dtype, IN(0)->data, at);
-				if (!excl) iacc += x;
+				if (!excl)
+					iacc += x;
 				ir_store_i64(t->dtype, f->out[0], at, iacc);
-				if (excl) iacc += x;
+				if (excl)
+					iacc += x;
 			}
 		}
 		next_index(ki, r.kept_dims, r.nkept);
@@ -743,11 +778,12 @@ static bool eval_matmul(struct fold *f)
 	const struct ir_type *a = &IN(0)->type, *b = &IN(1)->type, *o = &OUT(0)->type;
 	enum ir_dtype dt = a->dtype;
 	int64_t K = a->dims[a->rank - 1];
-	int64_t M = a->rank >= 2 ? a->dims[a->rank - 2] : 1, N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+	int64_t M = a->rank >= 2 ? a->dims[a->rank - 2] : 1,
+	        N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
 	int64_t batch = ir_type_elems(o) / ((M * N) != 0 ? M * N : 1);
 	int brank = o->rank - (a->rank >= 2) - (b->rank >= 2);
 	struct ir_type bo = { .rank = brank }, ba = { .rank = a->rank >= 2 ? a->rank - 2 : 0 },
-		       bb = { .rank = b->rank >= 2 ? b->rank - 2 : 0 };
+	               bb = { .rank = b->rank >= 2 ? b->rank - 2 : 0 };
 	int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
 	memcpy(bo.dims, o->dims, sizeof(int64_t) * (size_t)brank);
 	memcpy(ba.dims, a->dims, sizeof(int64_t) * (size_t)ba.rank);
@@ -757,21 +793,28 @@ static bool eval_matmul(struct fold *f)
 	if (ir_type_elems(o) == 0)
 		return true;
 	for (int64_t p = 0; p < batch; p++) {
-		int64_t oa = red_offset(idx, sa, brank) * M * K, ob = red_offset(idx, sb, brank) * K * N;
+		int64_t oa = red_offset(idx, sa, brank) * M * K,
+		        ob = red_offset(idx, sb, brank) * K * N;
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++) {
 				size_t at = (size_t)((p * M + i) * N + j);
 				if (isf(dt)) {
 					double acc = 0;
 					for (int64_t k = 0; k < K; k++)
-						acc += ir_load_f64(dt, IN(0)->data, (size_t)(oa + i * K + k)) *
-						       ir_load_f64(dt, IN(1)->data, (size_t)(ob + k * N + j));
+						acc += ir_load_f64(dt, IN(0)->data,
+						                   (size_t)(oa + i * K + k)) *
+						       ir_load_f64(dt, IN(1)->data,
+						                   (size_t)(ob + k * N + j));
 					ir_store_f64(dt, f->out[0], at, acc);
 				} else {
 					uint64_t acc = 0;
 					for (int64_t k = 0; k < K; k++)
-						acc += (uint64_t)ir_load_i64(dt, IN(0)->data, (size_t)(oa + i * K + k)) *
-						       (uint64_t)ir_load_i64(dt, IN(1)->data, (size_t)(ob + k * N + j));
+						acc += (uint64_t)ir_load_i64(
+						               dt, IN(0)->data,
+						               (size_t)(oa + i * K + k)) *
+						       (uint64_t)ir_load_i64(
+						               dt, IN(1)->data,
+						               (size_t)(ob + k * N + j));
 					ir_store_i64(dt, f->out[0], at, (int64_t)acc);
 				}
 			}
@@ -784,16 +827,18 @@ static bool eval_matmul(struct fold *f)
 
 static const eval_fn evaluators[IR_OP_COUNT] = {
 #define ELT(id) [IR_OP_##id] = eval_eltwise,
-	ELT(NEG) ELT(ABS) ELT(SIGN) ELT(RELU) ELT(FLOOR) ELT(CEIL) ELT(ROUND) ELT(SQRT)
-	ELT(RECIPROCAL) ELT(EXP) ELT(LOG) ELT(ERF) ELT(TANH) ELT(SIGMOID) ELT(SIN) ELT(COS)
-	ELT(TAN) ELT(ASIN) ELT(ACOS) ELT(ATAN) ELT(SINH) ELT(COSH) ELT(ASINH) ELT(ACOSH)
-	ELT(ATANH) ELT(SOFTPLUS) ELT(SOFTSIGN) ELT(MISH) ELT(HARD_SWISH) ELT(LEAKY_RELU) ELT(ELU)
-	ELT(CELU) ELT(SELU) ELT(THRESHOLDED_RELU) ELT(HARD_SIGMOID) ELT(SHRINK) ELT(CLIP)
-	ELT(NOT) ELT(ISNAN) ELT(ISINF) ELT(CAST) ELT(COPY) ELT(ADD) ELT(SUB) ELT(MUL) ELT(DIV)
-	ELT(POW) ELT(MIN) ELT(MAX) ELT(MOD) ELT(PRELU) ELT(EQUAL) ELT(LESS) ELT(LESS_EQUAL)
-	ELT(GREATER) ELT(GREATER_EQUAL) ELT(AND) ELT(OR) ELT(XOR) ELT(WHERE)
+	ELT(NEG) ELT(ABS) ELT(SIGN) ELT(RELU) ELT(FLOOR) ELT(CEIL) ELT(ROUND) ELT(SQRT) ELT(
+	        RECIPROCAL) ELT(EXP) ELT(LOG) ELT(ERF) ELT(TANH) ELT(SIGMOID) ELT(SIN) ELT(COS)
+	        ELT(TAN) ELT(ASIN) ELT(ACOS) ELT(ATAN) ELT(SINH) ELT(COSH) ELT(ASINH) ELT(
+	                ACOSH) ELT(ATANH) ELT(SOFTPLUS) ELT(SOFTSIGN) ELT(MISH) ELT(HARD_SWISH)
+	                ELT(LEAKY_RELU) ELT(ELU) ELT(CELU) ELT(SELU) ELT(THRESHOLDED_RELU) ELT(
+	                        HARD_SIGMOID) ELT(SHRINK) ELT(CLIP) ELT(NOT) ELT(ISNAN) ELT(ISINF)
+	                        ELT(CAST) ELT(COPY) ELT(ADD) ELT(SUB) ELT(MUL) ELT(DIV) ELT(POW)
+	                                ELT(MIN) ELT(MAX) ELT(MOD) ELT(PRELU) ELT(EQUAL) ELT(LESS)
+	                                        ELT(LESS_EQUAL) ELT(GREATER) ELT(GREATER_EQUAL)
+	                                                ELT(AND) ELT(OR) ELT(XOR) ELT(WHERE)
 #undef ELT
-	[IR_OP_RESHAPE] = eval_reshape,
+	                                                        [IR_OP_RESHAPE] = eval_reshape,
 	[IR_OP_TRANSPOSE] = eval_transpose,
 	[IR_OP_CONCAT] = eval_concat,
 	[IR_OP_SPLIT] = eval_split,
@@ -820,10 +865,7 @@ static const eval_fn evaluators[IR_OP_COUNT] = {
 	[IR_OP_MATMUL] = eval_matmul,
 };
 
-bool ir_can_fold(enum ir_op op)
-{
-	return evaluators[op] != NULL;
-}
+bool ir_can_fold(enum ir_op op) { return evaluators[op] != NULL; }
 
 int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
                  size_t errlen)
@@ -841,7 +883,7 @@ int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char
 			return 0;
 		work += e;
 	}
-	if (n->op == IR_OP_MATMUL) {   /* do not burn compile time on big products */
+	if (n->op == IR_OP_MATMUL) { /* do not burn compile time on big products */
 		const struct ir_type *a = &n->in[0]->type;
 		if ((double)work * (double)a->dims[a->rank - 1] > 1e8)
 			return 0;

@@ -13,8 +13,12 @@
 
 #include <string.h>
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
-#define T(i) (&n->in[i]->type)
+#define FAIL(...)                                   \
+	do {                                        \
+		snprintf(err, errlen, __VA_ARGS__); \
+		return false;                       \
+	} while (0)
+#define T(i)       (&n->in[i]->type)
 #define TS(t, buf) ir_type_str((t), (buf), sizeof(buf))
 
 typedef char tbuf[IR_TYPE_STR_MAX];
@@ -22,7 +26,10 @@ typedef char tbuf[IR_TYPE_STR_MAX];
 static bool is_float(enum ir_dtype t) { return ir_dtypes[t].is_float; }
 static bool is_int(enum ir_dtype t) { return ir_dtypes[t].is_int; }
 static bool is_numeric(enum ir_dtype t) { return is_float(t) || is_int(t); }
-static bool is_signed(enum ir_dtype t) { return is_float(t) || (is_int(t) && ir_dtypes[t].is_signed); }
+static bool is_signed(enum ir_dtype t)
+{
+	return is_float(t) || (is_int(t) && ir_dtypes[t].is_signed);
+}
 
 static bool same_dtype(const struct ir_node *n, int a, int b, char *err, size_t errlen)
 {
@@ -84,8 +91,8 @@ bool ir_infer_cast(const struct ir_node *n, struct ir_type *out, char *err, size
 	return true;
 }
 
-static bool broadcast_all(const struct ir_node *n, int first, struct ir_type *out,
-                          char *err, size_t errlen)
+static bool broadcast_all(const struct ir_node *n, int first, struct ir_type *out, char *err,
+                          size_t errlen)
 {
 	struct ir_type t = *T(first);
 	for (int i = first + 1; i < n->nin; i++) {
@@ -184,8 +191,10 @@ bool ir_infer_matmul(const struct ir_node *n, struct ir_type *out, char *err, si
 	nn = b1 ? 1 : b.dims[b.rank - 1];
 	if (k != k2)
 		FAIL("inner dimensions differ: %s times %s", TS(T(0), s1), TS(T(1), s2));
-	ba = a; ba.rank = a1 ? 0 : a.rank - 2;
-	bb = b; bb.rank = b1 ? 0 : b.rank - 2;
+	ba = a;
+	ba.rank = a1 ? 0 : a.rank - 2;
+	bb = b;
+	bb.rank = b1 ? 0 : b.rank - 2;
 	if (!ir_broadcast(&ba, &bb, &batch))
 		FAIL("batch dimensions of %s and %s do not broadcast", TS(T(0), s1), TS(T(1), s2));
 	out[0] = batch;
@@ -228,8 +237,8 @@ bool ir_infer_gemm(const struct ir_node *n, struct ir_type *out, char *err, size
 }
 
 /* Checks an INTS attribute has exactly len entries (min value lo). */
-static bool ints_len(const struct ir_node *n, const char *name, int len, int64_t lo,
-                     char *err, size_t errlen)
+static bool ints_len(const struct ir_node *n, const char *name, int len, int64_t lo, char *err,
+                     size_t errlen)
 {
 	int c;
 	const int64_t *v = ir_attr_ints(n, name, &c);
@@ -271,7 +280,7 @@ bool ir_infer_conv(const struct ir_node *n, struct ir_type *out, char *err, size
 			FAIL("bias %s must be [%lld]", TS(T(2), s1), (long long)w->dims[0]);
 	}
 	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pd = ir_attr_ints(n, "pads", NULL),
-		      *dl = ir_attr_ints(n, "dilations", NULL);
+	              *dl = ir_attr_ints(n, "dilations", NULL);
 	out[0] = *x;
 	out[0].dims[1] = w->dims[0];
 	for (int i = 0; i < nsp; i++) {
@@ -285,8 +294,7 @@ bool ir_infer_conv(const struct ir_node *n, struct ir_type *out, char *err, size
 	return true;
 }
 
-bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char *err,
-                             size_t errlen)
+bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0), *w = T(1);
 	int nsp = x->rank - 2;
@@ -314,13 +322,13 @@ bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char 
 			FAIL("bias %s must be [%lld]", TS(T(2), s1), (long long)cout);
 	}
 	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pd = ir_attr_ints(n, "pads", NULL),
-		      *dl = ir_attr_ints(n, "dilations", NULL),
-		      *op = ir_attr_ints(n, "output_padding", NULL);
+	              *dl = ir_attr_ints(n, "dilations", NULL),
+	              *op = ir_attr_ints(n, "output_padding", NULL);
 	out[0] = *x;
 	out[0].dims[1] = cout;
 	for (int i = 0; i < nsp; i++) {
-		int64_t o = st[i] * (x->dims[2 + i] - 1) + op[i] + dl[i] * (w->dims[2 + i] - 1) + 1 -
-			    pd[i] - pd[nsp + i];
+		int64_t o = st[i] * (x->dims[2 + i] - 1) + op[i] + dl[i] * (w->dims[2 + i] - 1) +
+		            1 - pd[i] - pd[nsp + i];
 		if (o < 0)
 			FAIL("negative output size in spatial dim %d", i);
 		out[0].dims[2 + i] = o;
@@ -387,8 +395,7 @@ bool ir_infer_layer_norm(const struct ir_node *n, struct ir_type *out, char *err
 	return true;
 }
 
-bool ir_infer_instance_norm(const struct ir_node *n, struct ir_type *out, char *err,
-                            size_t errlen)
+bool ir_infer_instance_norm(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0);
 	if (!is_float(x->dtype))
@@ -446,8 +453,8 @@ bool ir_infer_pool(const struct ir_node *n, struct ir_type *out, char *err, size
 	    (has_dil && !ints_len(n, "dilations", nsp, 1, err, errlen)))
 		return false;
 	const int64_t *k = ir_attr_ints(n, "kernel", NULL), *st = ir_attr_ints(n, "strides", NULL),
-		      *pd = ir_attr_ints(n, "pads", NULL),
-		      *dl = has_dil ? ir_attr_ints(n, "dilations", NULL) : NULL;
+	              *pd = ir_attr_ints(n, "pads", NULL),
+	              *dl = has_dil ? ir_attr_ints(n, "dilations", NULL) : NULL;
 	out[0] = *x;
 	for (int i = 0; i < nsp; i++) {
 		int64_t span = (dl ? dl[i] : 1) * (k[i] - 1) + 1;
@@ -590,8 +597,8 @@ bool ir_infer_concat(const struct ir_node *n, struct ir_type *out, char *err, si
 		for (int d = 0; ok && d < x->rank; d++)
 			ok = d == axis || y->dims[d] == x->dims[d];
 		if (!ok)
-			FAIL("input %d %s does not match input 0 %s outside axis %lld", i, TS(y, s1),
-			     TS(x, s2), (long long)axis);
+			FAIL("input %d %s does not match input 0 %s outside axis %lld", i,
+			     TS(y, s1), TS(x, s2), (long long)axis);
 		if (__builtin_add_overflow(out[0].dims[axis], y->dims[axis], &out[0].dims[axis]))
 			FAIL("dimension overflow");
 	}
@@ -624,7 +631,7 @@ bool ir_infer_slice(const struct ir_node *n, struct ir_type *out, char *err, siz
 {
 	int c1, c2, c3, r = T(0)->rank;
 	const int64_t *st = ir_attr_ints(n, "starts", &c1), *en = ir_attr_ints(n, "ends", &c2),
-		      *sp = ir_attr_ints(n, "steps", &c3);
+	              *sp = ir_attr_ints(n, "steps", &c3);
 	if (c1 != r || c2 != r || c3 != r)
 		FAIL("starts, ends and steps must have one entry per dimension (%d)", r);
 	out[0] = *T(0);
@@ -733,13 +740,15 @@ bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_
 	out[0] = *T(0);
 	for (int i = 0; i < r; i++) {
 		int64_t d = T(0)->dims[i];
-		if (__builtin_add_overflow(d, pads[i], &d) || __builtin_add_overflow(d, pads[r + i], &d))
+		if (__builtin_add_overflow(d, pads[i], &d) ||
+		    __builtin_add_overflow(d, pads[r + i], &d))
 			FAIL("dimension overflow");
 		if (d < 0)
 			FAIL("pads remove more than dimension %d holds", i);
 		if (strcmp(mode, "constant") && (pads[i] < 0 || pads[r + i] < 0))
 			FAIL("negative pads need mode constant");
-		if (!strcmp(mode, "reflect") && (pads[i] >= T(0)->dims[i] || pads[r + i] >= T(0)->dims[i]))
+		if (!strcmp(mode, "reflect") &&
+		    (pads[i] >= T(0)->dims[i] || pads[r + i] >= T(0)->dims[i]))
 			FAIL("reflect pads must be smaller than dimension %d", i);
 		if (!strcmp(mode, "edge") && T(0)->dims[i] == 0 && (pads[i] || pads[r + i]))
 			FAIL("edge padding of an empty dimension");
@@ -748,8 +757,7 @@ bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_
 	return true;
 }
 
-bool ir_infer_depth_to_space(const struct ir_node *n, struct ir_type *out, char *err,
-                             size_t errlen)
+bool ir_infer_depth_to_space(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0);
 	int64_t b = ir_attr_i(n, "blocksize");
@@ -768,8 +776,7 @@ bool ir_infer_depth_to_space(const struct ir_node *n, struct ir_type *out, char 
 	return true;
 }
 
-bool ir_infer_space_to_depth(const struct ir_node *n, struct ir_type *out, char *err,
-                             size_t errlen)
+bool ir_infer_space_to_depth(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0);
 	int64_t b = ir_attr_i(n, "blocksize");
@@ -795,10 +802,15 @@ static bool one_of(const char *s, const char *const *opts)
 bool ir_infer_resize(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	static const char *const modes[] = { "nearest", "linear", "cubic", NULL };
-	static const char *const coords[] = { "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-		"align_corners", "asymmetric", "tf_crop_and_resize", NULL };
+	static const char *const coords[] = { "half_pixel",
+		                              "half_pixel_symmetric",
+		                              "pytorch_half_pixel",
+		                              "align_corners",
+		                              "asymmetric",
+		                              "tf_crop_and_resize",
+		                              NULL };
 	static const char *const nearests[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
-		"ceil", NULL };
+		                                "ceil", NULL };
 	const struct ir_type *x = T(0);
 	int cs, cz, cr;
 	const int64_t *sizes = ir_attr_ints(n, "sizes", &cz);

@@ -17,10 +17,7 @@
 /* Context, allocation, diagnostics                                         */
 /* ------------------------------------------------------------------------ */
 
-void ir_ctx_init(struct ir_ctx *ctx)
-{
-	memset(ctx, 0, sizeof *ctx);
-}
+void ir_ctx_init(struct ir_ctx *ctx) { memset(ctx, 0, sizeof *ctx); }
 
 _Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
 {
@@ -54,10 +51,7 @@ void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n)
 	return q;
 }
 
-void *ir_malloc(struct ir_ctx *ctx, size_t n)
-{
-	return ir_realloc(ctx, NULL, n);
-}
+void *ir_malloc(struct ir_ctx *ctx, size_t n) { return ir_realloc(ctx, NULL, n); }
 
 void ir_free(struct ir_ctx *ctx, void *p)
 {
@@ -116,8 +110,7 @@ void ir_warning(struct ir_ctx *ctx, const char *fmt, ...)
 	va_end(ap);
 }
 
-void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op,
-                   const char *fmt, ...)
+void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op, const char *fmt, ...)
 {
 	char msg[1536];
 	va_list ap;
@@ -180,8 +173,8 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 
 void ir_arena_release(struct ir_arena *a, void *p)
 {
-	struct ir_arena_block *b =
-		(struct ir_arena_block *)((unsigned char *)p - offsetof(struct ir_arena_block, data));
+	struct ir_arena_block *b = (struct ir_arena_block *)((unsigned char *)p -
+	                                                     offsetof(struct ir_arena_block, data));
 	if (b->prev)
 		b->prev->next = b->next;
 	else
@@ -260,9 +253,16 @@ static bool arena_owns_big(const struct ir_arena *a, const void *p)
 
 const struct ir_op_info ir_ops[IR_OP_COUNT] = {
 #define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp_, sch, inf) \
-	[IR_OP_##id] = { .name = nm, .onnx = ox, .min_in = imin, .max_in = imax, \
-	                 .min_out = omin, .max_out = omax, .kind = IR_KIND_##knd, \
-	                 .amp = IR_AMP_##amp_, .schema = sch, .infer = inf },
+	[IR_OP_##id] = { .name = nm,                                   \
+		         .onnx = ox,                                   \
+		         .min_in = imin,                               \
+		         .max_in = imax,                               \
+		         .min_out = omin,                              \
+		         .max_out = omax,                              \
+		         .kind = IR_KIND_##knd,                        \
+		         .amp = IR_AMP_##amp_,                         \
+		         .schema = sch,                                \
+		         .infer = inf },
 #include "ops.h"
 #undef IR_OP
 };
@@ -311,10 +311,7 @@ int ir_op_schema(enum ir_op op, struct ir_attr_def defs[IR_MAX_ATTRS])
 /* Names                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t hash_str(const char *s)
-{
-	return ir_checksum(s, strlen(s));
-}
+static uint64_t hash_str(const char *s) { return ir_checksum(s, strlen(s)); }
 
 uint64_t ir_checksum(const void *data, size_t n)
 {
@@ -401,7 +398,7 @@ void ir_module_free(struct ir_module *m)
 	struct ir_arena a;
 	if (!m)
 		return;
-	a = m->arena;   /* m itself lives in its arena */
+	a = m->arena; /* m itself lives in its arena */
 	ir_arena_free(&a);
 }
 
@@ -418,8 +415,8 @@ static void *grow(struct ir_arena *a, void *arr, int n, int *cap, size_t elem)
 	return p;
 }
 
-static struct ir_value *new_value(struct ir_module *m, const char *name,
-                                  enum ir_value_kind kind, const struct ir_type *t)
+static struct ir_value *new_value(struct ir_module *m, const char *name, enum ir_value_kind kind,
+                                  const struct ir_type *t)
 {
 	struct ir_value *v = ir_arena_alloc(&m->arena, sizeof *v);
 	m->values = grow(&m->arena, m->values, m->nvalues, &m->cap_values, sizeof *m->values);
@@ -441,8 +438,8 @@ struct ir_value *ir_add_input(struct ir_module *m, const char *name, const struc
 	return v;
 }
 
-struct ir_value *ir_add_const(struct ir_module *m, const char *name,
-                              const struct ir_type *t, const void *data)
+struct ir_value *ir_add_const(struct ir_module *m, const char *name, const struct ir_type *t,
+                              const void *data)
 {
 	struct ir_value *v = new_value(m, name, IR_VAL_CONST, t);
 	int64_t elems = ir_type_elems(t);
@@ -461,8 +458,8 @@ struct ir_value *ir_add_const(struct ir_module *m, const char *name,
 	return v;
 }
 
-struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name,
-                                  const struct ir_type *t, uint64_t checksum)
+struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name, const struct ir_type *t,
+                                  uint64_t checksum)
 {
 	struct ir_value *v = new_value(m, name, IR_VAL_CONST, t);
 	v->checksum = checksum;
@@ -509,8 +506,8 @@ void ir_kill_value(struct ir_module *m, struct ir_value *v)
 /* ------------------------------------------------------------------------ */
 
 struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name,
-                            struct ir_value *const *in, int nin,
-                            const char *const *out_names, int nout)
+                            struct ir_value *const *in, int nin, const char *const *out_names,
+                            int nout)
 {
 	struct ir_node *n = ir_arena_alloc(&m->arena, sizeof *n);
 	struct ir_attr_def defs[IR_MAX_ATTRS];
@@ -545,7 +542,8 @@ struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name
 		n->out[i]->def_index = i;
 	}
 	n->nattrs = ir_op_schema(op, defs);
-	n->attrs = ir_arena_alloc(&m->arena, (size_t)(n->nattrs ? n->nattrs : 1) * sizeof *n->attrs);
+	n->attrs =
+	        ir_arena_alloc(&m->arena, (size_t)(n->nattrs ? n->nattrs : 1) * sizeof *n->attrs);
 	for (int i = 0; i < n->nattrs; i++) {
 		n->attrs[i].name = ir_arena_strdup(&m->arena, defs[i].name);
 		n->attrs[i].kind = defs[i].kind;
@@ -630,8 +628,8 @@ void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value
 			m->outputs[i] = to;
 }
 
-bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out,
-                    char *err, size_t errlen)
+bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out, char *err,
+                    size_t errlen)
 {
 	(void)m;
 	memset(out, 0, sizeof *out * (size_t)n->nout);
@@ -643,7 +641,8 @@ bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type
 bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t errlen)
 {
 	struct ir_type small[8];
-	struct ir_type *out = n->nout <= 8 ? small : ir_malloc(m->ctx, sizeof *out * (size_t)n->nout);
+	struct ir_type *out =
+	        n->nout <= 8 ? small : ir_malloc(m->ctx, sizeof *out * (size_t)n->nout);
 	bool ok = ir_infer_types(m, n, out, err, errlen);
 	if (ok)
 		for (int i = 0; i < n->nout; i++)
@@ -728,8 +727,8 @@ void ir_set_s(struct ir_module *m, struct ir_node *n, const char *name, const ch
 	attr_checked(n, name, IR_ATTR_STRING)->s = ir_arena_strdup(&m->arena, v);
 }
 
-void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name,
-                 const int64_t *v, int count)
+void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name, const int64_t *v,
+                 int count)
 {
 	struct ir_attr *a = attr_checked(n, name, IR_ATTR_INTS);
 	a->ints = ir_arena_alloc(&m->arena, (size_t)(count ? count : 1) * sizeof *a->ints);
@@ -738,8 +737,8 @@ void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name,
 	a->n = count;
 }
 
-void ir_set_floats(struct ir_module *m, struct ir_node *n, const char *name,
-                   const float *v, int count)
+void ir_set_floats(struct ir_module *m, struct ir_node *n, const char *name, const float *v,
+                   int count)
 {
 	struct ir_attr *a = attr_checked(n, name, IR_ATTR_FLOATS);
 	a->floats = ir_arena_alloc(&m->arena, (size_t)(count ? count : 1) * sizeof *a->floats);

@@ -37,8 +37,8 @@
 #include <stdio.h>
 
 #define ONNXC_VERSION "0.1.0"
-#define IR_MAX_RANK 8           /* ONNX has no limit; no exporter we know goes past 6 */
-#define IR_INLINE_MAX 16        /* constants up to this many elements print inline */
+#define IR_MAX_RANK   8  /* ONNX has no limit; no exporter we know goes past 6 */
+#define IR_INLINE_MAX 16 /* constants up to this many elements print inline */
 
 /* ------------------------------------------------------------------------ */
 /* Context: allocator, diagnostics, out-of-memory unwinding.                */
@@ -61,38 +61,35 @@ typedef void *(*ir_alloc_fn)(void *ud, void *ptr, size_t nsize);
 typedef void (*ir_diag_fn)(void *ud, const char *line);
 
 struct ir_ctx {
-	ir_alloc_fn alloc;      /* NULL: malloc/realloc/free */
+	ir_alloc_fn alloc; /* NULL: malloc/realloc/free */
 	void *alloc_ud;
-	ir_diag_fn diag;        /* NULL: print to stderr */
+	ir_diag_fn diag; /* NULL: print to stderr */
 	void *diag_ud;
-	const char *file;       /* input file named by diagnostics, or NULL */
-	int nerrors;            /* errors reported so far */
+	const char *file; /* input file named by diagnostics, or NULL */
+	int nerrors;      /* errors reported so far */
 	int nwarnings;
-	int max_errors;         /* stop printing after this many (0: 100) */
-	jmp_buf *oom;           /* where an allocation failure unwinds to */
+	int max_errors; /* stop printing after this many (0: 100) */
+	jmp_buf *oom;   /* where an allocation failure unwinds to */
 };
 
 void ir_ctx_init(struct ir_ctx *ctx);
-void *ir_malloc(struct ir_ctx *ctx, size_t n);   /* never NULL: unwinds */
+void *ir_malloc(struct ir_ctx *ctx, size_t n); /* never NULL: unwinds */
 void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n);
 void ir_free(struct ir_ctx *ctx, void *p);
 _Noreturn void ir_oom(struct ir_ctx *ctx);
 
 /* "FILE: error: MSG" (FILE omitted when ctx->file is NULL). */
-void ir_error(struct ir_ctx *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void ir_warning(struct ir_ctx *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void ir_error(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ir_warning(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "FILE: error: node 'NAME' (OP): MSG" - the form every model error takes. */
-void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap);
 
 /* Internal bugs abort loudly with file and line; they are never user errors. */
-#define IR_ASSERT(c) \
-	((c) ? (void)0 : ir_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
+#define IR_ASSERT(c) ((c) ? (void)0 : ir_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
 _Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------------ */
 /* Arena.                                                                   */
@@ -106,39 +103,39 @@ _Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
 struct ir_arena_block;
 struct ir_arena {
 	struct ir_ctx *ctx;
-	struct ir_arena_block *head;  /* current small-object block */
-	struct ir_arena_block *big;   /* list of large blocks */
-	size_t used;                  /* bytes handed out, for reports */
+	struct ir_arena_block *head; /* current small-object block */
+	struct ir_arena_block *big;  /* list of large blocks */
+	size_t used;                 /* bytes handed out, for reports */
 };
 
 void ir_arena_init(struct ir_arena *a, struct ir_ctx *ctx);
 void ir_arena_free(struct ir_arena *a);
-void *ir_arena_alloc(struct ir_arena *a, size_t n);        /* 16-byte aligned, zeroed */
-void *ir_arena_alloc_big(struct ir_arena *a, size_t n);    /* own block, not zeroed */
-void ir_arena_release(struct ir_arena *a, void *p);        /* p from alloc_big */
+void *ir_arena_alloc(struct ir_arena *a, size_t n);     /* 16-byte aligned, zeroed */
+void *ir_arena_alloc_big(struct ir_arena *a, size_t n); /* own block, not zeroed */
+void ir_arena_release(struct ir_arena *a, void *p);     /* p from alloc_big */
 char *ir_arena_strdup(struct ir_arena *a, const char *s);
 char *ir_arena_strndup(struct ir_arena *a, const char *s, size_t n);
 char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------------ */
 /* Data types.                                                              */
 /* ------------------------------------------------------------------------ */
 
 /*   id     text    ONNX code  bytes  float  int  signed */
-#define IR_DTYPES(X)                   \
-	X(F32, "f32", 1, 4, 1, 0, 1)   \
-	X(F16, "f16", 10, 2, 1, 0, 1)  \
+#define IR_DTYPES(X)                    \
+	X(F32, "f32", 1, 4, 1, 0, 1)    \
+	X(F16, "f16", 10, 2, 1, 0, 1)   \
 	X(BF16, "bf16", 16, 2, 1, 0, 1) \
-	X(F64, "f64", 11, 8, 1, 0, 1)  \
-	X(I8, "i8", 3, 1, 0, 1, 1)     \
-	X(I16, "i16", 5, 2, 0, 1, 1)   \
-	X(I32, "i32", 6, 4, 0, 1, 1)   \
-	X(I64, "i64", 7, 8, 0, 1, 1)   \
-	X(U8, "u8", 2, 1, 0, 1, 0)     \
-	X(U16, "u16", 4, 2, 0, 1, 0)   \
-	X(U32, "u32", 12, 4, 0, 1, 0)  \
-	X(U64, "u64", 13, 8, 0, 1, 0)  \
+	X(F64, "f64", 11, 8, 1, 0, 1)   \
+	X(I8, "i8", 3, 1, 0, 1, 1)      \
+	X(I16, "i16", 5, 2, 0, 1, 1)    \
+	X(I32, "i32", 6, 4, 0, 1, 1)    \
+	X(I64, "i64", 7, 8, 0, 1, 1)    \
+	X(U8, "u8", 2, 1, 0, 1, 0)      \
+	X(U16, "u16", 4, 2, 0, 1, 0)    \
+	X(U32, "u32", 12, 4, 0, 1, 0)   \
+	X(U64, "u64", 13, 8, 0, 1, 0)   \
 	X(BOOL, "bool", 9, 1, 0, 0, 0)
 
 enum ir_dtype {
@@ -146,22 +143,22 @@ enum ir_dtype {
 #define X(id, ...) IR_##id,
 	IR_DTYPES(X)
 #undef X
-	IR_DTYPE_COUNT
+	        IR_DTYPE_COUNT
 };
 
 struct ir_dtype_info {
 	const char *name;
-	int onnx;               /* TensorProto.DataType */
-	int size;               /* bytes per element */
+	int onnx; /* TensorProto.DataType */
+	int size; /* bytes per element */
 	bool is_float, is_int, is_signed;
 };
 extern const struct ir_dtype_info ir_dtypes[IR_DTYPE_COUNT];
 
 static inline int ir_dtype_size(enum ir_dtype t) { return ir_dtypes[t].size; }
 static inline const char *ir_dtype_name(enum ir_dtype t) { return ir_dtypes[t].name; }
-enum ir_dtype ir_dtype_from_onnx(int onnx_code);   /* IR_DT_NONE if unsupported */
+enum ir_dtype ir_dtype_from_onnx(int onnx_code); /* IR_DT_NONE if unsupported */
 enum ir_dtype ir_dtype_from_name(const char *s, size_t n);
-const char *ir_onnx_dtype_name(int onnx_code);    /* "FLOAT", "STRING", ... */
+const char *ir_onnx_dtype_name(int onnx_code); /* "FLOAT", "STRING", ... */
 
 /* Element access in a common representation: for folding and printing. */
 double ir_load_f64(enum ir_dtype t, const void *p, size_t i);
@@ -210,40 +207,39 @@ enum ir_amp { IR_AMP_ALLOW, IR_AMP_INFER, IR_AMP_DENY, IR_AMP_CLEAR, IR_AMP_SPEC
 
 /* What family an op belongs to; fusion and folding dispatch on it. */
 enum ir_op_kind {
-	IR_KIND_ELTWISE,        /* elementwise over numpy-broadcast inputs */
-	IR_KIND_REDUCE,         /* reduces some axes */
-	IR_KIND_MOVE,           /* data movement: no arithmetic on elements */
-	IR_KIND_COMPUTE,        /* everything else (GEMM, conv, norms, ...) */
+	IR_KIND_ELTWISE, /* elementwise over numpy-broadcast inputs */
+	IR_KIND_REDUCE,  /* reduces some axes */
+	IR_KIND_MOVE,    /* data movement: no arithmetic on elements */
+	IR_KIND_COMPUTE, /* everything else (GEMM, conv, norms, ...) */
 };
 
 enum ir_attr_kind {
-	IR_ATTR_INT,            /* schema letter i */
-	IR_ATTR_FLOAT,          /* f: an ONNX float, kept as float32 */
-	IR_ATTR_STRING,         /* s */
-	IR_ATTR_INTS,           /* I */
-	IR_ATTR_FLOATS,         /* F */
-	IR_ATTR_DTYPE,          /* t: a dtype, printed by name */
+	IR_ATTR_INT,    /* schema letter i */
+	IR_ATTR_FLOAT,  /* f: an ONNX float, kept as float32 */
+	IR_ATTR_STRING, /* s */
+	IR_ATTR_INTS,   /* I */
+	IR_ATTR_FLOATS, /* F */
+	IR_ATTR_DTYPE,  /* t: a dtype, printed by name */
 };
 
 struct ir_node;
 /* Computes output types from input types and attributes. Returns false and
  * writes a message to err on invalid operands. */
-typedef bool (*ir_infer_fn)(const struct ir_node *n, struct ir_type *out,
-                            char *err, size_t errlen);
+typedef bool (*ir_infer_fn)(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen);
 
 struct ir_op_info {
-	const char *name;       /* text form: "conv" */
-	const char *onnx;       /* the ONNX op it imports from / exports as */
-	int min_in, max_in;     /* optional inputs are trailing */
+	const char *name;   /* text form: "conv" */
+	const char *onnx;   /* the ONNX op it imports from / exports as */
+	int min_in, max_in; /* optional inputs are trailing */
 	int min_out, max_out;
 	enum ir_op_kind kind;
 	enum ir_amp amp;
-	const char *schema;     /* attributes: "group:i pads:I ..." (all required) */
+	const char *schema; /* attributes: "group:i pads:I ..." (all required) */
 	ir_infer_fn infer;
 };
 extern const struct ir_op_info ir_ops[IR_OP_COUNT];
 
-enum ir_op ir_op_from_name(const char *s, size_t n);     /* IR_OP_COUNT if none */
+enum ir_op ir_op_from_name(const char *s, size_t n); /* IR_OP_COUNT if none */
 
 /* Attribute schema, parsed from ir_op_info.schema. */
 #define IR_MAX_ATTRS 12
@@ -258,9 +254,9 @@ int ir_op_schema(enum ir_op op, struct ir_attr_def defs[IR_MAX_ATTRS]);
 /* ------------------------------------------------------------------------ */
 
 struct ir_attr {
-	const char *name;       /* points into the schema's names (arena copy) */
+	const char *name; /* points into the schema's names (arena copy) */
 	enum ir_attr_kind kind;
-	int n;                  /* element count for INTS / FLOATS */
+	int n; /* element count for INTS / FLOATS */
 	union {
 		int64_t i;
 		float f;
@@ -275,50 +271,50 @@ enum ir_value_kind { IR_VAL_INPUT, IR_VAL_CONST, IR_VAL_NODE, IR_VAL_DEAD };
 
 struct ir_use {
 	struct ir_node *node;
-	int index;              /* which input of node */
+	int index; /* which input of node */
 };
 
 struct ir_value {
-	int id;                 /* index in module->values */
+	int id; /* index in module->values */
 	enum ir_value_kind kind;
-	const char *name;       /* unique in the module; the ONNX tensor name */
+	const char *name; /* unique in the module; the ONNX tensor name */
 	struct ir_type type;
-	struct ir_node *def;    /* IR_VAL_NODE: the defining node */
-	int def_index;          /* which output of def */
+	struct ir_node *def; /* IR_VAL_NODE: the defining node */
+	int def_index;       /* which output of def */
 	/* IR_VAL_CONST: */
-	void *data;             /* dense row-major; NULL for a weight read back
+	void *data;        /* dense row-major; NULL for a weight read back
 	                           from text, which names it by checksum only */
-	uint64_t checksum;      /* FNV-1a 64 of the data bytes */
+	uint64_t checksum; /* FNV-1a 64 of the data bytes */
 	struct ir_use *uses;
 	int nuses, cap_uses;
 };
 
 struct ir_node {
-	int id;                 /* unique in the module, creation order */
+	int id; /* unique in the module, creation order */
 	enum ir_op op;
-	const char *name;       /* the ONNX node name (synthesized if anonymous) */
+	const char *name; /* the ONNX node name (synthesized if anonymous) */
 	struct ir_value **in;
 	int nin;
 	struct ir_value **out;
 	int nout;
-	struct ir_attr *attrs;  /* in schema order, all present */
+	struct ir_attr *attrs; /* in schema order, all present */
 	int nattrs;
 	struct ir_node *prev, *next;
 };
 
 struct ir_module {
 	struct ir_ctx *ctx;
-	struct ir_arena arena;  /* owns every byte reachable from the module */
+	struct ir_arena arena; /* owns every byte reachable from the module */
 	const char *name;
-	struct ir_value **values;   /* by id; dead values stay until compaction */
+	struct ir_value **values; /* by id; dead values stay until compaction */
 	int nvalues, cap_values;
 	struct ir_node *first, *last;
 	int nnodes, next_node_id;
-	struct ir_value **inputs;   /* graph inputs, in graph order */
+	struct ir_value **inputs; /* graph inputs, in graph order */
 	int ninputs, cap_inputs;
-	struct ir_value **outputs;  /* graph outputs, in graph order */
+	struct ir_value **outputs; /* graph outputs, in graph order */
 	int noutputs, cap_outputs;
-	struct ir_value **names;    /* open-addressing hash set by name */
+	struct ir_value **names; /* open-addressing hash set by name */
 	int cap_names, nnames;
 };
 
@@ -330,13 +326,12 @@ struct ir_value *ir_find_value(const struct ir_module *m, const char *name);
 const char *ir_unique_name(struct ir_module *m, const char *base);
 
 /* Value constructors; the name must be unique (checked: internal error). */
-struct ir_value *ir_add_input(struct ir_module *m, const char *name,
-                              const struct ir_type *t);
+struct ir_value *ir_add_input(struct ir_module *m, const char *name, const struct ir_type *t);
 /* data is copied unless it already lies in m's arena (then it is adopted). */
-struct ir_value *ir_add_const(struct ir_module *m, const char *name,
-                              const struct ir_type *t, const void *data);
-struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name,
-                                  const struct ir_type *t, uint64_t checksum);
+struct ir_value *ir_add_const(struct ir_module *m, const char *name, const struct ir_type *t,
+                              const void *data);
+struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name, const struct ir_type *t,
+                                  uint64_t checksum);
 void ir_add_output(struct ir_module *m, struct ir_value *v);
 
 /*
@@ -347,8 +342,8 @@ void ir_add_output(struct ir_module *m, struct ir_value *v);
  * at the end of the list; ir_move_before() places it elsewhere.
  */
 struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name,
-                            struct ir_value *const *in, int nin,
-                            const char *const *out_names, int nout);
+                            struct ir_value *const *in, int nin, const char *const *out_names,
+                            int nout);
 void ir_move_before(struct ir_module *m, struct ir_node *n, struct ir_node *before);
 /* Unlinks n and marks its results dead; they must have no uses left. */
 void ir_remove_node(struct ir_module *m, struct ir_node *n);
@@ -361,8 +356,8 @@ void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value
 /* Marks an unused input/constant value dead. */
 void ir_kill_value(struct ir_module *m, struct ir_value *v);
 /* Runs the op's inference into out[0..nout). false: message in err. */
-bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out,
-                    char *err, size_t errlen);
+bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out, char *err,
+                    size_t errlen);
 /* The same, setting the result types of n. */
 bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t errlen);
 
@@ -376,10 +371,10 @@ enum ir_dtype ir_attr_t(const struct ir_node *n, const char *name);
 void ir_set_i(struct ir_module *m, struct ir_node *n, const char *name, int64_t v);
 void ir_set_f(struct ir_module *m, struct ir_node *n, const char *name, float v);
 void ir_set_s(struct ir_module *m, struct ir_node *n, const char *name, const char *v);
-void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name,
-                 const int64_t *v, int count);
-void ir_set_floats(struct ir_module *m, struct ir_node *n, const char *name,
-                   const float *v, int count);
+void ir_set_ints(struct ir_module *m, struct ir_node *n, const char *name, const int64_t *v,
+                 int count);
+void ir_set_floats(struct ir_module *m, struct ir_node *n, const char *name, const float *v,
+                   int count);
 void ir_set_t(struct ir_module *m, struct ir_node *n, const char *name, enum ir_dtype t);
 
 /* Drops dead values from m->values and renumbers ids densely. */
@@ -397,9 +392,9 @@ int ir_verify(struct ir_module *m);
 
 /* Text form. */
 void ir_print(const struct ir_module *m, FILE *f);
-bool ir_ident_char(int c);                       /* [A-Za-z0-9_./-] */
-void ir_print_name(const char *s, FILE *f);      /* bare if possible, else quoted */
-void ir_format_float(float v, char *buf, size_t n);   /* shortest round-trip form */
+bool ir_ident_char(int c);                          /* [A-Za-z0-9_./-] */
+void ir_print_name(const char *s, FILE *f);         /* bare if possible, else quoted */
+void ir_format_float(float v, char *buf, size_t n); /* shortest round-trip form */
 void ir_format_double(double v, char *buf, size_t n);
 /* Parses text (len bytes); NULL after reporting errors through ctx. */
 struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len);
@@ -412,8 +407,8 @@ struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len);
  * found an error in the constants (message in err: an index out of range, an
  * integer division by zero).
  */
-int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems,
-                 char *err, size_t errlen);
+int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
+                 size_t errlen);
 bool ir_can_fold(enum ir_op op);
 
 /* Numpy broadcasting of two shapes; false if incompatible. */

@@ -1,3 +1,4 @@
+/* clang-format off */
 /*
  * ops.h - the op table. One row per IR op; everything else (the enum, the
  * text names, ONNX names, arity, attribute schemas, mixed-precision classes,
@@ -134,3 +135,4 @@ IR_OP(DEPTH_TO_SPACE,    "depth_to_space",     "DepthToSpace",        1, 1,  1, 
 IR_OP(SPACE_TO_DEPTH,    "space_to_depth",     "SpaceToDepth",        1, 1,  1, 1, MOVE,    CLEAR,   "blocksize:i",                          ir_infer_space_to_depth)
 IR_OP(TRILU,             "trilu",              "Trilu",               1, 1,  1, 1, MOVE,    CLEAR,   "upper:i k:i",                          ir_infer_any)
 IR_OP(RESIZE,            "resize",             "Resize",              1, 1,  1, 1, COMPUTE, INFER,   "mode:s coord:s nearest:s cubic_a:f exclude_outside:i extrapolation:f scales:F sizes:I roi:F", ir_infer_resize)
+/* clang-format on */

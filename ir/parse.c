@@ -28,12 +28,12 @@ struct parser {
 	const char *tstart;
 	size_t tlen;
 	char punct;
-	char *str;              /* decoded T_STRING / T_WORD text (arena) */
+	char *str; /* decoded T_STRING / T_WORD text (arena) */
 	int tline, tcol;
 	bool failed;
 };
 
-#define MAX_LIST (1 << 24)      /* attribute / data lists */
+#define MAX_LIST (1 << 24) /* attribute / data lists */
 
 static void perr(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -54,10 +54,7 @@ static void perr(struct parser *ps, const char *fmt, ...)
 	ps->ctx->file = saved;
 }
 
-static bool word_char(int c)
-{
-	return ir_ident_char(c) || c == '+';
-}
+static bool word_char(int c) { return ir_ident_char(c) || c == '+'; }
 
 static void next(struct parser *ps)
 {
@@ -143,10 +140,7 @@ static void next(struct parser *ps)
 	ps->p = p + 1;
 }
 
-static bool is_punct(struct parser *ps, char c)
-{
-	return ps->tok == T_PUNCT && ps->punct == c;
-}
+static bool is_punct(struct parser *ps, char c) { return ps->tok == T_PUNCT && ps->punct == c; }
 
 static bool is_word(struct parser *ps, const char *w)
 {
@@ -283,9 +277,12 @@ static bool parse_type(struct parser *ps, struct ir_type *t)
 			perr(ps, "rank exceeds %d", IR_MAX_RANK);
 			return false;
 		}
+		int line = ps->tline, col = ps->tcol;
 		if (!parse_int(ps, &d))
 			return false;
 		if (d < 0) {
+			ps->tline = line;
+			ps->tcol = col;
 			perr(ps, "negative dimension %lld", (long long)d);
 			return false;
 		}
@@ -362,14 +359,14 @@ static bool parse_const(struct parser *ps)
 				     ir_dtype_name(t.dtype));
 				return false;
 			}
-			if (ir_dtypes[t.dtype].is_float) {
-				double d;
-				if (!parse_double(ps, &d))
+			if (t.dtype == IR_F64) {
+				if (!parse_double(ps, &((double *)data)[k]))
 					return false;
-				if (t.dtype == IR_F64)
-					((double *)data)[k] = d;
-				else
-					ir_store_f64(t.dtype, data, (size_t)k, (double)(float)d);
+			} else if (ir_dtypes[t.dtype].is_float) {
+				float f;
+				if (!parse_float(ps, &f))
+					return false;
+				ir_store_f64(t.dtype, data, (size_t)k, f);
 			} else if (t.dtype == IR_U64) {
 				char *e;
 				if (ps->tok != T_WORD || ps->str[0] == '-') {
@@ -389,7 +386,8 @@ static bool parse_const(struct parser *ps)
 					return false;
 				ir_store_i64(t.dtype, data, (size_t)k, v);
 				if (ir_load_i64(t.dtype, data, (size_t)k) != v) {
-					perr(ps, "%lld does not fit %s", (long long)v, ir_dtype_name(t.dtype));
+					perr(ps, "%lld does not fit %s", (long long)v,
+					     ir_dtype_name(t.dtype));
 					return false;
 				}
 			}
@@ -397,7 +395,8 @@ static bool parse_const(struct parser *ps)
 		}
 		next(ps);
 		if (k != n) {
-			perr(ps, "%lld values for a constant of %lld elements", (long long)k, (long long)n);
+			perr(ps, "%lld values for a constant of %lld elements", (long long)k,
+			     (long long)n);
 			return false;
 		}
 		ir_add_const(ps->m, name, &t, data);
@@ -405,19 +404,14 @@ static bool parse_const(struct parser *ps)
 	return true;
 }
 
-static bool parse_list_start(struct parser *ps)
-{
-	return expect(ps, '[');
-}
+static bool parse_list_start(struct parser *ps) { return expect(ps, '['); }
 
 static bool parse_attr_value(struct parser *ps, struct ir_node *n, struct ir_attr *a)
 {
 	struct ir_module *m = ps->m;
 	switch (a->kind) {
-	case IR_ATTR_INT:
-		return parse_int(ps, &a->i);
-	case IR_ATTR_FLOAT:
-		return parse_float(ps, &a->f);
+	case IR_ATTR_INT: return parse_int(ps, &a->i);
+	case IR_ATTR_FLOAT: return parse_float(ps, &a->f);
 	case IR_ATTR_STRING:
 		if (ps->tok != T_STRING) {
 			perr(ps, "attribute %s takes a string", a->name);
@@ -427,7 +421,8 @@ static bool parse_attr_value(struct parser *ps, struct ir_node *n, struct ir_att
 		next(ps);
 		return true;
 	case IR_ATTR_DTYPE:
-		if (ps->tok != T_WORD || (a->t = ir_dtype_from_name(ps->str, ps->tlen)) == IR_DT_NONE) {
+		if (ps->tok != T_WORD ||
+		    (a->t = ir_dtype_from_name(ps->str, ps->tlen)) == IR_DT_NONE) {
 			perr(ps, "attribute %s takes a dtype", a->name);
 			return false;
 		}
@@ -529,11 +524,13 @@ static bool parse_node(struct parser *ps)
 		ps->tline = line;
 		ps->tcol = col;
 		if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in)) {
-			perr(ps, "%s takes %d to %d operands, not %d", oi->name, oi->min_in, oi->max_in, nin);
+			perr(ps, "%s takes %d to %d operands, not %d", oi->name, oi->min_in,
+			     oi->max_in, nin);
 			return false;
 		}
 		if (nout < oi->min_out || (oi->max_out >= 0 && nout > oi->max_out)) {
-			perr(ps, "%s has %d to %d results, not %d", oi->name, oi->min_out, oi->max_out, nout);
+			perr(ps, "%s has %d to %d results, not %d", oi->name, oi->min_out,
+			     oi->max_out, nout);
 			return false;
 		}
 	}
@@ -602,7 +599,8 @@ static struct ir_module *parse(struct parser *ps)
 	if (!expect_word(ps, "onnxc-ir") || !parse_int(ps, &version))
 		return NULL;
 	if (version != 1) {
-		perr(ps, "IR text version %lld is not supported (this is version 1)", (long long)version);
+		perr(ps, "IR text version %lld is not supported (this is version 1)",
+		     (long long)version);
 		return NULL;
 	}
 	if (!expect_word(ps, "module"))
@@ -643,8 +641,9 @@ static struct ir_module *parse(struct parser *ps)
 
 struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len)
 {
-	struct parser ps = { .ctx = ctx, .src = text, .end = text + len, .p = text, .line = 1,
-	                     .line_start = text };
+	struct parser ps = {
+		.ctx = ctx, .src = text, .end = text + len, .p = text, .line = 1, .line_start = text
+	};
 	jmp_buf jb, *saved = ctx->oom;
 	struct ir_module *volatile m = NULL;
 	int errors = ctx->nerrors;

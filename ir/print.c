@@ -90,24 +90,42 @@ static void print_value_ref(const struct ir_value *v, FILE *f)
 	ir_print_name(v->name, f);
 }
 
+/* The shortest decimal that reads back (through float) to the same half. */
+static void format_half(enum ir_dtype t, uint16_t bits, char *buf, size_t n)
+{
+	float v = t == IR_F16 ? ir_f16_to_f32(bits) : ir_bf16_to_f32(bits);
+	if (v != v || isinf(v)) {
+		ir_format_float(v, buf, n);
+		return;
+	}
+	for (int prec = 1; prec <= 9; prec++) {
+		float back;
+		snprintf(buf, n, "%.*g", prec, (double)v);
+		back = strtof(buf, NULL);
+		if ((t == IR_F16 ? ir_f32_to_f16(back) : ir_f32_to_bf16(back)) == bits)
+			return;
+	}
+}
+
 static void print_element(enum ir_dtype t, const void *data, size_t i, FILE *f)
 {
 	char buf[48];
 	switch (t) {
-	case IR_F32: case IR_F16: case IR_BF16:
-		ir_format_float((float)ir_load_f64(t, data, i), buf, sizeof buf);
+	case IR_F32:
+		ir_format_float(((const float *)data)[i], buf, sizeof buf);
+		fputs(buf, f);
+		break;
+	case IR_F16:
+	case IR_BF16:
+		format_half(t, ((const uint16_t *)data)[i], buf, sizeof buf);
 		fputs(buf, f);
 		break;
 	case IR_F64:
 		ir_format_double(((const double *)data)[i], buf, sizeof buf);
 		fputs(buf, f);
 		break;
-	case IR_U64:
-		fprintf(f, "%llu", (unsigned long long)((const uint64_t *)data)[i]);
-		break;
-	default:
-		fprintf(f, "%lld", (long long)ir_load_i64(t, data, i));
-		break;
+	case IR_U64: fprintf(f, "%llu", (unsigned long long)((const uint64_t *)data)[i]); break;
+	default: fprintf(f, "%lld", (long long)ir_load_i64(t, data, i)); break;
 	}
 }
 
@@ -136,19 +154,13 @@ static void print_attr(const struct ir_attr *a, FILE *f)
 	char buf[48];
 	fprintf(f, "%s=", a->name);
 	switch (a->kind) {
-	case IR_ATTR_INT:
-		fprintf(f, "%lld", (long long)a->i);
-		break;
+	case IR_ATTR_INT: fprintf(f, "%lld", (long long)a->i); break;
 	case IR_ATTR_FLOAT:
 		ir_format_float(a->f, buf, sizeof buf);
 		fputs(buf, f);
 		break;
-	case IR_ATTR_STRING:
-		print_quoted(a->s, f);
-		break;
-	case IR_ATTR_DTYPE:
-		fputs(ir_dtype_name(a->t), f);
-		break;
+	case IR_ATTR_STRING: print_quoted(a->s, f); break;
+	case IR_ATTR_DTYPE: fputs(ir_dtype_name(a->t), f); break;
 	case IR_ATTR_INTS:
 		fputc('[', f);
 		for (int i = 0; i < a->n; i++)
@@ -212,7 +224,7 @@ void ir_print(const struct ir_module *m, FILE *f)
 		if (m->values[i]->kind == IR_VAL_CONST)
 			print_const(m->values[i], f);
 	IR_FOR_EACH_NODE(m, n)
-		print_node(n, f);
+	print_node(n, f);
 	for (int i = 0; i < m->noutputs; i++) {
 		fputs("output ", f);
 		print_value_ref(m->outputs[i], f);

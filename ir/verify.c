@@ -33,7 +33,8 @@ static int check_values(struct ir_module *m)
 		}
 		if (v->kind == IR_VAL_DEAD) {
 			if (v->nuses) {
-				ir_error(m->ctx, "dead value '%s' still has %d uses", v->name, v->nuses);
+				ir_error(m->ctx, "dead value '%s' still has %d uses", v->name,
+				         v->nuses);
 				errs++;
 			}
 			continue;
@@ -52,14 +53,16 @@ static int check_values(struct ir_module *m)
 			errs++;
 		}
 		if (v->kind == IR_VAL_CONST && v->data &&
-		    v->checksum != ir_checksum(v->data, (size_t)ir_type_elems(&v->type) *
-		                                           (size_t)ir_dtype_size(v->type.dtype))) {
+		    v->checksum !=
+		            ir_checksum(v->data, (size_t)ir_type_elems(&v->type) *
+		                                         (size_t)ir_dtype_size(v->type.dtype))) {
 			ir_error(m->ctx, "constant '%s' does not match its checksum", v->name);
 			errs++;
 		}
 		for (int k = 0; k < v->nuses; k++) {
 			struct ir_use u = v->uses[k];
-			if (!u.node || u.index < 0 || u.index >= u.node->nin || u.node->in[u.index] != v) {
+			if (!u.node || u.index < 0 || u.index >= u.node->nin ||
+			    u.node->in[u.index] != v) {
 				ir_error(m->ctx, "use list of '%s' is stale", v->name);
 				errs++;
 				break;
@@ -116,7 +119,8 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 	}
 	for (int i = 0; i < ndefs; i++) {
 		if (strcmp(n->attrs[i].name, defs[i].name) || n->attrs[i].kind != defs[i].kind) {
-			VERR(n, "attribute %d is '%s', expected '%s'", i, n->attrs[i].name, defs[i].name);
+			VERR(n, "attribute %d is '%s', expected '%s'", i, n->attrs[i].name,
+			     defs[i].name);
 			return errs + 1;
 		}
 	}
@@ -124,7 +128,8 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 		return errs;
 	{
 		struct ir_type small[8];
-		struct ir_type *t = n->nout <= 8 ? small : ir_malloc(m->ctx, sizeof *t * (size_t)n->nout);
+		struct ir_type *t =
+		        n->nout <= 8 ? small : ir_malloc(m->ctx, sizeof *t * (size_t)n->nout);
 		if (!ir_infer_types(m, n, t, err, sizeof err)) {
 			VERR(n, "%s", err);
 			errs++;
@@ -132,7 +137,8 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 			for (int i = 0; i < n->nout; i++) {
 				char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
 				if (!ir_type_eq(&t[i], &n->out[i]->type)) {
-					VERR(n, "output '%s' is %s but inference gives %s", n->out[i]->name,
+					VERR(n, "output '%s' is %s but inference gives %s",
+					     n->out[i]->name,
 					     ir_type_str(&n->out[i]->type, a, sizeof a),
 					     ir_type_str(&t[i], b, sizeof b));
 					errs++;
@@ -153,14 +159,17 @@ int ir_verify(struct ir_module *m)
 
 	memset(defined, 0, (size_t)m->nvalues);
 	for (int i = 0; i < m->nvalues; i++)
-		defined[i] = m->values[i]->kind == IR_VAL_INPUT || m->values[i]->kind == IR_VAL_CONST;
+		defined[i] =
+		        m->values[i]->kind == IR_VAL_INPUT || m->values[i]->kind == IR_VAL_CONST;
 	for (int i = 0; i < m->ninputs; i++) {
 		if (m->inputs[i]->kind != IR_VAL_INPUT) {
-			ir_error(m->ctx, "graph input '%s' is not an input value", m->inputs[i]->name);
+			ir_error(m->ctx, "graph input '%s' is not an input value",
+			         m->inputs[i]->name);
 			errs++;
 		}
 	}
-	IR_FOR_EACH_NODE(m, n) {
+	IR_FOR_EACH_NODE(m, n)
+	{
 		if (n->prev != prev) {
 			ir_error(m->ctx, "node list is corrupt at node '%s'", n->name);
 			errs++;

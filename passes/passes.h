@@ -13,9 +13,9 @@
 #include "ir/ir.h"
 
 struct pass_options {
-	bool verify;                /* run the verifier after every pass */
-	const char *dump_after;     /* pass name, "all", or NULL */
-	FILE *dump;                 /* where dumps go (NULL: stderr) */
+	bool verify;            /* run the verifier after every pass */
+	const char *dump_after; /* pass name, "all", or NULL */
+	FILE *dump;             /* where dumps go (NULL: stderr) */
 };
 
 /* Returns false after reporting errors through m->ctx. */
@@ -24,7 +24,7 @@ typedef bool (*pass_fn)(struct ir_module *m, const struct pass_options *opt);
 struct pass {
 	const char *name;
 	pass_fn run;
-	const char *what;           /* one line for --help and docs */
+	const char *what; /* one line for --help and docs */
 };
 
 /* The passes. */

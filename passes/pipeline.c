@@ -22,8 +22,7 @@ const struct pass *pass_find(const char *name)
 	return NULL;
 }
 
-bool pass_run(struct ir_module *m, const struct pass *passes, int n,
-              const struct pass_options *opt)
+bool pass_run(struct ir_module *m, const struct pass *passes, int n, const struct pass_options *opt)
 {
 	static const struct pass_options none;
 	if (!opt)
@@ -42,8 +41,8 @@ bool pass_run(struct ir_module *m, const struct pass *passes, int n,
 			         passes[i].name);
 			return false;
 		}
-		if (opt->dump_after && (!strcmp(opt->dump_after, passes[i].name) ||
-		                        !strcmp(opt->dump_after, "all"))) {
+		if (opt->dump_after &&
+		    (!strcmp(opt->dump_after, passes[i].name) || !strcmp(opt->dump_after, "all"))) {
 			FILE *f = opt->dump ? opt->dump : stderr;
 			fprintf(f, "# after pass %s\n", passes[i].name);
 			ir_print(m, f);

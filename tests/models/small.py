@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""Small hand-built ONNX models for the golden IR tests.
+
+Usage: /usr/bin/python3 tests/models/small.py OUTDIR
+
+Each model isolates one thing the importer must normalize (opset
+differences, auto_pad, shape arithmetic, aliasing, tensor encodings ...).
+tests/golden/NAME.oir holds the IR that `onnxc ir OUTDIR/NAME.onnx ARGS`
+must print, where ARGS come from tests/golden/cases.txt. Deterministic:
+no randomness, fixed values.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, name="g"):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="onnxc-tests")
+    m.ir_version = 8 if opset >= 15 else 7 if opset >= 12 else 6 if opset >= 11 else 4
+    return m
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def cases():
+    c = {}
+
+    # torch-style shape arithmetic on a symbolic batch: must fold away
+    c["shape_chain"] = model(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+         helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+         helper.make_node("Concat", ["b1", "minus1"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [vi("x", F, ["batch", 3, 4])], [vi("y", F, ["batch", 12])],
+        [const("zero", np.int64(0)), const("ax0", np.array([0], np.int64)),
+         const("minus1", np.array([-1], np.int64))])
+
+    # before opset 13 Softmax flattens to 2-D from its axis
+    c["softmax_opset11"] = model(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=1)],
+        [vi("x", F, [2, 3, 4])], [vi("y", F, [2, 3, 4])], opset=11)
+
+    c["squeeze_opset11"] = model(
+        [helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0, -1]),
+         helper.make_node("Squeeze", ["u"], ["y"], axes=[0])],
+        [vi("x", F, [3, 4])], [vi("y", F, [3, 4, 1])], opset=11)
+
+    c["squeeze_opset13"] = model(
+        [helper.make_node("Squeeze", ["x"], ["y"])],
+        [vi("x", F, [1, 3, 1, 4])], [vi("y", F, [3, 4])], opset=13)
+
+    c["conv_same_upper"] = model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])],
+        [vi("x", F, [1, 2, 7, 8])], [vi("y", F, [1, 4, 4, 4])],
+        [const("w", np.arange(4 * 2 * 3 * 3, dtype=np.float32).reshape(4, 2, 3, 3))])
+
+    c["slice_normalize"] = model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+        [vi("x", F, [10, 6, 5])], [vi("y", F, None)],
+        [const("st", np.array([-1, 2, -100], np.int64)),
+         const("en", np.array([-9223372036854775807, 9223372036854775807, 100], np.int64)),
+         const("ax", np.array([0, 1, 2], np.int64)),
+         const("sp", np.array([-3, 1, 2], np.int64))])
+
+    c["clip_forms"] = model(
+        [helper.make_node("Clip", ["x", "lo", "hi"], ["a"]),
+         helper.make_node("Clip", ["a", "", "hi"], ["y"])],
+        [vi("x", F, [4])], [vi("y", F, [4])],
+        [const("lo", np.float32(-1.5)), const("hi", np.float32(6.0))], opset=13)
+
+    c["clip_opset9"] = model(
+        [helper.make_node("Clip", ["x"], ["y"], min=0.0, max=6.0)],
+        [vi("x", F, [4])], [vi("y", F, [4])], opset=9)
+
+    c["reduce_forms"] = model(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["a"], keepdims=0),
+         helper.make_node("ReduceMean", ["x"], ["b"], axes=[-1, 0]),
+         helper.make_node("ReduceMax", ["x"], ["c"]),
+         helper.make_node("ReduceSum", ["x"], ["d"], noop_with_empty_axes=1)],
+        [vi("x", F, [2, 3, 4])],
+        [vi("a", F, [2, 4]), vi("b", F, [1, 3, 1]), vi("c", F, [1, 1, 1]),
+         vi("d", F, [2, 3, 4])],
+        [const("axes", np.array([-2], np.int64))], opset=13)
+
+    c["fold_generators"] = model(
+        [helper.make_node("ConstantOfShape", ["shp"], ["z"],
+                          value=helper.make_tensor("v", TensorProto.INT64, [1], [7])),
+         helper.make_node("Range", ["r0", "r1", "r2"], ["r"]),
+         helper.make_node("Add", ["z", "r"], ["zr"]),
+         helper.make_node("Cast", ["zr"], ["zrf"], to=F),
+         helper.make_node("Mul", ["x", "zrf"], ["y"])],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+        [const("shp", np.array([2, 3], np.int64)), const("r0", np.int64(10)),
+         const("r1", np.int64(1)), const("r2", np.int64(-3))])
+
+    c["split_forms"] = model(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1),
+         helper.make_node("Split", ["x", "sizes"], ["d", "e"], axis=-1)],
+        [vi("x", F, [2, 6])], [vi("a", F, None), vi("c", F, None), vi("e", F, None)],
+        [const("sizes", np.array([1, 5], np.int64))], opset=13)
+
+    c["resize_opset11"] = model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                          coordinate_transformation_mode="align_corners")],
+        [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 7, 9])],
+        [const("sizes", np.array([1, 1, 7, 9], np.int64))], opset=11)
+
+    c["upsample_opset9"] = model(
+        [helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")],
+        [vi("x", F, [1, 1, 2, 3])], [vi("y", F, [1, 1, 4, 6])],
+        [const("scales", np.array([1, 1, 2, 2], np.float32))], opset=9)
+
+    # Identity, Dropout and no-op Cast alias their input; outputs that would
+    # alias an input or each other get a copy
+    c["aliases"] = model(
+        [helper.make_node("Identity", ["x"], ["i"]),
+         helper.make_node("Dropout", ["i"], ["d"]),
+         helper.make_node("Cast", ["d"], ["c"], to=F),
+         helper.make_node("Gemm", ["c", "w"], ["g"], transB=1, alpha=0.5)],
+        [vi("x", F, [2, 3])],
+        [vi("g", F, [2, 4]), vi("c", F, [2, 3]), vi("g2", F, [2, 4])],
+        [const("w", np.ones((4, 3), np.float32))], opset=13)
+    c["aliases"].graph.output[2].name = "g"
+
+    c["expand_broadcast"] = model(
+        [helper.make_node("Expand", ["x", "shape"], ["y"])],
+        [vi("x", F, [3, 1])], [vi("y", F, [2, 3, 4])],
+        [const("shape", np.array([2, 1, 4], np.int64))])
+
+    c["batchnorm_opset7"] = model(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                          spatial=1, epsilon=1e-3, momentum=0.9)],
+        [vi("x", F, [1, 2, 3, 3])], [vi("y", F, [1, 2, 3, 3])],
+        [const("s", np.array([1, 2], np.float32)), const("b", np.array([0, 1], np.float32)),
+         const("m", np.array([0.5, -0.5], np.float32)),
+         const("v", np.array([1, 4], np.float32))], opset=7)
+
+    c["variadic"] = model(
+        [helper.make_node("Sum", ["a", "b", "c"], ["s"]),
+         helper.make_node("Mean", ["a", "b"], ["m"]),
+         helper.make_node("Max", ["a"], ["x"])],
+        [vi("a", F, [3]), vi("b", F, [1]), vi("c", F, [3])],
+        [vi("s", F, [3]), vi("m", F, [3]), vi("x", F, [3])])
+
+    # nodes listed out of order must be sorted topologically
+    c["unsorted"] = model(
+        [helper.make_node("Relu", ["t"], ["y"]),
+         helper.make_node("Neg", ["x"], ["t"])],
+        [vi("x", F, [2])], [vi("y", F, [2])])
+
+    # every tensor encoding: typed fields for each dtype, raw data, fp16 bits
+    inits = [
+        # make_tensor converts values to float16 / bfloat16 bit patterns itself
+        helper.make_tensor("f16", TensorProto.FLOAT16, [2], [1.5, -2.0]),
+        helper.make_tensor("bf16", TensorProto.BFLOAT16, [2], [1.0, -0.375]),
+        helper.make_tensor("f64", TensorProto.DOUBLE, [2], [0.1, 2.5]),
+        helper.make_tensor("i8", TensorProto.INT8, [2], [-128, 127]),
+        helper.make_tensor("u8", TensorProto.UINT8, [2], [0, 255]),
+        helper.make_tensor("i16", TensorProto.INT16, [1], [-300]),
+        helper.make_tensor("u16", TensorProto.UINT16, [1], [65535]),
+        helper.make_tensor("i32", TensorProto.INT32, [1], [-70000]),
+        helper.make_tensor("u32", TensorProto.UINT32, [1], [4294967295]),
+        helper.make_tensor("u64", TensorProto.UINT64, [1], [18446744073709551615]),
+        helper.make_tensor("b", TensorProto.BOOL, [3], [True, False, True]),
+        helper.make_tensor("raw", F, [2], np.array([0.25, 8], np.float32).tobytes(), raw=True),
+    ]
+    outs = [helper.make_node("Identity", [t.name], [t.name + "_out"]) for t in inits]
+    c["encodings"] = model(outs, [], [vi(t.name + "_out", t.data_type, list(t.dims))
+                                      for t in inits], inits)
+    return c
+
+
+def external_model(outdir):
+    """An initializer in an external file next to the model."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with open(os.path.join(outdir, "external_data.bin"), "wb") as f:
+        f.write(b"\0" * 16 + w.tobytes())
+    t = TensorProto(name="w", data_type=F, dims=[2, 3])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "external_data.bin"), ("offset", "16"), ("length", "24")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return model([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                 [vi("x", F, [1, 2])], [vi("y", F, [1, 3])], [t])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    all_cases = cases()
+    all_cases["external"] = external_model(outdir)
+    for name, m in all_cases.items():
+        with open(os.path.join(outdir, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()

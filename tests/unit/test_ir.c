@@ -1,0 +1,525 @@
+/*
+ * test_ir.c - unit tests of the IR: dtypes, the module data structure,
+ * inference, folding, the verifier, the printer and the parser.
+ */
+#include "testutil.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------------------ */
+/* dtypes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void test_f16_roundtrip(void)
+{
+	/* every binary16 bit pattern survives f16 -> f32 -> f16 (NaNs stay NaN) */
+	int bad = 0;
+	for (uint32_t h = 0; h < 65536; h++) {
+		float f = ir_f16_to_f32((uint16_t)h);
+		uint16_t back = ir_f32_to_f16(f);
+		if (f != f)
+			bad += !((back & 0x7c00) == 0x7c00 && (back & 0x3ff));
+		else
+			bad += back != h;
+	}
+	CHECK_EQ(bad, 0);
+}
+
+static void test_f16_rounding(void)
+{
+	CHECK_EQ(ir_f32_to_f16(65504.0f), 0x7bff); /* largest finite */
+	CHECK_EQ(ir_f32_to_f16(65520.0f), 0x7c00); /* rounds to inf */
+	CHECK_EQ(ir_f32_to_f16(65519.0f), 0x7bff);
+	CHECK_EQ(ir_f32_to_f16(5.9604645e-8f), 0x0001);      /* smallest subnormal */
+	CHECK_EQ(ir_f32_to_f16(2.98e-8f), 0x0000);           /* below half of it */
+	CHECK_EQ(ir_f32_to_f16(1.0f + 1.0f / 2048), 0x3c00); /* tie to even (down) */
+	CHECK_EQ(ir_f32_to_f16(1.0f + 3.0f / 2048), 0x3c02); /* tie to even (up) */
+	CHECK_EQ(ir_f32_to_f16(-0.0f), 0x8000);
+	CHECK(ir_f16_to_f32(0x3555) > 0.333f && ir_f16_to_f32(0x3555) < 0.3334f);
+}
+
+static void test_bf16(void)
+{
+	CHECK_EQ(ir_f32_to_bf16(1.0f), 0x3f80);
+	CHECK_EQ(ir_f32_to_bf16(1.00390625f), 0x3f80); /* tie to even */
+	CHECK_EQ(ir_f32_to_bf16(1.01171875f), 0x3f82); /* tie to even (up) */
+	CHECK(ir_bf16_to_f32(ir_f32_to_bf16(3.0f)) == 3.0f);
+	CHECK(isnan(ir_bf16_to_f32(ir_f32_to_bf16(NAN))));
+	CHECK(isinf(ir_bf16_to_f32(ir_f32_to_bf16(INFINITY))));
+}
+
+static void test_dtype_tables(void)
+{
+	for (int t = 1; t < IR_DTYPE_COUNT; t++) {
+		const char *n = ir_dtype_name((enum ir_dtype)t);
+		CHECK_EQ(ir_dtype_from_name(n, strlen(n)), t);
+		CHECK_EQ(ir_dtype_from_onnx(ir_dtypes[t].onnx), t);
+	}
+	CHECK_EQ(ir_dtype_from_onnx(8), IR_DT_NONE); /* STRING */
+	CHECK(!strcmp(ir_onnx_dtype_name(8), "STRING"));
+	{
+		int64_t v;
+		unsigned char buf[8];
+		ir_store_i64(IR_I64, buf, 0, INT64_MAX);
+		v = ir_load_i64(IR_I64, buf, 0);
+		CHECK(v == INT64_MAX);
+		ir_store_f64(IR_I32, buf, 0, -3.9);
+		CHECK_EQ(ir_load_i64(IR_I32, buf, 0), -3); /* truncation */
+	}
+}
+
+static void test_broadcast(void)
+{
+	struct ir_type a = { IR_F32, 3, { 2, 1, 4 } }, b = { IR_F32, 2, { 3, 1 } }, o;
+	CHECK(ir_broadcast(&a, &b, &o));
+	CHECK_EQ(o.rank, 3);
+	CHECK(o.dims[0] == 2 && o.dims[1] == 3 && o.dims[2] == 4);
+	b.dims[1] = 5;
+	CHECK(!ir_broadcast(&a, &b, &o));
+	{
+		struct ir_type big = { IR_F32, 3, { INT64_MAX / 2, 4, 1 } };
+		CHECK_EQ(ir_type_elems(&big), -1);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Module                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static struct ir_type ty(enum ir_dtype dt, int rank, const int64_t *dims)
+{
+	struct ir_type t = { .dtype = dt, .rank = rank };
+	if (rank)
+		memcpy(t.dims, dims, sizeof *dims * (size_t)rank);
+	return t;
+}
+
+static void test_module_basics(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_type t = ty(IR_F32, 2, (int64_t[]){ 2, 3 });
+	struct ir_value *x, *y;
+	struct ir_node *n;
+	char err[256];
+
+	ctx_collect(&ctx, &d);
+	m = ir_module_new(&ctx, "t");
+	x = ir_add_input(m, "x", &t);
+	y = ir_add_input(m, "y", &t);
+	CHECK(ir_find_value(m, "x") == x);
+	CHECK(ir_find_value(m, "nope") == NULL);
+	CHECK(!strcmp(ir_unique_name(m, "x"), "x.1"));
+	n = ir_add_node(m, IR_OP_ADD, "add0", (struct ir_value *[]){ x, y }, 2,
+	                (const char *[]){ "s" }, 1);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	CHECK(ir_type_eq(&n->out[0]->type, &t));
+	CHECK_EQ(x->nuses, 1);
+	ir_add_output(m, n->out[0]);
+	CHECK_EQ(ir_verify(m), 0);
+	/* replace a use and check use lists follow */
+	ir_set_input(m, n, 1, x);
+	CHECK_EQ(x->nuses, 2);
+	CHECK_EQ(y->nuses, 0);
+	CHECK_EQ(ir_verify(m), 0);
+	/* many values force the name table to grow */
+	for (int i = 0; i < 1000; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "c%d", i);
+		ir_add_const(m, name, &t, NULL);
+	}
+	CHECK(ir_find_value(m, "c999") != NULL);
+	CHECK_EQ(ir_verify(m), 0);
+	CHECK_EQ(ctx.nerrors, 0);
+	ir_module_free(m);
+}
+
+static void test_verify_catches(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_type t = ty(IR_F32, 1, (int64_t[]){ 4 });
+	struct ir_value *x;
+	struct ir_node *n;
+	char err[256];
+
+	ctx_collect(&ctx, &d);
+	m = ir_module_new(&ctx, "t");
+	x = ir_add_input(m, "x", &t);
+	n = ir_add_node(m, IR_OP_RELU, "r", &x, 1, (const char *[]){ "r" }, 1);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	ir_add_output(m, n->out[0]);
+	CHECK_EQ(ir_verify(m), 0);
+	/* a result whose declared type disagrees with inference */
+	n->out[0]->type.dims[0] = 5;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "inference gives f32[4]");
+	n->out[0]->type.dims[0] = 4;
+	/* a stale use list */
+	x->nuses = 0;
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "missing from its use list");
+	x->nuses = 1;
+	/* a constant whose bytes changed behind its checksum */
+	{
+		float v[4] = { 1, 2, 3, 4 };
+		struct ir_value *c = ir_add_const(m, "c", &t, v);
+		((float *)c->data)[0] = 9;
+		d.len = 0;
+		CHECK(ir_verify(m) > 0);
+		CHECK_STR(d.text, "does not match its checksum");
+	}
+	ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inference                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Builds a one-node module and runs inference; returns the result types. */
+static bool infer1(enum ir_op op, const struct ir_type *in, int nin, int nout,
+                   void (*set)(struct ir_module *, struct ir_node *), struct ir_type *out,
+                   char *err, size_t errlen)
+{
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_value *v[8];
+	struct ir_node *n;
+	bool ok;
+	ir_ctx_init(&ctx);
+	m = ir_module_new(&ctx, "t");
+	for (int i = 0; i < nin; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "i%d", i);
+		v[i] = ir_add_input(m, name, &in[i]);
+	}
+	n = ir_add_node(m, op, "n", v, nin, NULL, nout);
+	if (set)
+		set(m, n);
+	ok = ir_infer_node(m, n, err, errlen);
+	for (int i = 0; ok && i < nout; i++)
+		out[i] = n->out[i]->type;
+	ir_module_free(m);
+	return ok;
+}
+
+static void conv_attrs(struct ir_module *m, struct ir_node *n)
+{
+	ir_set_ints(m, n, "strides", (int64_t[]){ 2, 2 }, 2);
+	ir_set_ints(m, n, "pads", (int64_t[]){ 3, 3, 3, 3 }, 4);
+	ir_set_ints(m, n, "dilations", (int64_t[]){ 1, 1 }, 2);
+	ir_set_i(m, n, "group", 1);
+}
+
+static void conv_group3(struct ir_module *m, struct ir_node *n)
+{
+	conv_attrs(m, n);
+	ir_set_i(m, n, "group", 3);
+}
+
+static void pool_ceil(struct ir_module *m, struct ir_node *n)
+{
+	ir_set_ints(m, n, "kernel", (int64_t[]){ 3, 3 }, 2);
+	ir_set_ints(m, n, "strides", (int64_t[]){ 2, 2 }, 2);
+	ir_set_ints(m, n, "pads", (int64_t[]){ 0, 0, 0, 0 }, 4);
+	ir_set_ints(m, n, "dilations", (int64_t[]){ 1, 1 }, 2);
+	ir_set_i(m, n, "ceil_mode", 1);
+}
+
+static void slice_rev(struct ir_module *m, struct ir_node *n)
+{
+	ir_set_ints(m, n, "starts", (int64_t[]){ 9 }, 1);
+	ir_set_ints(m, n, "ends", (int64_t[]){ -1 }, 1);
+	ir_set_ints(m, n, "steps", (int64_t[]){ -3 }, 1);
+}
+
+static void test_infer(void)
+{
+	struct ir_type out[2];
+	char err[256];
+	/* matmul: vector promotion and batch broadcasting */
+	struct ir_type mm[2] = { ty(IR_F32, 3, (int64_t[]){ 5, 2, 3 }),
+		                 ty(IR_F32, 1, (int64_t[]){ 3 }) };
+	CHECK(infer1(IR_OP_MATMUL, mm, 2, 1, NULL, out, err, sizeof err));
+	CHECK(out[0].rank == 2 && out[0].dims[0] == 5 && out[0].dims[1] == 2);
+	mm[1] = ty(IR_F32, 3, (int64_t[]){ 1, 4, 7 });
+	CHECK(!infer1(IR_OP_MATMUL, mm, 2, 1, NULL, out, err, sizeof err));
+	CHECK_STR(err, "inner dimensions differ");
+	/* conv: ResNet's first layer */
+	struct ir_type cv[2] = { ty(IR_F32, 4, (int64_t[]){ 1, 3, 224, 224 }),
+		                 ty(IR_F32, 4, (int64_t[]){ 64, 3, 7, 7 }) };
+	CHECK(infer1(IR_OP_CONV, cv, 2, 1, conv_attrs, out, err, sizeof err));
+	CHECK(out[0].dims[1] == 64 && out[0].dims[2] == 112 && out[0].dims[3] == 112);
+	CHECK(!infer1(IR_OP_CONV, cv, 2, 1, conv_group3, out, err, sizeof err));
+	CHECK_STR(err, "group 3 does not divide");
+	/* max pool with ceil_mode: 6 -> 3 with k3 s2 (the last window starts inside) */
+	struct ir_type pl = ty(IR_F32, 4, (int64_t[]){ 1, 1, 6, 6 });
+	CHECK(infer1(IR_OP_MAX_POOL, &pl, 1, 1, pool_ceil, out, err, sizeof err));
+	CHECK_EQ(out[0].dims[2], 3);
+	/* reverse slice 9,6,3,0 */
+	struct ir_type sl = ty(IR_F32, 1, (int64_t[]){ 10 });
+	CHECK(infer1(IR_OP_SLICE, &sl, 1, 1, slice_rev, out, err, sizeof err));
+	CHECK_EQ(out[0].dims[0], 4);
+	/* where broadcasting three ways */
+	struct ir_type wh[3] = { ty(IR_BOOL, 2, (int64_t[]){ 4, 1 }),
+		                 ty(IR_F32, 1, (int64_t[]){ 5 }), ty(IR_F32, 0, NULL) };
+	CHECK(infer1(IR_OP_WHERE, wh, 3, 1, NULL, out, err, sizeof err));
+	CHECK(out[0].rank == 2 && out[0].dims[0] == 4 && out[0].dims[1] == 5);
+	/* dtype checks */
+	struct ir_type bad[2] = { ty(IR_F32, 1, (int64_t[]){ 2 }),
+		                  ty(IR_I64, 1, (int64_t[]){ 2 }) };
+	CHECK(!infer1(IR_OP_ADD, bad, 2, 1, NULL, out, err, sizeof err));
+	CHECK_STR(err, "input 0 is f32 but input 1 is i64");
+	CHECK(!infer1(IR_OP_EXP, &bad[1], 1, 1, NULL, out, err, sizeof err));
+	CHECK_STR(err, "needs a float type");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Folding                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct fold_case {
+	struct ir_ctx ctx;
+	struct ir_module *m;
+};
+
+static struct ir_node *fold_node(struct fold_case *fc, enum ir_op op, struct ir_value **in, int nin,
+                                 int nout)
+{
+	char err[256];
+	struct ir_node *n = ir_add_node(fc->m, op, "n", in, nin, NULL, nout);
+	(void)err;
+	return n;
+}
+
+static void test_fold(void)
+{
+	struct fold_case fc;
+	char err[256];
+	ir_ctx_init(&fc.ctx);
+	fc.m = ir_module_new(&fc.ctx, "t");
+	struct ir_module *m = fc.m;
+	/* int64 arithmetic never passes through double */
+	{
+		int64_t a[2] = { INT64_MAX, 7 }, b[2] = { 0, -2 };
+		struct ir_type t = ty(IR_I64, 1, (int64_t[]){ 2 });
+		struct ir_value *in[2] = { ir_add_const(m, "a", &t, a),
+			                   ir_add_const(m, "b", &t, b) };
+		struct ir_node *n = fold_node(&fc, IR_OP_ADD, in, 2, 1);
+		struct ir_value *r = n->out[0];
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
+		CHECK(r->kind == IR_VAL_CONST);
+		CHECK(((int64_t *)r->data)[0] == INT64_MAX);
+		CHECK_EQ(((int64_t *)r->data)[1], 5);
+	}
+	/* integer division truncates toward zero; division by zero is an error */
+	{
+		int64_t a[2] = { -7, 7 }, b[2] = { 2, 0 };
+		struct ir_type t = ty(IR_I64, 1, (int64_t[]){ 2 });
+		struct ir_value *in[2] = { ir_add_const(m, "da", &t, a),
+			                   ir_add_const(m, "db", &t, b) };
+		struct ir_node *n = fold_node(&fc, IR_OP_DIV, in, 2, 1);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), -1);
+		CHECK_STR(err, "division by zero");
+		ir_remove_node(m, n);
+	}
+	/* gather with a negative index, and one out of range */
+	{
+		float data[6] = { 0, 1, 2, 3, 4, 5 };
+		int64_t idx[2] = { -1, 0 }, bad[1] = { 3 };
+		struct ir_type td = ty(IR_F32, 2, (int64_t[]){ 3, 2 });
+		struct ir_type ti = ty(IR_I64, 1, (int64_t[]){ 2 }),
+		               tb = ty(IR_I64, 1, (int64_t[]){ 1 });
+		struct ir_value *d = ir_add_const(m, "g", &td, data);
+		struct ir_value *in[2] = { d, ir_add_const(m, "gi", &ti, idx) };
+		struct ir_node *n = fold_node(&fc, IR_OP_GATHER, in, 2, 1);
+		struct ir_value *r = n->out[0];
+		ir_set_i(m, n, "axis", 0);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
+		CHECK(((float *)r->data)[0] == 4 && ((float *)r->data)[1] == 5 &&
+		      ((float *)r->data)[2] == 0);
+		in[1] = ir_add_const(m, "gb", &tb, bad);
+		n = fold_node(&fc, IR_OP_GATHER, in, 2, 1);
+		ir_set_i(m, n, "axis", 0);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), -1);
+		CHECK_STR(err, "index 3 is out of range");
+		ir_remove_node(m, n);
+	}
+	/* transpose + slice with a negative step */
+	{
+		int32_t data[6] = { 0, 1, 2, 3, 4, 5 };
+		struct ir_type t = ty(IR_I32, 2, (int64_t[]){ 2, 3 });
+		struct ir_value *c = ir_add_const(m, "tc", &t, data);
+		struct ir_node *n = fold_node(&fc, IR_OP_TRANSPOSE, &c, 1, 1);
+		struct ir_value *r;
+		ir_set_ints(m, n, "perm", (int64_t[]){ 1, 0 }, 2);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
+		r = n->out[0];
+		CHECK(((int32_t *)r->data)[1] == 3 && ((int32_t *)r->data)[2] == 1);
+		n = fold_node(&fc, IR_OP_SLICE, &r, 1, 1);
+		ir_set_ints(m, n, "starts", (int64_t[]){ 2, 1 }, 2);
+		ir_set_ints(m, n, "ends", (int64_t[]){ -1, 2 }, 2);
+		ir_set_ints(m, n, "steps", (int64_t[]){ -2, 1 }, 2);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK(n->out[0]->type.dims[0] == 2 && n->out[0]->type.dims[1] == 1);
+		r = n->out[0];
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
+		CHECK(((int32_t *)r->data)[0] == 5 && ((int32_t *)r->data)[1] == 3);
+	}
+	/* a result over the size limit is left as a node */
+	{
+		float one = 1;
+		struct ir_type t = ty(IR_F32, 0, NULL);
+		struct ir_value *c = ir_add_const(m, "one", &t, &one);
+		struct ir_node *n = fold_node(&fc, IR_OP_EXPAND, &c, 1, 1);
+		ir_set_ints(m, n, "shape", (int64_t[]){ 1000, 1000 }, 2);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1000, err, sizeof err), 0);
+		CHECK(n->out[0]->kind == IR_VAL_NODE);
+	}
+	CHECK_EQ(ir_verify(m), 0);
+	ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text form                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const char good_text[] =
+        "onnxc-ir 1\n"
+        "module \"tiny \\\"quoted\\\"\"\n"
+        "input %x : f32[2,3]\n"
+        "input %\"odd name\" : i64[]\n"
+        "const %w : f32[3,4] = [0.1, -2, 3e+10, inf, -inf, nan, 1e-45, 0, -0, 1, 2, 3]\n"
+        "const %big : f16[64] = weight 0x0123456789abcdef\n"
+        "const %h : f16[2] = [0.1, 65504]\n"
+        "%y : f32[2,4] = matmul(%x, %w) @\"/mm/MatMul\"\n"
+        "%a : f32[2,2], %b : f32[2,2] = split(%y) {axis=1, split=[2,2]} @split_0\n"
+        "%c : f32[2,2] = clip(%a) {min=-inf, max=6} @c\n"
+        "%d : f16[2,2] = cast(%c) {to=f16} @d\n"
+        "output %d\n"
+        "output %b\n";
+
+static void test_text_roundtrip(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m, *m2;
+	char *p1, *p2;
+	ctx_collect(&ctx, &d);
+	m = ir_parse(&ctx, good_text, sizeof good_text - 1);
+	CHECK(m != NULL);
+	if (!m) {
+		fprintf(stderr, "%s", d.text);
+		return;
+	}
+	p1 = print_to_string(m);
+	m2 = ir_parse(&ctx, p1, strlen(p1));
+	CHECK(m2 != NULL);
+	p2 = m2 ? print_to_string(m2) : NULL;
+	CHECK(p2 && !strcmp(p1, p2));
+	CHECK_STR(p1,
+	          "const %w : f32[3,4] = [0.1, -2, 3e+10, inf, -inf, nan, 1e-45, 0, -0, 1, 2, 3]");
+	CHECK_STR(p1, "const %h : f16[2] = [0.1, 6.55e+04]");
+	CHECK_STR(p1, "input %\"odd name\" : i64[]");
+	CHECK_STR(p1, "module \"tiny \\\"quoted\\\"\"");
+	free(p1);
+	free(p2);
+	ir_module_free(m);
+	ir_module_free(m2);
+}
+
+static void test_parse_errors(void)
+{
+	static const struct {
+		const char *text, *expect;
+	} cases[] = {
+		{ "", "expected 'onnxc-ir'" },
+		{ "onnxc-ir 2\nmodule \"m\"\n", "version 2 is not supported" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2,-1]\n",
+		  ":3:18: error: negative dimension" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f33[2]\n", "expected a dtype" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[1,1,1,1,1,1,1,1,1]\n",
+		  "rank exceeds 8" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[4294967296,4294967296]\n",
+		  "overflows 64 bits" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\ninput %x : f32[2]\n",
+		  "defined twice" },
+		{ "onnxc-ir 1\nmodule \"m\"\n%y : f32[2] = relu(%x) @r\n", "undefined value '%x'" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[3] = relu(%x) @r\n",
+		  "declared f32[3] but relu gives f32[2]" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = frob(%x) @r\n",
+		  "unknown op 'frob'" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = leaky_relu(%x) @r\n",
+		  "needs attribute 'alpha'" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = relu(%x) {alpha=1} "
+		  "@r\n",
+		  "has no attribute 'alpha'" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = relu(%x, %x) @r\n",
+		  "relu takes 1 to 1 operands, not 2" },
+		{ "onnxc-ir 1\nmodule \"m\"\nconst %c : i8[1] = [300]\n", "300 does not fit i8" },
+		{ "onnxc-ir 1\nmodule \"m\"\nconst %c : f32[2] = [1]\n",
+		  "1 values for a constant of 2 elements" },
+		{ "onnxc-ir 1\nmodule \"m\"\nconst %c : f32[1] = [1x]\n", "'1x' is not a number" },
+		{ "onnxc-ir 1\nmodule \"m\"\nconst %c : f32[1] = weight 0x12\n", "16 hex digits" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %\"x\n", "unterminated string" },
+		{ "onnxc-ir 1\nmodule \"m\"\noutput %nope\n", "undefined value '%nope'" },
+		{ "onnxc-ir 1\nmodule \"m\x00\"\n", "NUL byte" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = leaky_relu(%x) "
+		  "{alpha=1, alpha=2} @r\n",
+		  "given twice" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct diag_buf d;
+		struct ir_ctx ctx;
+		struct ir_module *m;
+		size_t len = strlen(cases[i].text);
+		if (strstr(cases[i].expect, "NUL"))
+			len = 22;
+		ctx_collect(&ctx, &d);
+		ctx.file = "t.oir";
+		m = ir_parse(&ctx, cases[i].text, len);
+		CHECK(m == NULL);
+		CHECK(ctx.nerrors > 0);
+		CHECK_STR(d.text, cases[i].expect);
+		ir_module_free(m);
+	}
+}
+
+/* Every allocation failure during parsing unwinds cleanly and leaks nothing. */
+static void test_parse_oom(void)
+{
+	int succeeded_at = -1;
+	for (long k = 1; k < 100000; k++) {
+		struct diag_buf d;
+		struct ir_ctx ctx;
+		struct fail_alloc fa;
+		struct ir_module *m;
+		ctx_collect(&ctx, &d);
+		ctx_fail_alloc(&ctx, &fa, k);
+		m = ir_parse(&ctx, good_text, sizeof good_text - 1);
+		if (m) {
+			CHECK(!fa.failed);
+			ir_module_free(m);
+			CHECK_EQ(fa.live, 0);
+			succeeded_at = (int)k;
+			break;
+		}
+		CHECK(fa.failed);
+		CHECK_STR(d.text, "out of memory");
+		CHECK_EQ(fa.live, 0);
+	}
+	CHECK(succeeded_at > 1);
+}
+
+TESTS(T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables) T(test_broadcast)
+              T(test_module_basics) T(test_verify_catches) T(test_infer) T(test_fold)
+                      T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom))
