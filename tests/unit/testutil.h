@@ -14,7 +14,7 @@ struct diag_buf {
 	size_t len;
 };
 
-static void diag_collect(void *ud, const char *line)
+static inline void diag_collect(void *ud, const char *line)
 {
 	struct diag_buf *d = ud;
 	int n = snprintf(d->text + d->len, sizeof d->text - d->len, "%s\n", line);
@@ -23,7 +23,7 @@ static void diag_collect(void *ud, const char *line)
 }
 
 /* A context whose diagnostics go to d. */
-static void ctx_collect(struct ir_ctx *ctx, struct diag_buf *d)
+static inline void ctx_collect(struct ir_ctx *ctx, struct diag_buf *d)
 {
 	ir_ctx_init(ctx);
 	d->len = 0;
@@ -41,7 +41,7 @@ struct fail_alloc {
 	bool failed;
 };
 
-static void *fail_alloc_fn(void *ud, void *ptr, size_t nsize)
+static inline void *fail_alloc_fn(void *ud, void *ptr, size_t nsize)
 {
 	struct fail_alloc *fa = ud;
 	if (nsize == 0) {
@@ -60,7 +60,7 @@ static void *fail_alloc_fn(void *ud, void *ptr, size_t nsize)
 	return realloc(ptr, nsize);
 }
 
-static void ctx_fail_alloc(struct ir_ctx *ctx, struct fail_alloc *fa, long fail_at)
+static inline void ctx_fail_alloc(struct ir_ctx *ctx, struct fail_alloc *fa, long fail_at)
 {
 	memset(fa, 0, sizeof *fa);
 	fa->fail_at = fail_at;
@@ -69,7 +69,7 @@ static void ctx_fail_alloc(struct ir_ctx *ctx, struct fail_alloc *fa, long fail_
 }
 
 /* Prints a module to a malloc'd string. */
-static char *print_to_string(const struct ir_module *m)
+static inline char *print_to_string(const struct ir_module *m)
 {
 	char *buf = NULL;
 	size_t len = 0;
