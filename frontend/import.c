@@ -214,6 +214,8 @@ const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name)
 {
 	const Onnx__AttributeProto *a =
 	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	if (a && !a->t)
+		fe_fail(nd, "attribute '%s' is declared a tensor but holds none", name);
 	return a ? a->t : NULL;
 }
 
@@ -435,7 +437,11 @@ static bool find_opset(struct fe *fe)
 			fe->opset = o->has_version ? o->version : 1;
 	}
 	if (fe->opset < 0) {
-		ir_error(fe->ctx, "the model imports no version of the default ONNX opset");
+		const char *other = mp->n_opset_import && mp->opset_import[0]->domain
+		                            ? mp->opset_import[0]->domain
+		                            : NULL;
+		ir_error(fe->ctx, "the model imports no version of the default ONNX opset%s%s%s",
+		         other ? " (only domain '" : "", other ? other : "", other ? "')" : "");
 		return false;
 	}
 	if (fe->opset < FE_MIN_OPSET || fe->opset > FE_MAX_OPSET) {
@@ -525,8 +531,8 @@ static bool scan_graph(struct fe *fe, const char **names)
 		}
 	}
 	if (unsupported)
-		ir_error(fe->ctx, "%d node%s cannot be imported (listed above)", unsupported,
-		         unsupported == 1 ? "" : "s");
+		ir_note(fe->ctx, "%d node%s cannot be imported (listed above)", unsupported,
+		        unsupported == 1 ? "" : "s");
 	return fe->ctx->nerrors == errors;
 }
 
@@ -849,11 +855,18 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 			goto poison; /* depends on a node that failed */
 		nd.in[i] = *v;
 	}
-	for (size_t i = 0; i < p->n_attribute; i++)
+	for (size_t i = 0; i < p->n_attribute; i++) {
 		if (!p->attribute[i]->name || !p->attribute[i]->name[0]) {
 			fe_fail(&nd, "attribute %zu has no name", i);
 			goto poison;
 		}
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(p->attribute[k]->name, p->attribute[i]->name)) {
+				fe_fail(&nd, "attribute '%s' is given twice",
+				        p->attribute[i]->name);
+				goto poison;
+			}
+	}
 	if (!op->import(&nd) || nd.failed)
 		goto poison;
 	for (size_t i = 0; i < p->n_attribute; i++)
@@ -863,9 +876,11 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 		}
 	for (int k = 0; k < nd.nout; k++) {
 		void **v = p->output[k][0] ? fe_map_get(&fe->values, p->output[k]) : NULL;
-		if (p->output[k][0] && (!v || !*v))
-			ir_panic(__FILE__, __LINE__, "importer for %s did not bind output %d",
-			         p->op_type, k);
+		if (p->output[k][0] && (!v || !*v)) {
+			fe_fail(&nd, "has %d outputs, but the op does not produce output %d ('%s')",
+			        nd.nout, k, p->output[k]);
+			goto poison;
+		}
 	}
 	return;
 poison:

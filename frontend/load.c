@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Model file                                                               */
@@ -51,37 +52,84 @@ static void pb_free_fn(void *ud, void *p)
 		free(p);
 }
 
-/* Reads a whole regular file into ctx memory; NULL and *err on failure. */
-static unsigned char *read_file(struct ir_ctx *ctx, const char *path, size_t *len, const char **err)
+/*
+ * protobuf-c decodes nested messages recursively, so a small file of deeply
+ * nested graph attributes would overflow the stack. Before decoding, walk the
+ * wire format iteratively, following only the fields the schema declares as
+ * messages, and refuse nesting deeper than FE_MAX_NESTING. Malformed input is
+ * left for protobuf-c to reject.
+ */
+#define FE_MAX_NESTING 100
+
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	unsigned char *buf;
-	if (!f) {
-		*err = strerror(errno);
-		return NULL;
+	*v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			return false;
+		*v |= (uint64_t)(**p & 0x7f) << shift;
+		if (!(*(*p)++ & 0x80))
+			return true;
 	}
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		*err = "not a regular file";
-		fclose(f);
-		return NULL;
+	return false;
+}
+
+static bool nesting_ok(const uint8_t *p, size_t len)
+{
+	struct {
+		const uint8_t *end;
+		const ProtobufCMessageDescriptor *d;
+	} stack[FE_MAX_NESTING];
+	int sp = 0;
+	stack[0].end = p + len;
+	stack[0].d = &onnx__model_proto__descriptor;
+	while (sp >= 0) {
+		const uint8_t *end = stack[sp].end;
+		uint64_t tag, v;
+		if (p >= end) {
+			p = end;
+			sp--;
+			continue;
+		}
+		if (!read_varint(&p, end, &tag))
+			return true;
+		switch (tag & 7) {
+		case 0:
+			if (!read_varint(&p, end, &v))
+				return true;
+			break;
+		case 1:
+			if (end - p < 8)
+				return true;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return true;
+			p += 4;
+			break;
+		case 2: {
+			const ProtobufCFieldDescriptor *fd;
+			if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return true;
+			fd = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(
+			                                      stack[sp].d, (unsigned)(tag >> 3))
+			                            : NULL;
+			if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+				if (sp + 1 == FE_MAX_NESTING)
+					return false;
+				sp++;
+				stack[sp].end = p + v;
+				stack[sp].d = fd->descriptor;
+			} else {
+				p += v;
+			}
+			break;
+		}
+		default: return true; /* groups or garbage: protobuf-c decides */
+		}
 	}
-	buf = ctx->alloc ? ctx->alloc(ctx->alloc_ud, NULL, (size_t)st.st_size + 1)
-	                 : malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		*err = "out of memory";
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-		*err = "read error";
-		ir_free(ctx, buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)st.st_size;
-	return buf;
+	return true;
 }
 
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
@@ -92,10 +140,16 @@ Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
 		                     .allocator_data = &pa };
 	const char *err = NULL;
 	size_t len = 0;
-	unsigned char *buf = read_file(fe->ctx, path, &len, &err);
+	unsigned char *buf = ir_read_file(fe->ctx, path, &len, &err);
 	Onnx__ModelProto *mp;
 	if (!buf) {
 		ir_error(fe->ctx, "cannot read the model: %s", err);
+		return NULL;
+	}
+	if (!nesting_ok(buf, len)) {
+		ir_free(fe->ctx, buf);
+		ir_error(fe->ctx, "not an ONNX model: messages nest more than %d deep",
+		         FE_MAX_NESTING);
 		return NULL;
 	}
 	mp = onnx__model_proto__unpack(&alloc, len, buf);
@@ -187,8 +241,9 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 	           *len_s = kv_get(t, "length");
 	uint64_t off = 0, len = bytes;
 	char *path = NULL, real_dir[PATH_MAX], real_file[PATH_MAX];
-	FILE *f = NULL;
-	struct stat st;
+	const char *err;
+	int64_t size;
+	int fd;
 	bool ok = false;
 
 	if (!loc || !*loc) {
@@ -238,28 +293,23 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 			return false;
 		}
 	}
-	f = fopen(real_file, "rb");
-	if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		ir_error(fe->ctx, "%s: cannot open external data '%s'%s%s", who, loc, f ? "" : ": ",
-		         f ? " (not a regular file)" : strerror(errno));
-		goto out;
+	fd = ir_open_regular(real_file, &err, &size);
+	if (fd < 0) {
+		ir_error(fe->ctx, "%s: cannot open external data '%s': %s", who, loc, err);
+		return false;
 	}
-	if (off > (uint64_t)st.st_size || len > (uint64_t)st.st_size - off) {
+	if (off > (uint64_t)size || len > (uint64_t)size - off) {
 		ir_error(fe->ctx,
-		         "%s: external data '%s' has %lld bytes, the tensor needs bytes "
-		         "%llu..%llu",
-		         who, loc, (long long)st.st_size, (unsigned long long)off,
-		         (unsigned long long)(off + len));
-		goto out;
-	}
-	if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(buf, 1, bytes, f) != bytes) {
+		         "%s: external data '%s' has %lld bytes; the tensor needs %llu bytes at "
+		         "offset %llu",
+		         who, loc, (long long)size, (unsigned long long)len,
+		         (unsigned long long)off);
+	} else if (!ir_read_at(fd, buf, bytes, (int64_t)off)) {
 		ir_error(fe->ctx, "%s: reading external data '%s' failed", who, loc);
-		goto out;
+	} else {
+		ok = true;
 	}
-	ok = true;
-out:
-	if (f)
-		fclose(f);
+	close(fd);
 	return ok;
 }
 

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -123,48 +124,33 @@ static void free_model_opts(struct model_opts *mo)
 
 static bool is_ir_text(const char *path)
 {
-	FILE *f;
-	char head[9] = { 0 };
+	char head[8];
+	const char *err;
 	size_t n = strlen(path);
+	int fd;
+	bool text;
 	if (n > 4 && !strcmp(path + n - 4, ".oir"))
 		return true;
-	if (!(f = fopen(path, "rb")))
+	if ((fd = ir_open_regular(path, &err, NULL)) < 0)
 		return false;
-	n = fread(head, 1, 8, f);
-	fclose(f);
-	return n == 8 && !memcmp(head, "onnxc-ir", 8);
+	text = ir_read_at(fd, head, 8, 0) && !memcmp(head, "onnxc-ir", 8);
+	close(fd);
+	return text;
 }
 
 static struct ir_module *load_ir_text(struct ir_ctx *ctx, const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	const char *err;
+	size_t len;
+	char *buf;
 	struct ir_module *m;
-	if (!f) {
-		ctx->file = path;
-		ir_error(ctx, "cannot read the file: %s", strerror(errno));
+	ctx->file = path;
+	if (!(buf = ir_read_file(ctx, path, &len, &err))) {
+		ir_error(ctx, "cannot read the file: %s", err);
 		return NULL;
 	}
-	for (;;) {
-		size_t got;
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			if (!buf) {
-				fprintf(stderr, "onnxc: out of memory\n");
-				abort();
-			}
-		}
-		got = fread(buf + len, 1, cap - len, f);
-		if (!got)
-			break;
-		len += got;
-	}
-	fclose(f);
-	ctx->file = path;
 	m = ir_parse(ctx, buf, len);
-	free(buf);
+	ir_free(ctx, buf);
 	return m;
 }
 

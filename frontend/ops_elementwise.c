@@ -141,9 +141,10 @@ static bool imp_cast(struct fe_node *nd)
 		return false;
 	if (to < 0)
 		return fe_fail(nd, "attribute 'to' is required");
-	t = ir_dtype_from_onnx((int)to);
+	t = to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
 	if (t == IR_DT_NONE)
-		return fe_fail(nd, "cast to %s is not supported", ir_onnx_dtype_name((int)to));
+		return fe_fail(nd, "cast to %s (type %lld) is not supported",
+		               ir_onnx_dtype_name(to <= 64 ? (int)to : -1), (long long)to);
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;
@@ -178,14 +179,14 @@ static bool imp_dropout(struct fe_node *nd)
 		if (!fe_inputs(nd, 1, 1))
 			return false;
 	} else {
-		int64_t *mode;
+		struct ir_value *mode;
 		if (!fe_inputs(nd, 1, 3))
 			return false;
-		if (fe_in(nd, 2)) {
-			if (fe_const_ints(nd, 2, "training_mode", &mode) != 1)
-				return nd->failed ? false
-				                  : fe_fail(nd, "training_mode must be a scalar");
-			training = mode[0] != 0;
+		if ((mode = fe_in(nd, 2))) {
+			if (!fe_is_const(nd, 2) || mode->type.dtype != IR_BOOL ||
+			    ir_type_elems(&mode->type) != 1)
+				return fe_fail(nd, "training_mode must be a constant bool scalar");
+			training = *(const uint8_t *)mode->data != 0;
 		}
 	}
 	if (training)

@@ -117,9 +117,12 @@ static bool read_window(struct fe_node *nd, const struct ir_type *x, struct wind
 		fe_ignore(nd, "pads");
 		for (int i = 0; i < nsp; i++) {
 			int64_t in = x->dims[2 + i], s = w->strides[i];
-			int64_t out = (in + s - 1) / s;
-			int64_t ext = (w->kernel[i] - 1) * w->dilations[i] + 1;
-			int64_t total = (out - 1) * s + ext - in;
+			int64_t out = in / s + (in % s != 0), ext, total;
+			/* total = (out - 1) * s + dil * (k - 1) + 1 - in */
+			if (__builtin_mul_overflow(w->kernel[i] - 1, w->dilations[i], &ext) ||
+			    __builtin_mul_overflow(out > 0 ? out - 1 : 0, s, &total) ||
+			    __builtin_add_overflow(total, ext + 1 - in, &total))
+				return fe_fail(nd, "SAME padding overflows in spatial dim %d", i);
 			if (total < 0)
 				total = 0;
 			int64_t small = total / 2, big = total - small;
@@ -194,7 +197,7 @@ static bool imp_conv(struct fe_node *nd)
 static bool imp_conv_transpose(struct fe_node *nd)
 {
 	struct window w = { 0 };
-	int64_t group = fe_int(nd, "group", 1), outpad[IR_MAX_RANK];
+	int64_t group = fe_int(nd, "group", 1), outpad[IR_MAX_RANK], oshape_buf[IR_MAX_RANK];
 	const char *auto_pad = fe_str(nd, "auto_pad", "NOTSET");
 	const int64_t *oshape;
 	int noshape;
@@ -217,9 +220,19 @@ static bool imp_conv_transpose(struct fe_node *nd)
 	if (noshape >= 0 || strncmp(auto_pad, "SAME", 4) == 0) {
 		bool upper = strcmp(auto_pad, "SAME_LOWER") != 0;
 		for (int i = 0; i < w.nsp; i++) {
-			int64_t ext = (w.kernel[i] - 1) * w.dilations[i] + 1;
-			int64_t out = noshape >= 0 ? oshape[i] : x->dims[2 + i] * w.strides[i];
-			int64_t total = w.strides[i] * (x->dims[2 + i] - 1) + outpad[i] + ext - out;
+			/* total = st * (in - 1) + output_padding + dil * (k - 1) + 1 - out */
+			int64_t ext, out, total;
+			if (__builtin_mul_overflow(w.kernel[i] - 1, w.dilations[i], &ext) ||
+			    (noshape < 0 && __builtin_mul_overflow(x->dims[2 + i], w.strides[i],
+			                                           &oshape_buf[i])) ||
+			    __builtin_mul_overflow(w.strides[i], x->dims[2 + i] - 1, &total) ||
+			    __builtin_add_overflow(total, outpad[i], &total) ||
+			    __builtin_add_overflow(total, ext, &total) ||
+			    __builtin_add_overflow(total, 1, &total))
+				return fe_fail(nd, "output size overflows in spatial dim %d", i);
+			out = noshape >= 0 ? oshape[i] : oshape_buf[i];
+			if (out < 0 || __builtin_sub_overflow(total, out, &total))
+				return fe_fail(nd, "invalid output_shape %lld", (long long)out);
 			if (total < 0)
 				return fe_fail(nd,
 				               "output_shape %lld is larger than the transposed "

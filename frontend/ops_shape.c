@@ -40,7 +40,10 @@ struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_
 static bool check_const_size(struct fe_node *nd, const struct ir_type *t)
 {
 	int64_t n = ir_type_elems(t);
-	if (n < 0 || n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
+	if (n < 0)
+		return fe_fail(nd,
+		               "the result would have more elements than a 64-bit size can count");
+	if (n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
 		return fe_fail(nd,
 		               "the result would have %lld elements, more than the constant limit "
 		               "of %lld bytes allows",
@@ -245,7 +248,8 @@ static bool imp_range(struct fe_node *nd)
 		t.dims[0] = n;
 		if (!check_const_size(nd, &t))
 			return false;
-		data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * 8);
+		data = ir_arena_alloc_big(&nd->fe->m->arena,
+		                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
 		for (int64_t i = 0; i < n; i++)
 			ir_store_f64(t.dtype, data, (size_t)i, s + (double)i * d);
 	} else if (ir_dtypes[t.dtype].is_int) {
@@ -262,7 +266,8 @@ static bool imp_range(struct fe_node *nd)
 		t.dims[0] = n;
 		if (!check_const_size(nd, &t))
 			return false;
-		data = ir_arena_alloc_big(&nd->fe->m->arena, (size_t)(n ? n : 1) * 8);
+		data = ir_arena_alloc_big(&nd->fe->m->arena,
+		                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
 		for (int64_t i = 0; i < n; i++)
 			ir_store_i64(t.dtype, data, (size_t)i, s + i * d);
 	} else {
@@ -624,7 +629,7 @@ static bool imp_gather(struct fe_node *nd)
 		return false;
 	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
 		return false;
-	if (op == IR_OP_GATHER && fe_is_const(nd, 1)) {
+	if (fe_is_const(nd, 1) && ir_dtypes[nd->in[1]->type.dtype].is_int) {
 		/* constant indices into run-time data: check them now */
 		const struct ir_value *iv = nd->in[1];
 		int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
@@ -802,7 +807,7 @@ static bool sizes_from_scales(struct fe_node *nd, const float *scales, int64_t *
 	const struct ir_type *x = &nd->in[0]->type;
 	for (int i = 0; i < x->rank; i++) {
 		double s = (double)x->dims[i] * (double)scales[i];
-		if (!(scales[i] > 0) || s > 9e15)
+		if (!(scales[i] > 0) || !(s >= 0 && s <= 9e15))
 			return fe_fail(nd, "scale %g is not a positive finite factor",
 			               (double)scales[i]);
 		sizes[i] = (int64_t)floor(s);

@@ -23,6 +23,39 @@
 
 typedef char tbuf[IR_TYPE_STR_MAX];
 
+/* Checked int64 arithmetic: attribute values come from untrusted models. */
+static bool add3(int64_t a, int64_t b, int64_t c, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r) && !__builtin_add_overflow(*r, c, r);
+}
+
+/*
+ * Output size of a sliding window: kernel k dilated by dil (extent
+ * dil*(k-1)+1), stride st, over an input of size in padded by pb and pe.
+ * ceil_mode rounds up, as pooling may, but the last window must start
+ * inside the input or its leading padding (PyTorch's and ONNX Runtime's rule).
+ */
+static bool windows(int64_t in, int64_t k, int64_t dil, int64_t st, int64_t pb, int64_t pe,
+                    bool ceil_mode, int dim, int64_t *out, char *err, size_t errlen)
+{
+	int64_t span, padded, o;
+	if (__builtin_mul_overflow(dil, k - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+	    !add3(in, pb, pe, &padded))
+		FAIL("window arithmetic overflows in spatial dim %d", dim);
+	if (padded < span)
+		FAIL("kernel extent %lld exceeds padded input %lld in spatial dim %d",
+		     (long long)span, (long long)padded, dim);
+	o = (padded - span) / st + 1;
+	if (ceil_mode && (padded - span) % st) {
+		int64_t last;
+		o++;
+		if (__builtin_mul_overflow(o - 1, st, &last) || last >= in + pb)
+			o--;
+	}
+	*out = o;
+	return true;
+}
+
 static bool is_float(enum ir_dtype t) { return ir_dtypes[t].is_float; }
 static bool is_int(enum ir_dtype t) { return ir_dtypes[t].is_int; }
 static bool is_numeric(enum ir_dtype t) { return is_float(t) || is_int(t); }
@@ -270,9 +303,11 @@ bool ir_infer_conv(const struct ir_node *n, struct ir_type *out, char *err, size
 	if (group < 1 || x->dims[1] % group != 0 || w->dims[0] % group != 0)
 		FAIL("group %lld does not divide %lld input channels and %lld output channels",
 		     (long long)group, (long long)x->dims[1], (long long)w->dims[0]);
-	if (w->dims[1] * group != x->dims[1])
-		FAIL("weight %s expects %lld input channels, input %s has %lld", TS(w, s2),
-		     (long long)(w->dims[1] * group), TS(x, s1), (long long)x->dims[1]);
+	if (x->dims[1] / group != w->dims[1])
+		FAIL("weight %s expects %lld input channels per group, input %s has %lld (group "
+		     "%lld)",
+		     TS(w, s2), (long long)w->dims[1], TS(x, s1), (long long)(x->dims[1] / group),
+		     (long long)group);
 	if (n->nin > 2) {
 		if (!same_dtype(n, 0, 2, err, errlen))
 			return false;
@@ -283,14 +318,10 @@ bool ir_infer_conv(const struct ir_node *n, struct ir_type *out, char *err, size
 	              *dl = ir_attr_ints(n, "dilations", NULL);
 	out[0] = *x;
 	out[0].dims[1] = w->dims[0];
-	for (int i = 0; i < nsp; i++) {
-		int64_t span = dl[i] * (w->dims[2 + i] - 1) + 1;
-		int64_t in = x->dims[2 + i] + pd[i] + pd[nsp + i];
-		if (in < span)
-			FAIL("kernel extent %lld exceeds padded input %lld in spatial dim %d",
-			     (long long)span, (long long)in, i);
-		out[0].dims[2 + i] = (in - span) / st[i] + 1;
-	}
+	for (int i = 0; i < nsp; i++)
+		if (!windows(x->dims[2 + i], w->dims[2 + i], dl[i], st[i], pd[i], pd[nsp + i],
+		             false, i, &out[0].dims[2 + i], err, errlen))
+			return false;
 	return true;
 }
 
@@ -314,7 +345,9 @@ bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char 
 	if (group < 1 || x->dims[1] % group != 0 || w->dims[0] != x->dims[1])
 		FAIL("weight %s does not match input %s with group %lld", TS(w, s2), TS(x, s1),
 		     (long long)group);
-	int64_t cout = w->dims[1] * group;
+	int64_t cout;
+	if (__builtin_mul_overflow(w->dims[1], group, &cout))
+		FAIL("output channels overflow");
 	if (n->nin > 2) {
 		if (!same_dtype(n, 0, 2, err, errlen))
 			return false;
@@ -327,8 +360,14 @@ bool ir_infer_conv_transpose(const struct ir_node *n, struct ir_type *out, char 
 	out[0] = *x;
 	out[0].dims[1] = cout;
 	for (int i = 0; i < nsp; i++) {
-		int64_t o = st[i] * (x->dims[2 + i] - 1) + op[i] + dl[i] * (w->dims[2 + i] - 1) +
-		            1 - pd[i] - pd[nsp + i];
+		/* st * (in - 1) + output_padding + dil * (k - 1) + 1 - pads */
+		int64_t a, b, o;
+		if (__builtin_mul_overflow(st[i], x->dims[2 + i] - 1, &a) ||
+		    __builtin_mul_overflow(dl[i], w->dims[2 + i] - 1, &b) ||
+		    !add3(a, b, op[i], &o) || __builtin_add_overflow(o, 1, &o) ||
+		    __builtin_sub_overflow(o, pd[i], &o) ||
+		    __builtin_sub_overflow(o, pd[nsp + i], &o))
+			FAIL("output size overflows in spatial dim %d", i);
 		if (o < 0)
 			FAIL("negative output size in spatial dim %d", i);
 		out[0].dims[2 + i] = o;
@@ -457,20 +496,13 @@ bool ir_infer_pool(const struct ir_node *n, struct ir_type *out, char *err, size
 	              *dl = has_dil ? ir_attr_ints(n, "dilations", NULL) : NULL;
 	out[0] = *x;
 	for (int i = 0; i < nsp; i++) {
-		int64_t span = (dl ? dl[i] : 1) * (k[i] - 1) + 1;
-		int64_t in = x->dims[2 + i] + pd[i] + pd[nsp + i];
-		int64_t o;
-		if (pd[i] >= span || pd[nsp + i] >= span)
+		if (!windows(x->dims[2 + i], k[i], dl ? dl[i] : 1, st[i], pd[i], pd[nsp + i],
+		             ceil_mode, i, &out[0].dims[2 + i], err, errlen))
+			return false;
+		/* windows() has checked that dil * (k - 1) does not overflow */
+		int64_t ext = (dl ? dl[i] : 1) * (k[i] - 1);
+		if (pd[i] > ext || pd[nsp + i] > ext)
 			FAIL("padding must be smaller than the kernel in spatial dim %d", i);
-		if (in < span)
-			FAIL("kernel extent %lld exceeds padded input %lld in spatial dim %d",
-			     (long long)span, (long long)in, i);
-		o = ceil_mode ? (in - span + st[i] - 1) / st[i] + 1 : (in - span) / st[i] + 1;
-		/* like PyTorch and ONNX Runtime: the last window must start inside the
-		 * input or its leading padding */
-		if (ceil_mode && (o - 1) * st[i] >= x->dims[2 + i] + pd[i])
-			o--;
-		out[0].dims[2 + i] = o;
 	}
 	if (n->nout > 1) {
 		out[1] = out[0];
@@ -617,7 +649,8 @@ bool ir_infer_split(const struct ir_node *n, struct ir_type *out, char *err, siz
 	for (int i = 0; i < c; i++) {
 		if (split[i] < 0)
 			FAIL("negative split size");
-		sum += split[i];
+		if (__builtin_add_overflow(sum, split[i], &sum))
+			FAIL("split sizes overflow");
 		out[i] = *T(0);
 		out[i].dims[axis] = split[i];
 	}
@@ -641,12 +674,16 @@ bool ir_infer_slice(const struct ir_node *n, struct ir_type *out, char *err, siz
 			if (st[i] < 0 || st[i] > d || en[i] < st[i] || en[i] > d)
 				FAIL("dim %d: range [%lld,%lld) is not normalized for size %lld", i,
 				     (long long)st[i], (long long)en[i], (long long)d);
-			cnt = (en[i] - st[i] + sp[i] - 1) / sp[i];
+			/* the range is within [0, d]: no overflow, and (diff-1)/step
+			 * cannot overflow for any step */
+			cnt = en[i] == st[i] ? 0 : (en[i] - st[i] - 1) / sp[i] + 1;
 		} else if (sp[i] < 0) {
 			if (st[i] < -1 || st[i] >= d || en[i] < -1 || en[i] > st[i])
 				FAIL("dim %d: range [%lld,%lld) is not normalized for size %lld", i,
 				     (long long)st[i], (long long)en[i], (long long)d);
-			cnt = (st[i] - en[i] + (-sp[i]) - 1) / (-sp[i]);
+			int64_t diff = st[i] - en[i];
+			/* -step overflows for INT64_MIN: any step beyond the range takes 1 */
+			cnt = diff == 0 ? 0 : sp[i] < -diff ? 1 : (diff - 1) / -sp[i] + 1;
 		} else {
 			FAIL("step must not be zero");
 		}
@@ -760,32 +797,35 @@ bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_
 bool ir_infer_depth_to_space(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0);
-	int64_t b = ir_attr_i(n, "blocksize");
+	int64_t b = ir_attr_i(n, "blocksize"), bb;
 	const char *mode = ir_attr_s(n, "mode");
 	if (x->rank != 4)
 		FAIL("input must be [N,C,H,W]");
-	if (b < 1 || x->dims[1] % (b * b))
+	if (b < 1 || __builtin_mul_overflow(b, b, &bb) || x->dims[1] % bb)
 		FAIL("blocksize %lld squared does not divide %lld channels", (long long)b,
 		     (long long)x->dims[1]);
 	if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
 		FAIL("mode must be DCR or CRD");
 	out[0] = *x;
-	out[0].dims[1] /= b * b;
-	out[0].dims[2] *= b;
-	out[0].dims[3] *= b;
+	out[0].dims[1] /= bb;
+	if (__builtin_mul_overflow(x->dims[2], b, &out[0].dims[2]) ||
+	    __builtin_mul_overflow(x->dims[3], b, &out[0].dims[3]))
+		FAIL("output size overflows");
 	return true;
 }
 
 bool ir_infer_space_to_depth(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0);
-	int64_t b = ir_attr_i(n, "blocksize");
+	int64_t b = ir_attr_i(n, "blocksize"), bb;
 	if (x->rank != 4)
 		FAIL("input must be [N,C,H,W]");
 	if (b < 1 || x->dims[2] % b || x->dims[3] % b)
 		FAIL("blocksize %lld does not divide the spatial size", (long long)b);
 	out[0] = *x;
-	out[0].dims[1] *= b * b;
+	if (__builtin_mul_overflow(b, b, &bb) ||
+	    __builtin_mul_overflow(x->dims[1], bb, &out[0].dims[1]))
+		FAIL("output channels overflow");
 	out[0].dims[2] /= b;
 	out[0].dims[3] /= b;
 	return true;

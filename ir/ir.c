@@ -72,7 +72,7 @@ void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap
 
 	if (is_error)
 		ctx->nerrors++;
-	else
+	else if (!strcmp(kind, "warning"))
 		ctx->nwarnings++;
 	if (is_error && ctx->nerrors > limit) {
 		if (ctx->nerrors == limit + 1) {
@@ -99,6 +99,14 @@ void ir_error(struct ir_ctx *ctx, const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	ir_verror(ctx, "error", fmt, ap);
+	va_end(ap);
+}
+
+void ir_note(struct ir_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ir_verror(ctx, "note", fmt, ap);
 	va_end(ap);
 }
 

@@ -81,6 +81,8 @@ _Noreturn void ir_oom(struct ir_ctx *ctx);
 /* "FILE: error: MSG" (FILE omitted when ctx->file is NULL). */
 void ir_error(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ir_warning(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "FILE: note: MSG": neither counted nor cut off by max_errors. */
+void ir_note(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "FILE: error: node 'NAME' (OP): MSG" - the form every model error takes. */
 void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
@@ -90,6 +92,17 @@ void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap
 #define IR_ASSERT(c) ((c) ? (void)0 : ir_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
 _Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/*
+ * Files (io.c). ir_open_regular opens path read-only if and only if it is a
+ * regular file - never blocking on a FIFO - and returns the descriptor (or -1
+ * with *err). ir_read_file reads a whole regular file into memory from ctx's
+ * allocator, NUL-terminated; on failure it returns NULL with *err set (it does
+ * not unwind). ir_read_at reads exactly n bytes at offset.
+ */
+int ir_open_regular(const char *path, const char **err, int64_t *size);
+bool ir_read_at(int fd, void *buf, size_t n, int64_t offset);
+void *ir_read_file(struct ir_ctx *ctx, const char *path, size_t *len, const char **err);
 
 /* ------------------------------------------------------------------------ */
 /* Arena.                                                                   */

@@ -1,0 +1,1168 @@
+#!/usr/bin/python3
+"""Generate onnxc's catalogue of bad / hostile ONNX models.
+
+Usage:
+    /usr/bin/python3 tests/bad/make_bad.py OUTDIR
+
+Writes OUTDIR/<case>.onnx for every case listed in tests/bad/cases.txt, plus
+the side files some cases need (external data files, a symbolic link that
+points outside OUTDIR, a directory, a FIFO).  Every model is rejected by a
+correct onnxc with exit status 1 and the diagnostic given in cases.txt;
+tests/bad/expect_error.sh checks one case.
+
+Deterministic (no randomness beyond a fixed seed), fast, no network.  Needs
+Debian's Python (/usr/bin/python3) for onnx 1.12 and numpy.
+"""
+import os
+import random
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+I64_MAX = 2**63 - 1
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+def vi(name, dims, dtype=F):
+    return helper.make_tensor_value_info(name, dtype, dims)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, ir_version=8, domains=(), **kw):
+    g = helper.make_graph(list(nodes), "bad", list(inputs), list(outputs), list(inits))
+    ops = [helper.make_opsetid("", opset)] if opset is not None else []
+    ops += [helper.make_opsetid(d, v) for d, v in domains]
+    m = helper.make_model(g, opset_imports=ops, producer_name="make_bad", **kw)
+    m.ir_version = ir_version
+    return m
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def relu_model(**kw):
+    """x[2,3] -> Relu -> y[2,3]: a valid model that cases then break."""
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2, 3])], [vi("y", [2, 3])], **kw)
+
+
+def attr(name, **fields):
+    """An AttributeProto built by hand (helper.make_attribute infers types)."""
+    a = onnx.AttributeProto()
+    a.name = name
+    for k, v in fields.items():
+        if k in ("ints", "floats", "strings"):
+            getattr(a, k).extend(v)
+        elif k in ("t", "g"):
+            getattr(a, k).CopyFrom(v)
+        else:
+            setattr(a, k, v)
+    return a
+
+
+def node(op, ins, outs, name, attrs=(), **kw):
+    n = helper.make_node(op, ins, outs, name=name, **kw)
+    n.attribute.extend(attrs)
+    return n
+
+
+def external_tensor(name, dims, location, offset=None, length=None, dtype=F):
+    t = TensorProto()
+    t.name = name
+    t.data_type = dtype
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", offset), ("length", length)):
+        if v is not None:
+            e = t.external_data.add()
+            e.key = k
+            e.value = str(v)
+    return t
+
+
+def ext_model(t):
+    """y = x + w with w[4] an (external) initializer."""
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                 [vi("x", [4])], [vi("y", [4])], [t])
+
+
+# raw protobuf encoding, for what onnx.helper cannot express
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def tag(field, wire):
+    return varint(field << 3 | wire)
+
+
+def ld(field, payload):
+    """A length-delimited field."""
+    return tag(field, 2) + varint(len(payload)) + payload
+
+
+def ld_claim(field, claimed, payload):
+    """A length-delimited field whose length prefix lies."""
+    return tag(field, 2) + varint(claimed) + payload
+
+
+IR_VERSION_8 = tag(1, 0) + varint(8)        # ModelProto.ir_version = 8
+OPSET_13 = ld(8, ld(1, b"") + tag(2, 0) + varint(13))  # opset_import {domain "" version 13}
+
+
+# --------------------------------------------------------------------------
+# 1. files that are not (complete) ONNX models
+
+# bad_missing_file: nothing is written (the case is that the file is absent)
+
+@case
+def bad_empty_file(d):
+    return b""
+
+
+@case
+def bad_random_bytes(d):
+    rng = random.Random(1234)
+    # starts with a field tag using the reserved wire type 7: never a protobuf
+    return bytes([0x0F]) + bytes(rng.randrange(256) for _ in range(4096))
+
+
+@case
+def bad_truncated(d):
+    w = numpy_helper.from_array(np.arange(64, dtype=np.float32).reshape(8, 8), "w")
+    b = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+              [vi("x", [2, 8])], [vi("y", [2, 8])], [w]).SerializeToString()
+    return b[: len(b) // 2]
+
+
+@case
+def bad_tensor_not_model(d):
+    # a TensorProto's bytes: field 2 (data_type) is a varint where ModelProto
+    # has a string (producer_name)
+    return numpy_helper.from_array(np.ones((3, 3), np.float32), "t").SerializeToString()
+
+
+@case
+def bad_no_graph(d):
+    m = onnx.ModelProto()
+    m.ir_version = 8
+    m.opset_import.add().version = 13
+    return m
+
+
+@case
+def bad_no_ir_version(d):
+    m = relu_model()
+    m.ClearField("ir_version")
+    return m
+
+
+@case
+def bad_directory(d):
+    os.mkdir(os.path.join(d, "bad_directory.onnx"))
+    return None
+
+
+@case
+def bad_fifo_model(d):
+    os.mkfifo(os.path.join(d, "bad_fifo_model.onnx"))
+    return None
+
+
+@case
+def pb_huge_string(d):
+    # producer_name claims 2^62 bytes
+    return IR_VERSION_8 + ld_claim(2, 1 << 62, b"onnx")
+
+
+@case
+def pb_huge_graph(d):
+    # the graph claims a terabyte
+    return IR_VERSION_8 + OPSET_13 + ld_claim(7, 1 << 40, ld(1, b""))
+
+
+@case
+def pb_huge_packed_dims(d):
+    # graph.initializer[0].dims: a packed repeated int64 field claiming 2^31 bytes
+    init = ld(8, b"w") + tag(2, 0) + varint(1) + ld_claim(1, 1 << 31, b"\x01\x02\x03")
+    return IR_VERSION_8 + OPSET_13 + ld(7, ld(5, init))
+
+
+@case
+def pb_huge_count_varint(d):
+    # a varint that never ends (11 continuation bytes)
+    return IR_VERSION_8 + tag(1, 0) + b"\xff" * 11 + b"\x01"
+
+
+@case
+def pb_deep_nesting(d):
+    # graph.node.attribute.g.node.attribute.g... nested 40000 graphs deep
+    # (about 1 MB); a recursive decoder without a depth limit overflows its
+    # stack.  Built outside-in with precomputed lengths (linear time).
+    depth = 40000
+    # messages from the innermost out: graph, attr, node, graph, attr, node, ...
+    # innermost graph is empty; each wrapper: tag + varint(len(inner)) + inner
+    fields = []                      # outermost first, the field number wrapping the next message
+    fields.append(7)                 # ModelProto.graph
+    for _ in range(depth):
+        fields += [1, 5, 6]          # GraphProto.node, NodeProto.attribute, AttributeProto.g
+    n = len(fields)
+    sizes = [0] * n                  # sizes[i]: bytes of the message inside fields[i]
+    for i in range(n - 2, -1, -1):
+        sizes[i] = len(tag(fields[i + 1], 2)) + len(varint(sizes[i + 1])) + sizes[i + 1]
+    out = bytearray(IR_VERSION_8 + OPSET_13)
+    for i, f in enumerate(fields):
+        out += tag(f, 2) + varint(sizes[i])
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------
+# 2. opsets, domains, unsupported ops
+
+@case
+def opset_too_new(d):
+    return relu_model(opset=18)
+
+
+@case
+def opset_too_old(d):
+    return relu_model(opset=6)
+
+
+@case
+def opset_missing(d):
+    return relu_model(opset=None, domains=[("com.microsoft", 1)])
+
+
+@case
+def domain_unsupported(d):
+    n = helper.make_node("FusedGemm", ["x", "x"], ["y"], name="fg", domain="com.microsoft")
+    return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], domains=[("com.microsoft", 1)])
+
+
+@case
+def op_unsupported(d):
+    n = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms")
+    return model([n], [vi("boxes", [1, 4, 4]), vi("scores", [1, 1, 4])], [vi("sel", [4, 3], I64)])
+
+
+@case
+def op_too_new_for_opset(d):
+    n = helper.make_node("Trilu", ["x"], ["y"], name="tri")
+    return model([n], [vi("x", [3, 3])], [vi("y", [3, 3])], opset=13)
+
+
+@case
+def op_model_local_function(d):
+    f = helper.make_function("", "MyFunc", ["a"], ["b"],
+                             [helper.make_node("Relu", ["a"], ["b"])],
+                             [helper.make_opsetid("", 13)])
+    m = model([helper.make_node("MyFunc", ["x"], ["y"], name="call")],
+              [vi("x", [2])], [vi("y", [2])])
+    m.functions.extend([f])
+    return m
+
+
+@case
+def op_empty_op_type(d):
+    return model([helper.make_node("", ["x"], ["y"], name="anon")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+def _three_unsupported():
+    nodes = [
+        helper.make_node("NonMaxSuppression", ["x", "x"], ["a"], name="first_nms"),
+        helper.make_node("Relu", ["a"], ["b"], name="fine_relu"),
+        helper.make_node("Inverse", ["b"], ["c"], name="second_inverse", domain="com.microsoft"),
+        helper.make_node("Det", ["c"], ["y"], name="third_det"),
+    ]
+    return model(nodes, [vi("x", [2, 2])], [vi("y", [])], domains=[("com.microsoft", 1)])
+
+
+@case
+def three_unsupported(d):
+    return _three_unsupported()
+
+
+@case
+def three_unsupported_1(d):
+    return _three_unsupported()
+
+
+@case
+def three_unsupported_2(d):
+    return _three_unsupported()
+
+
+@case
+def three_unsupported_3(d):
+    return _three_unsupported()
+
+
+# --------------------------------------------------------------------------
+# 3. initializers
+
+def init_model(t, shape=(2, 3)):
+    """y = x + w for initializer w."""
+    return model([helper.make_node("Add", ["x", t.name], ["y"], name="add")],
+                 [vi("x", list(shape))], [vi("y", list(shape))], [t])
+
+
+@case
+def init_negative_dim(d):
+    t = TensorProto(name="w", data_type=F, dims=[2, -3], raw_data=b"")
+    return init_model(t)
+
+
+@case
+def init_dims_overflow(d):
+    t = TensorProto(name="w", data_type=F, dims=[1 << 32, 1 << 32], raw_data=b"")
+    return init_model(t)
+
+
+@case
+def init_bytes_overflow(d):
+    # 2^61 elements fit in int64, but not 2^61 * 4 bytes
+    t = TensorProto(name="w", data_type=F, dims=[1 << 31, 1 << 30], raw_data=b"")
+    return init_model(t)
+
+
+@case
+def init_over_const_limit(d):
+    # 32 GiB declared, 0 bytes present
+    t = TensorProto(name="w", data_type=F, dims=[1 << 31, 4], raw_data=b"")
+    return init_model(t)
+
+
+@case
+def init_raw_data_short(d):
+    t = TensorProto(name="w", data_type=F, dims=[2, 3], raw_data=b"\0" * 8)
+    return init_model(t)
+
+
+@case
+def init_float_data_count(d):
+    t = TensorProto(name="w", data_type=F, dims=[2, 3], float_data=[1, 2, 3, 4, 5])
+    return init_model(t)
+
+
+@case
+def init_int64_data_count(d):
+    t = TensorProto(name="w", data_type=I64, dims=[3], int64_data=[1, 2, 3, 4])
+    m = model([helper.make_node("Reshape", ["x", "w"], ["y"], name="rs")],
+              [vi("x", [6])], [vi("y", [1, 2, 3])], [t])
+    return m
+
+
+@case
+def init_string_dtype(d):
+    t = helper.make_tensor("w", TensorProto.STRING, [2], [b"a", b"b"])
+    return init_model(t, (2,))
+
+
+@case
+def init_unknown_dtype(d):
+    t = TensorProto(name="w", data_type=99, dims=[2], raw_data=b"\0\0")
+    return init_model(t, (2,))
+
+
+@case
+def init_rank_too_big(d):
+    t = helper.make_tensor("w", F, [1] * 9, [1.0])
+    return init_model(t, (1,))
+
+
+@case
+def init_segment(d):
+    t = helper.make_tensor("w", F, [2, 3], [0.0] * 6)
+    t.segment.begin = 0
+    t.segment.end = 6
+    return init_model(t)
+
+
+@case
+def init_twice(d):
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", [2])],
+                 [const("w", np.ones(2, np.float32)), const("w", np.zeros(2, np.float32))])
+
+
+@case
+def init_no_name(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2])], [vi("y", [2])], [const("", np.ones(2, np.float32))])
+
+
+@case
+def init_sparse(d):
+    m = relu_model()
+    sp = helper.make_sparse_tensor(helper.make_tensor("sv", F, [1], [1.0]),
+                                   helper.make_tensor("si", I64, [1], [0]), [4])
+    m.graph.sparse_initializer.extend([sp])
+    return m
+
+
+# --------------------------------------------------------------------------
+# 4. graph inputs and --shape / --dim
+
+@case
+def input_negative_dim(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2, -3])], [vi("y", [2, 3])])
+
+
+def sym_model():
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", ["batch", 3, 4, 4])], [vi("y", ["batch", 3, 4, 4])])
+
+
+@case
+def input_unbound_dim(d):
+    return sym_model()
+
+
+@case
+def input_shape_wrong_rank(d):
+    return sym_model()
+
+
+@case
+def input_shape_wrong_dim(d):
+    return sym_model()
+
+
+@case
+def input_shape_unknown_input(d):
+    return sym_model()
+
+
+@case
+def input_shape_dim_disagree(d):
+    return sym_model()
+
+
+@case
+def input_no_shape(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [helper.make_tensor_value_info("x", F, None)], [vi("y", [2])])
+
+
+@case
+def input_string_dtype(d):
+    return model([helper.make_node("Identity", ["x"], ["y"], name="id")],
+                 [vi("x", [2], TensorProto.STRING)], [vi("y", [2], TensorProto.STRING)])
+
+
+@case
+def input_sequence(d):
+    seq = helper.make_value_info("x", helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(F, [2])))
+    return model([helper.make_node("Identity", ["x"], ["y"], name="id")], [seq], [vi("y", [2])])
+
+
+@case
+def input_rank_too_big(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [1] * 9)], [vi("y", [1] * 9)])
+
+
+@case
+def input_elems_overflow(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [1 << 40, 1 << 40])], [vi("y", [1 << 40, 1 << 40])])
+
+
+@case
+def input_declared_twice(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2]), vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def input_no_name(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2]), vi("", [2])], [vi("y", [2])])
+
+
+# --------------------------------------------------------------------------
+# 5. graph structure
+
+@case
+def graph_undefined_input(d):
+    return model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def graph_duplicate_output(d):
+    nodes = [helper.make_node("Relu", ["x"], ["t"], name="first"),
+             helper.make_node("Neg", ["x"], ["t"], name="second"),
+             helper.make_node("Abs", ["t"], ["y"], name="third")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def graph_output_shadows_input(d):
+    return model([helper.make_node("Relu", ["x"], ["x"], name="relu")],
+                 [vi("x", [2])], [vi("x", [2])])
+
+
+@case
+def graph_cycle(d):
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="n_a"),
+             helper.make_node("Relu", ["a"], ["b"], name="n_b"),
+             helper.make_node("Neg", ["a"], ["y"], name="n_y")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def graph_self_loop(d):
+    return model([helper.make_node("Add", ["x", "y"], ["y"], name="loop")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def graph_output_not_produced(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2])], [vi("y", [2]), vi("z", [2])])
+
+
+@case
+def graph_no_outputs(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2])], [])
+
+
+@case
+def graph_output_wrong_dtype(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2])], [vi("y", [2], I64)])
+
+
+@case
+def graph_output_wrong_rank(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2])], [vi("y", [2, 1])])
+
+
+@case
+def graph_output_wrong_dim(d):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", [2, 3])], [vi("y", [2, 4])])
+
+
+@case
+def graph_extra_output(d):
+    # Relu has one output; a second one is never bound
+    return model([helper.make_node("Relu", ["x"], ["y", "z"], name="relu")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def graph_extra_output_shape(d):
+    return model([helper.make_node("Shape", ["x"], ["y", "z"], name="shape")],
+                 [vi("x", [2])], [vi("y", [1], I64)])
+
+
+# --------------------------------------------------------------------------
+# 6. attributes
+
+@case
+def attr_conv_group_float(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = node("Conv", ["x", "w"], ["y"], "conv", [attr("group", type=onnx.AttributeProto.FLOAT, f=1.0)])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def attr_transpose_perm_string(d):
+    n = node("Transpose", ["x"], ["y"], "tr",
+             [attr("perm", type=onnx.AttributeProto.STRING, s=b"1,0")])
+    return model([n], [vi("x", [2, 3])], [vi("y", [3, 2])])
+
+
+@case
+def attr_unknown(d):
+    n = node("Relu", ["x"], ["y"], "relu", [attr("frobnicate", type=onnx.AttributeProto.INT, i=1)])
+    return model([n], [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def attr_no_name(d):
+    n = node("Relu", ["x"], ["y"], "relu", [attr("", type=onnx.AttributeProto.INT, i=1)])
+    return model([n], [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def attr_duplicate(d):
+    n = node("Concat", ["x", "x"], ["y"], "cat",
+             [attr("axis", type=onnx.AttributeProto.INT, i=0),
+              attr("axis", type=onnx.AttributeProto.INT, i=1)])
+    return model([n], [vi("x", [2, 3])], [vi("y", [4, 3])])
+
+
+@case
+def attr_ref_attr_name(d):
+    n = node("Concat", ["x", "x"], ["y"], "cat",
+             [attr("axis", type=onnx.AttributeProto.INT, ref_attr_name="ax")])
+    return model([n], [vi("x", [2, 3])], [vi("y", [4, 3])])
+
+
+@case
+def attr_string_nul(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = node("Conv", ["x", "w"], ["y"], "conv",
+             [attr("auto_pad", type=onnx.AttributeProto.STRING, s=b"VALID\0junk")])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def attr_bad_auto_pad(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = node("Conv", ["x", "w"], ["y"], "conv",
+             [attr("auto_pad", type=onnx.AttributeProto.STRING, s=b"SAME_MIDDLE")])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def attr_constant_tensor_missing(d):
+    # Constant 'value' declared TENSOR but the tensor itself is absent
+    n = node("Constant", [], ["c"], "const", [attr("value", type=onnx.AttributeProto.TENSOR)])
+    return model([n, helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def attr_constant_two_values(d):
+    n = node("Constant", [], ["c"], "const",
+             [attr("value_float", type=onnx.AttributeProto.FLOAT, f=1.0),
+              attr("value_int", type=onnx.AttributeProto.INT, i=1)])
+    return model([n, helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                 [vi("x", [])], [vi("y", [])])
+
+
+@case
+def attr_constant_bad_tensor(d):
+    n = node("Constant", [], ["c"], "const",
+             [attr("value", type=onnx.AttributeProto.TENSOR,
+                   t=TensorProto(name="v", data_type=F, dims=[2], raw_data=b"\0\0\0"))])
+    return model([n, helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def attr_cast_to_string(d):
+    n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=TensorProto.STRING)
+    return model([n], [vi("x", [2])], [vi("y", [2], TensorProto.STRING)])
+
+
+@case
+def attr_cast_to_truncated(d):
+    # to = 2^32 + 1 is no ONNX type; truncating it to int gives FLOAT (1)
+    n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=(1 << 32) + 1)
+    return model([n], [vi("x", [2], I64)], [vi("y", [2])])
+
+
+# --------------------------------------------------------------------------
+# 7. shape errors in ops
+
+@case
+def conv_group_mismatch(d):
+    w = const("w", np.ones((4, 1, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=2)
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def conv_kernel_shape_mismatch(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[5, 5])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 4, 4])], [w])
+
+
+@case
+def conv_weight_rank(d):
+    w = const("w", np.ones((4, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv")
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], [w])
+
+
+@case
+def conv_kernel_too_big(d):
+    w = const("w", np.ones((4, 3, 9, 9), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv")
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 1, 1])], [w])
+
+
+@case
+def conv_zero_stride(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[0, 1])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def conv_group_overflow(d):
+    # zero channels: every group divides them, then weight C * group overflows
+    w = TensorProto(name="w", data_type=F, dims=[0, 4, 3, 3], raw_data=b"")
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=1 << 62)
+    return model([n], [vi("x", [1, 0, 8, 8])], [vi("y", [1, 0, 6, 6])], [w])
+
+
+@case
+def conv_dilation_overflow(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", dilations=[1 << 62, 1])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def conv_pads_overflow(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[I64_MAX, 0, I64_MAX, 0])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [w])
+
+
+@case
+def conv_same_stride_overflow(d):
+    w = const("w", np.ones((4, 3, 3, 3), np.float32))
+    n = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SAME_UPPER",
+                         strides=[I64_MAX, 1])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 7, 8])], [w])
+
+
+@case
+def conv_transpose_stride_overflow(d):
+    w = const("w", np.ones((3, 4, 3, 3), np.float32))
+    n = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="convt",
+                         auto_pad="SAME_UPPER", strides=[1 << 62, 1])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], [w])
+
+
+@case
+def pool_pads_overflow(d):
+    n = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[(1 << 62) + 1, 1],
+                         pads=[1 << 62, 0, 1 << 62, 0])
+    return model([n], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 3, 8, 8])])
+
+
+@case
+def reshape_impossible(d):
+    s = const("s", np.array([4, 2], np.int64))
+    return model([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+                 [vi("x", [2, 3])], [vi("y", [4, 2])], [s])
+
+
+@case
+def reshape_infer_impossible(d):
+    s = const("s", np.array([4, -1], np.int64))
+    return model([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+                 [vi("x", [2, 3])], [vi("y", [4, 2])], [s])
+
+
+@case
+def reshape_two_minus_one(d):
+    s = const("s", np.array([-1, -1], np.int64))
+    return model([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+                 [vi("x", [2, 3])], [vi("y", [2, 3])], [s])
+
+
+@case
+def reshape_shape_runtime(d):
+    return model([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
+                 [vi("x", [2, 3]), vi("s", [2], I64)], [vi("y", [3, 2])])
+
+
+@case
+def gather_index_out_of_range(d):
+    i = const("i", np.array([0, 5], np.int64))
+    return model([helper.make_node("Gather", ["x", "i"], ["y"], name="gather")],
+                 [vi("x", [3, 4])], [vi("y", [2, 4])], [i])
+
+
+@case
+def gather_negative_index_out_of_range(d):
+    i = const("i", np.array([-4], np.int64))
+    return model([helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)],
+                 [vi("x", [3, 3])], [vi("y", [3, 1])], [i])
+
+
+@case
+def gather_const_fold_out_of_range(d):
+    data = const("data", np.arange(6, dtype=np.int64))
+    i = const("i", np.array([6], np.int64))
+    nodes = [helper.make_node("Gather", ["data", "i"], ["g"], name="gather"),
+             helper.make_node("Add", ["x", "g"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1], I64)], [vi("y", [1], I64)], [data, i])
+
+
+@case
+def gather_elements_out_of_range(d):
+    i = const("i", np.array([[0, 7]], np.int64))
+    return model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1)],
+                 [vi("x", [2, 3])], [vi("y", [1, 2])], [i])
+
+
+@case
+def matmul_inner_mismatch(d):
+    return model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+                 [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", [2, 5])])
+
+
+@case
+def matmul_dtype_mismatch(d):
+    return model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+                 [vi("a", [2, 3]), vi("b", [3, 5], TensorProto.DOUBLE)], [vi("y", [2, 5])])
+
+
+@case
+def add_no_broadcast(d):
+    return model([helper.make_node("Add", ["a", "b"], ["y"], name="add")],
+                 [vi("a", [2, 3]), vi("b", [4])], [vi("y", [2, 3])])
+
+
+@case
+def concat_mismatch(d):
+    return model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=0)],
+                 [vi("a", [2, 3]), vi("b", [2, 4])], [vi("y", [4, 3])])
+
+
+@case
+def concat_axis_out_of_range(d):
+    return model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=2)],
+                 [vi("a", [2, 3]), vi("b", [2, 3])], [vi("y", [4, 3])])
+
+
+@case
+def concat_no_axis(d):
+    return model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat")],
+                 [vi("a", [2, 3]), vi("b", [2, 3])], [vi("y", [4, 3])])
+
+
+@case
+def split_sizes_mismatch(d):
+    s = const("s", np.array([2, 3], np.int64))
+    return model([helper.make_node("Split", ["x", "s"], ["a", "b"], name="split", axis=0)],
+                 [vi("x", [6])], [vi("a", [2]), vi("b", [3])], [s])
+
+
+@case
+def split_count_mismatch(d):
+    s = const("s", np.array([2, 2, 2], np.int64))
+    return model([helper.make_node("Split", ["x", "s"], ["a", "b"], name="split", axis=0)],
+                 [vi("x", [6])], [vi("a", [2]), vi("b", [2])], [s])
+
+
+@case
+def split_uneven(d):
+    return model([helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=0)],
+                 [vi("x", [5])], [vi("a", [2]), vi("b", [3])])
+
+
+@case
+def split_sum_overflow(d):
+    # opset 11: split is an attribute; the sizes add up past INT64_MAX
+    n = helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=0,
+                         split=[I64_MAX, I64_MAX])
+    return model([n], [vi("x", [6])], [vi("a", [3]), vi("b", [3])], opset=11)
+
+
+@case
+def slice_step_overflow(d):
+    # valid ONNX (one element), but the declared output is wrong: the only
+    # correct diagnostic is the output mismatch
+    c = [const("st", np.array([0], np.int64)), const("en", np.array([5], np.int64)),
+         const("ax", np.array([0], np.int64)), const("sp", np.array([I64_MAX], np.int64))]
+    n = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice")
+    return model([n], [vi("x", [5])], [vi("y", [7])], c)
+
+
+@case
+def slice_step_min(d):
+    c = [const("st", np.array([4], np.int64)), const("en", np.array([-10], np.int64)),
+         const("ax", np.array([0], np.int64)), const("sp", np.array([-I64_MAX - 1], np.int64))]
+    n = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice")
+    return model([n], [vi("x", [5])], [vi("y", [7])], c)
+
+
+@case
+def depth_to_space_huge_block(d):
+    n = helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=1 << 32)
+    return model([n], [vi("x", [1, 4, 2, 2])], [vi("y", [1, 1, 4, 4])])
+
+
+@case
+def space_to_depth_bad_block(d):
+    n = helper.make_node("SpaceToDepth", ["x"], ["y"], name="s2d", blocksize=3)
+    return model([n], [vi("x", [1, 1, 4, 4])], [vi("y", [1, 9, 1, 1])])
+
+
+@case
+def transpose_bad_perm(d):
+    n = helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=[0, 0])
+    return model([n], [vi("x", [2, 3])], [vi("y", [3, 2])])
+
+
+@case
+def squeeze_non_one(d):
+    a = const("a", np.array([0], np.int64))
+    return model([helper.make_node("Squeeze", ["x", "a"], ["y"], name="sq")],
+                 [vi("x", [2, 3])], [vi("y", [3])], [a])
+
+
+@case
+def unsqueeze_axis_twice(d):
+    a = const("a", np.array([0, 0], np.int64))
+    return model([helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="usq")],
+                 [vi("x", [2])], [vi("y", [1, 1, 2])], [a])
+
+
+@case
+def expand_no_broadcast(d):
+    s = const("s", np.array([3, 4], np.int64))
+    return model([helper.make_node("Expand", ["x", "s"], ["y"], name="ex")],
+                 [vi("x", [2, 4])], [vi("y", [3, 4])], [s])
+
+
+@case
+def tile_overflow(d):
+    r = const("r", np.array([1 << 62, 4], np.int64))
+    return model([helper.make_node("Tile", ["x", "r"], ["y"], name="tile")],
+                 [vi("x", [2, 2])], [vi("y", [2, 8])], [r])
+
+
+@case
+def pad_too_negative(d):
+    p = const("p", np.array([0, -3, 0, 0], np.int64))
+    return model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad")],
+                 [vi("x", [2, 2])], [vi("y", [2, 2])], [p])
+
+
+@case
+def constant_of_shape_huge(d):
+    s = const("s", np.array([1 << 40, 1 << 40], np.int64))
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos"),
+             helper.make_node("Add", ["x", "c"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1])], [vi("y", [1])], [s])
+
+
+@case
+def range_too_long(d):
+    c = [const("s", np.array(0, np.float32)), const("l", np.array(1e12, np.float32)),
+         const("dl", np.array(1, np.float32))]
+    nodes = [helper.make_node("Range", ["s", "l", "dl"], ["r"], name="range"),
+             helper.make_node("Add", ["x", "r"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1])], [vi("y", [1])], c)
+
+
+@case
+def range_zero_delta(d):
+    c = [const("s", np.array(0, np.int64)), const("l", np.array(10, np.int64)),
+         const("dl", np.array(0, np.int64))]
+    nodes = [helper.make_node("Range", ["s", "l", "dl"], ["r"], name="range"),
+             helper.make_node("Add", ["x", "r"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1], I64)], [vi("y", [1], I64)], c)
+
+
+@case
+def div_by_zero_fold(d):
+    c = [const("a", np.array([6], np.int64)), const("b", np.array([0], np.int64))]
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"], name="div"),
+             helper.make_node("Add", ["x", "q"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1], I64)], [vi("y", [1], I64)], c)
+
+
+@case
+def mod_float_fmod0(d):
+    return model([helper.make_node("Mod", ["a", "b"], ["y"], name="mod")],
+                 [vi("a", [2]), vi("b", [2])], [vi("y", [2])])
+
+
+@case
+def too_few_inputs(d):
+    return model([helper.make_node("Add", ["x"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def dropout_training(d):
+    c = [const("r", np.array(0.5, np.float32)), const("t", np.array(True))]
+    return model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
+                 [vi("x", [2])], [vi("y", [2])], c)
+
+
+@case
+def dropout_mode_false(d):
+    # valid: training_mode=false is inference; the declared output is wrong on purpose
+    c = [const("r", np.array(0.5, np.float32)), const("t", np.array(False))]
+    return model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
+                 [vi("x", [2])], [vi("y", [3])], c)
+
+
+@case
+def batchnorm_training_outputs(d):
+    c = [const(n, np.ones(3, np.float32)) for n in ("s", "b", "m", "v")]
+    n = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm"], name="bn")
+    return model([n], [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])], c)
+
+
+@case
+def resize_both_scales_sizes(d):
+    c = [const("roi", np.array([], np.float32)),
+         const("sc", np.array([1, 1, 2, 2], np.float32)),
+         const("sz", np.array([1, 1, 4, 4], np.int64))]
+    n = helper.make_node("Resize", ["x", "roi", "sc", "sz"], ["y"], name="resize")
+    return model([n], [vi("x", [1, 1, 2, 2])], [vi("y", [1, 1, 4, 4])], c)
+
+
+@case
+def upsample_inf_scale_empty(d):
+    # scale inf is invalid; with an empty spatial dim 0 * inf is NaN, which
+    # slips past the scale check and is converted to int64 (undefined)
+    n = helper.make_node("Upsample", ["x"], ["y"], name="up", scales=[1.0, 1.0, float("inf"), 2.0])
+    return model([n], [vi("x", [1, 1, 0, 2])], [vi("y", [1, 1, 0, 4])], opset=7)
+
+
+# --------------------------------------------------------------------------
+# 8. external data
+
+def write(d, name, data):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+@case
+def ext_absolute(d):
+    return ext_model(external_tensor("w", [4], "/etc/passwd"))
+
+
+@case
+def ext_dotdot(d):
+    return ext_model(external_tensor("w", [4], "../w.bin"))
+
+
+@case
+def ext_dotdot_inner(d):
+    write(d, "ext_dotdot_inner.bin", b"\0" * 16)
+    return ext_model(external_tensor("w", [4], "sub/../../ext_dotdot_inner.bin"))
+
+
+@case
+def ext_symlink_outside(d):
+    # a link inside OUTDIR to a file outside it (this script, which exists)
+    os.symlink(os.path.abspath(__file__), os.path.join(d, "ext_symlink_outside.bin"))
+    return ext_model(external_tensor("w", [4], "ext_symlink_outside.bin"))
+
+
+@case
+def ext_short_file(d):
+    write(d, "ext_short_file.bin", b"\0" * 8)
+    return ext_model(external_tensor("w", [4], "ext_short_file.bin"))
+
+
+@case
+def ext_offset_past_end(d):
+    write(d, "ext_offset_past_end.bin", b"\0" * 16)
+    return ext_model(external_tensor("w", [4], "ext_offset_past_end.bin", offset=8))
+
+
+@case
+def ext_offset_huge(d):
+    write(d, "ext_offset_huge.bin", b"\0" * 16)
+    return ext_model(external_tensor("w", [4], "ext_offset_huge.bin", offset=2**64 - 8))
+
+
+@case
+def ext_missing_file(d):
+    return ext_model(external_tensor("w", [4], "ext_missing_file.bin"))
+
+
+@case
+def ext_length_mismatch(d):
+    write(d, "ext_length_mismatch.bin", b"\0" * 64)
+    return ext_model(external_tensor("w", [4], "ext_length_mismatch.bin", length=8))
+
+
+@case
+def ext_bad_offset(d):
+    write(d, "ext_bad_offset.bin", b"\0" * 16)
+    return ext_model(external_tensor("w", [4], "ext_bad_offset.bin", offset="-4"))
+
+
+@case
+def ext_no_location(d):
+    return ext_model(external_tensor("w", [4], None, offset=0))
+
+
+@case
+def ext_directory(d):
+    os.mkdir(os.path.join(d, "ext_directory.dir"))
+    return ext_model(external_tensor("w", [4], "ext_directory.dir"))
+
+
+@case
+def ext_fifo(d):
+    os.mkfifo(os.path.join(d, "ext_fifo.bin"))
+    return ext_model(external_tensor("w", [4], "ext_fifo.bin"))
+
+
+@case
+def ext_constant_attr(d):
+    # external data in a Constant's tensor attribute is confined the same way
+    t = external_tensor("v", [4], "../../etc/passwd")
+    n = node("Constant", [], ["c"], "const", [attr("value", type=onnx.AttributeProto.TENSOR, t=t)])
+    return model([n, helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                 [vi("x", [4])], [vi("y", [4])])
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_bad.py OUTDIR")
+    d = sys.argv[1]
+    marker = os.path.join(d, ".make_bad")
+    if os.path.isdir(d) and os.listdir(d):
+        # clear a previous run's output, but never a folder this script did not make
+        if not os.path.exists(marker):
+            sys.exit("make_bad.py: %s is not empty and was not made by make_bad.py" % d)
+        for name in os.listdir(d):
+            p = os.path.join(d, name)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
+    os.makedirs(d, exist_ok=True)
+    open(marker, "w").close()
+    for name, fn in CASES.items():
+        out = fn(d)
+        if out is None:
+            continue
+        if isinstance(out, onnx.ModelProto):
+            out = out.SerializeToString()
+        with open(os.path.join(d, name + ".onnx"), "wb") as f:
+            f.write(out)
+
+
+if __name__ == "__main__":
+    main()
