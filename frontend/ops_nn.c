@@ -233,11 +233,12 @@ static bool imp_conv_transpose(struct fe_node *nd)
 			out = noshape >= 0 ? oshape[i] : oshape_buf[i];
 			if (out < 0 || __builtin_sub_overflow(total, out, &total))
 				return fe_fail(nd, "invalid output_shape %lld", (long long)out);
-			if (total < 0)
-				return fe_fail(nd,
-				               "output_shape %lld is larger than the transposed "
-				               "convolution can produce",
-				               (long long)out);
+			if (total < 0) {
+				/* a larger output than the natural one: no padding, and
+				 * the rest appended, as ONNX Runtime does */
+				outpad[i] -= total;
+				total = 0;
+			}
 			w.pads[i] = upper ? total / 2 : total - total / 2;
 			w.pads[w.nsp + i] = total - w.pads[i];
 		}

@@ -783,7 +783,8 @@ static bool imp_depth_space(struct fe_node *nd)
 
 static bool emit_resize(struct fe_node *nd, const char *mode, const char *coord,
                         const char *nearest, float cubic_a, int64_t exclude, float extrap,
-                        const float *scales, const int64_t *sizes, const float *roi, int nroi)
+                        const float *scales, int nscales, const int64_t *sizes, const float *roi,
+                        int nroi)
 {
 	const char *name = fe_out_name(nd, 0);
 	int rank = nd->in[0]->type.rank;
@@ -795,7 +796,7 @@ static bool emit_resize(struct fe_node *nd, const char *mode, const char *coord,
 	ir_set_f(m, n, "cubic_a", cubic_a);
 	ir_set_i(m, n, "exclude_outside", exclude != 0);
 	ir_set_f(m, n, "extrapolation", extrap);
-	ir_set_floats(m, n, "scales", scales, rank);
+	ir_set_floats(m, n, "scales", scales, nscales);
 	ir_set_ints(m, n, "sizes", sizes, rank);
 	ir_set_floats(m, n, "roi", roi, nroi);
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
@@ -834,7 +835,7 @@ static bool legacy_resize(struct fe_node *nd, const float *scales, int n)
 		return false;
 	for (int i = 0; i < n; i++)
 		down |= scales[i] < 1;
-	return emit_resize(nd, mode, "asymmetric", down ? "ceil" : "floor", -0.75f, 0, 0, scales,
+	return emit_resize(nd, mode, "asymmetric", down ? "ceil" : "floor", -0.75f, 0, 0, scales, n,
 	                   sizes, NULL, 0);
 }
 
@@ -911,15 +912,13 @@ static bool imp_resize(struct fe_node *nd)
 		if (!sizes_from_scales(nd, scales, sizes))
 			return false;
 	} else {
-		scales = ir_arena_alloc(&nd->fe->m->arena, sizeof *scales * (size_t)(rank + 1));
-		for (int i = 0; i < rank; i++) {
+		/* sizes given: empty scales, meaning out/in in double (docs/ir.md) */
+		for (int i = 0; i < rank; i++)
 			if (sizes[i] < 0)
 				return fe_fail(nd, "negative size");
-			scales[i] = x->dims[i] ? (float)sizes[i] / (float)x->dims[i] : 1.0f;
-		}
 	}
-	return emit_resize(nd, mode, coord, nearest, cubic_a, exclude, extrap, scales, sizes, roi,
-	                   nroi);
+	return emit_resize(nd, mode, coord, nearest, cubic_a, exclude, extrap, scales, ns, sizes,
+	                   roi, nroi);
 }
 
 const struct fe_op fe_ops_shape[] = {

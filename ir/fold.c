@@ -1,69 +1,52 @@
 /*
- * fold.c - evaluate nodes whose inputs are all constants.
+ * fold.c - the reference interpreter's driver, and constant folding.
  *
- * The importer folds as it builds, so exporters' shape arithmetic (Shape ->
- * Gather -> Unsqueeze -> Concat -> Reshape, Range, ConstantOfShape, the
- * slicing of a causal-mask buffer) collapses into constants and every later
- * shape is static. The evaluator is a plain reference interpreter, slow and
- * simple on purpose: floats are computed in double and rounded once when
- * stored, integers in int64 (never through double, so INT64_MAX survives).
+ * Every IR op has an evaluator: a plain reference implementation, simple and
+ * slow on purpose, that the compiled kernels are tested against. Floats are
+ * computed in double and rounded once when stored, integers in int64 (never
+ * through double, so INT64_MAX survives). The evaluators live in a table
+ * indexed by the op enum; this file holds the driver and the elementwise
+ * ops, the other families are in eval_*.c (see eval.h).
  *
- * Per-op evaluators are a table indexed by the op enum; an op without an
- * entry is simply not folded. Heavy compute ops (conv, pooling, norms,
- * resize) have no entry: exporters do not feed them constants, and a folded
- * convolution would only move work from run time to compile time.
+ * Two drivers use them. The importer folds as it builds (ir_fold_node), so
+ * exporters' shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat ->
+ * Reshape, Range, ConstantOfShape, the slicing of a causal-mask buffer)
+ * collapses into constants and every later shape is static; there a fold is
+ * skipped when its result is larger than the caller allows, or when it is a
+ * big matrix product, whose folding would only move work from run time to
+ * compile time.
+ * ir_fold_all evaluates a whole module with no limits: the reference run of a
+ * model whose inputs have been bound to constants (ir_input_to_const).
  */
-#include "ir.h"
+#include "eval.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
-struct fold {
-	struct ir_node *n;
-	void **out; /* output buffers, typed as the node's results */
-	char *err;
-	size_t errlen;
-};
+/* ------------------------------------------------------------------------ */
+/* Index helpers (eval.h)                                                   */
+/* ------------------------------------------------------------------------ */
 
-typedef bool (*eval_fn)(struct fold *f);
-
-#define IN(i)  (f->n->in[i])
-#define OUT(i) (f->n->out[i])
-#define FAIL(...)                                         \
-	do {                                              \
-		snprintf(f->err, f->errlen, __VA_ARGS__); \
-		return false;                             \
-	} while (0)
-
-static bool isf(enum ir_dtype t) { return ir_dtypes[t].is_float; }
-
-/* Row-major strides of a type, in elements. */
-static void strides_of(const struct ir_type *t, int64_t *st)
+void eval_strides(const struct ir_type *t, int64_t *strides)
 {
 	int64_t s = 1;
 	for (int i = t->rank - 1; i >= 0; i--) {
-		st[i] = s;
+		strides[i] = s;
 		s *= t->dims[i];
 	}
 }
 
-/*
- * For elementwise ops: the strides of input t aligned to the output's rank,
- * zero where t is broadcast.
- */
-static void bcast_strides(const struct ir_type *t, const struct ir_type *o, int64_t *st)
+void eval_bcast_strides(const struct ir_type *t, const struct ir_type *o, int64_t *strides)
 {
 	int64_t s[IR_MAX_RANK];
-	strides_of(t, s);
+	eval_strides(t, s);
 	for (int i = 0; i < o->rank; i++) {
 		int j = i - (o->rank - t->rank);
-		st[i] = (j < 0 || t->dims[j] == 1) ? 0 : s[j];
+		strides[i] = (j < 0 || t->dims[j] == 1) ? 0 : s[j];
 	}
 }
 
-/* Advances a multi-index over dims; returns false after the last one. */
-static bool next_index(int64_t *idx, const int64_t *dims, int rank)
+bool eval_next(int64_t *idx, const int64_t *dims, int rank)
 {
 	for (int i = rank - 1; i >= 0; i--) {
 		if (++idx[i] < dims[i])
@@ -72,6 +55,41 @@ static bool next_index(int64_t *idx, const int64_t *dims, int rank)
 	}
 	return false;
 }
+
+void eval_unflatten(int64_t k, const int64_t *dims, int rank, int64_t *idx)
+{
+	for (int i = rank - 1; i >= 0; i--) {
+		idx[i] = dims[i] ? k % dims[i] : 0;
+		k = dims[i] ? k / dims[i] : 0;
+	}
+}
+
+int64_t eval_dot(const int64_t *idx, const int64_t *strides, int n)
+{
+	int64_t o = 0;
+	for (int i = 0; i < n; i++)
+		o += idx[i] * strides[i];
+	return o;
+}
+
+void eval_axis_blocks(const struct ir_type *t, int axis, int64_t *outer, int64_t *inner)
+{
+	*outer = 1;
+	*inner = 1;
+	for (int i = 0; i < axis; i++)
+		*outer *= t->dims[i];
+	for (int i = axis + 1; i < t->rank; i++)
+		*inner *= t->dims[i];
+}
+
+void *eval_alloc(struct fold *f, size_t bytes)
+{
+	void *p = ir_arena_alloc_big(&f->m->arena, bytes ? bytes : 1);
+	memset(p, 0, bytes ? bytes : 1);
+	return p;
+}
+
+void eval_free(struct fold *f, void *p) { ir_arena_release(&f->m->arena, p); }
 
 /* ------------------------------------------------------------------------ */
 /* Elementwise                                                              */
@@ -136,6 +154,13 @@ static bool unary_f(enum ir_op op, const struct ir_node *n, double x, double *r)
 	return true;
 }
 
+/* A float attribute as an int64, saturated (NaN: 0): integer clip bounds and
+ * shrink biases may lie outside the integer range. */
+static int64_t sat_i64(double d)
+{
+	return d != d ? 0 : d >= 0x1p63 ? INT64_MAX : d <= -0x1p63 ? INT64_MIN : (int64_t)d;
+}
+
 static bool unary_i(enum ir_op op, const struct ir_node *n, int64_t x, int64_t *r)
 {
 	switch (op) {
@@ -145,12 +170,15 @@ static bool unary_i(enum ir_op op, const struct ir_node *n, int64_t x, int64_t *
 	case IR_OP_RELU: *r = x > 0 ? x : 0; break;
 	case IR_OP_CLIP: {
 		double lo = ir_attr_f(n, "min"), hi = ir_attr_f(n, "max");
-		*r = (double)x < lo ? (int64_t)lo : (double)x > hi ? (int64_t)hi : x;
+		*r = (double)x < lo ? sat_i64(lo) : (double)x > hi ? sat_i64(hi) : x;
 		break;
 	}
 	case IR_OP_SHRINK: {
 		double b = ir_attr_f(n, "bias"), l = ir_attr_f(n, "lambd");
-		*r = (double)x < -l ? x + (int64_t)b : (double)x > l ? x - (int64_t)b : 0;
+		uint64_t ub = (uint64_t)sat_i64(b);
+		*r = (double)x < -l  ? (int64_t)((uint64_t)x + ub)
+		     : (double)x > l ? (int64_t)((uint64_t)x - ub)
+		                     : 0;
 		break;
 	}
 	default: return false;
@@ -254,7 +282,7 @@ static bool eval_eltwise(struct fold *f)
 	enum ir_dtype ti = IN(n->op == IR_OP_WHERE ? 1 : 0)->type.dtype, to = o->dtype;
 	bool flt = isf(ti);
 	for (int i = 0; i < n->nin; i++)
-		bcast_strides(&IN(i)->type, o, st[i]);
+		eval_bcast_strides(&IN(i)->type, o, st[i]);
 	for (int64_t k = 0; k < total; k++) {
 		size_t off[3] = { 0, 0, 0 };
 		for (int i = 0; i < n->nin; i++)
@@ -346,509 +374,34 @@ static bool eval_eltwise(struct fold *f)
 				}
 			}
 		}
-		next_index(idx, o->dims, o->rank);
+		eval_next(idx, o->dims, o->rank);
 	}
 	return true;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Data movement                                                            */
+/* Driver                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static size_t esize(const struct ir_value *v) { return (size_t)ir_dtype_size(v->type.dtype); }
-
-static bool eval_reshape(struct fold *f)
-{
-	memcpy(f->out[0], IN(0)->data, (size_t)ir_type_elems(&IN(0)->type) * esize(IN(0)));
-	return true;
-}
-
-/*
- * Copies out[i] = in[off + sum_d idx[d] * st[d]] over the output's index
- * space: transpose, slice, expand and tile are all this with different
- * strides (tile additionally wraps, handled by its caller).
- */
-static void strided_copy(struct fold *f, int64_t off, const int64_t *st)
-{
-	const struct ir_type *o = &OUT(0)->type;
-	int64_t idx[IR_MAX_RANK] = { 0 }, total = ir_type_elems(o);
-	size_t es = esize(IN(0));
-	for (int64_t k = 0; k < total; k++) {
-		int64_t src = off;
-		for (int d = 0; d < o->rank; d++)
-			src += idx[d] * st[d];
-		memcpy((char *)f->out[0] + (size_t)k * es,
-		       (const char *)IN(0)->data + (size_t)src * es, es);
-		next_index(idx, o->dims, o->rank);
-	}
-}
-
-static bool eval_transpose(struct fold *f)
-{
-	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK];
-	const int64_t *perm = ir_attr_ints(f->n, "perm", NULL);
-	strides_of(&IN(0)->type, s);
-	for (int i = 0; i < IN(0)->type.rank; i++)
-		st[i] = s[perm[i]];
-	strided_copy(f, 0, st);
-	return true;
-}
-
-static bool eval_slice(struct fold *f)
-{
-	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK], off = 0;
-	const int64_t *starts = ir_attr_ints(f->n, "starts", NULL);
-	const int64_t *steps = ir_attr_ints(f->n, "steps", NULL);
-	strides_of(&IN(0)->type, s);
-	for (int i = 0; i < IN(0)->type.rank; i++) {
-		if (OUT(0)->type.dims[i] == 0)
-			return true; /* empty result */
-		off += starts[i] * s[i];
-		st[i] = steps[i] * s[i];
-	}
-	strided_copy(f, off, st);
-	return true;
-}
-
-static bool eval_expand(struct fold *f)
-{
-	int64_t st[IR_MAX_RANK];
-	bcast_strides(&IN(0)->type, &OUT(0)->type, st);
-	strided_copy(f, 0, st);
-	return true;
-}
-
-static bool eval_tile(struct fold *f)
-{
-	const struct ir_type *in = &IN(0)->type, *o = &OUT(0)->type;
-	int64_t s[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 }, total = ir_type_elems(o);
-	size_t es = esize(IN(0));
-	strides_of(in, s);
-	for (int64_t k = 0; k < total; k++) {
-		int64_t src = 0;
-		for (int d = 0; d < o->rank; d++)
-			src += (idx[d] % in->dims[d]) * s[d];
-		memcpy((char *)f->out[0] + (size_t)k * es,
-		       (const char *)IN(0)->data + (size_t)src * es, es);
-		next_index(idx, o->dims, o->rank);
-	}
-	return true;
-}
-
-/* outer x (axis extent x inner) blocks, shared by concat and split. */
-static void axis_blocks(const struct ir_type *t, int axis, int64_t *outer, int64_t *inner)
-{
-	*outer = 1;
-	*inner = 1;
-	for (int i = 0; i < axis; i++)
-		*outer *= t->dims[i];
-	for (int i = axis + 1; i < t->rank; i++)
-		*inner *= t->dims[i];
-}
-
-static bool eval_concat(struct fold *f)
-{
-	int axis = (int)ir_attr_i(f->n, "axis");
-	int64_t outer, inner;
-	size_t es = esize(OUT(0)), pos = 0;
-	axis_blocks(&OUT(0)->type, axis, &outer, &inner);
-	for (int64_t o = 0; o < outer; o++)
-		for (int i = 0; i < f->n->nin; i++) {
-			size_t chunk = (size_t)(IN(i)->type.dims[axis] * inner) * es;
-			memcpy((char *)f->out[0] + pos,
-			       (const char *)IN(i)->data + (size_t)o * chunk, chunk);
-			pos += chunk;
-		}
-	return true;
-}
-
-static bool eval_split(struct fold *f)
-{
-	int axis = (int)ir_attr_i(f->n, "axis");
-	int64_t outer, inner;
-	size_t es = esize(IN(0)), pos = 0;
-	axis_blocks(&IN(0)->type, axis, &outer, &inner);
-	for (int64_t o = 0; o < outer; o++)
-		for (int i = 0; i < f->n->nout; i++) {
-			size_t chunk = (size_t)(OUT(i)->type.dims[axis] * inner) * es;
-			memcpy((char *)f->out[i] + (size_t)o * chunk,
-			       (const char *)IN(0)->data + pos, chunk);
-			pos += chunk;
-		}
-	return true;
-}
-
-static bool eval_gather(struct fold *f)
-{
-	const struct ir_type *x = &IN(0)->type, *it = &IN(1)->type;
-	int axis = (int)ir_attr_i(f->n, "axis");
-	int64_t outer, inner, nidx = ir_type_elems(it), dim = x->dims[axis];
-	size_t es = esize(IN(0)), pos = 0;
-	axis_blocks(x, axis, &outer, &inner);
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t j = 0; j < nidx; j++) {
-			int64_t k = ir_load_i64(it->dtype, IN(1)->data, (size_t)j);
-			if (k < -dim || k >= dim)
-				FAIL("index %lld is out of range for axis %d of size %lld",
-				     (long long)k, axis, (long long)dim);
-			if (k < 0)
-				k += dim;
-			memcpy((char *)f->out[0] + pos,
-			       (const char *)IN(0)->data + (size_t)((o * dim + k) * inner) * es,
-			       (size_t)inner * es);
-			pos += (size_t)inner * es;
-		}
-	return true;
-}
-
-static bool eval_gather_elements(struct fold *f)
-{
-	const struct ir_type *x = &IN(0)->type, *it = &IN(1)->type;
-	int axis = (int)ir_attr_i(f->n, "axis");
-	int64_t s[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 }, total = ir_type_elems(it);
-	size_t es = esize(IN(0));
-	strides_of(x, s);
-	for (int64_t k = 0; k < total; k++) {
-		int64_t j = ir_load_i64(it->dtype, IN(1)->data, (size_t)k), src = 0;
-		if (j < -x->dims[axis] || j >= x->dims[axis])
-			FAIL("index %lld is out of range for axis %d of size %lld", (long long)j,
-			     axis, (long long)x->dims[axis]);
-		if (j < 0)
-			j += x->dims[axis];
-		for (int d = 0; d < x->rank; d++) {
-			if (d != axis && idx[d] >= x->dims[d])
-				FAIL("indices shape exceeds the data shape");
-			src += (d == axis ? j : idx[d]) * s[d];
-		}
-		memcpy((char *)f->out[0] + (size_t)k * es,
-		       (const char *)IN(0)->data + (size_t)src * es, es);
-		next_index(idx, it->dims, it->rank);
-	}
-	return true;
-}
-
-static bool eval_trilu(struct fold *f)
-{
-	const struct ir_type *t = &IN(0)->type;
-	int64_t rows = t->rank >= 2 ? t->dims[t->rank - 2] : 1, cols = t->dims[t->rank - 1];
-	int64_t total = ir_type_elems(t), k = ir_attr_i(f->n, "k");
-	bool upper = ir_attr_i(f->n, "upper") != 0;
-	size_t es = esize(IN(0));
-	if (t->rank < 2)
-		FAIL("trilu needs rank >= 2");
-	memcpy(f->out[0], IN(0)->data, (size_t)total * es);
-	for (int64_t e = 0; e < total; e++) {
-		int64_t c = e % cols, r = (e / cols) % rows;
-		bool keep = upper ? (c - r >= k) : (c - r <= k);
-		if (!keep)
-			memset((char *)f->out[0] + (size_t)e * es, 0, es);
-	}
-	return true;
-}
-
-static bool eval_pad(struct fold *f)
-{
-	const struct ir_type *x = &IN(0)->type, *o = &OUT(0)->type;
-	const int64_t *pads = ir_attr_ints(f->n, "pads", NULL);
-	const char *mode = ir_attr_s(f->n, "mode");
-	int64_t s[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 }, total = ir_type_elems(o);
-	enum ir_dtype t = x->dtype;
-	size_t es = esize(IN(0));
-	strides_of(x, s);
-	for (int64_t k = 0; k < total; k++) {
-		int64_t src = 0;
-		bool inside = true;
-		for (int d = 0; d < o->rank; d++) {
-			int64_t i = idx[d] - pads[d], n = x->dims[d];
-			if (i < 0 || i >= n) {
-				if (!strcmp(mode, "constant")) {
-					inside = false;
-					break;
-				}
-				if (!strcmp(mode, "edge"))
-					i = i < 0 ? 0 : n - 1;
-				else /* reflect */
-					i = i < 0 ? -i : 2 * (n - 1) - i;
-			}
-			src += i * s[d];
-		}
-		if (inside)
-			memcpy((char *)f->out[0] + (size_t)k * es,
-			       (const char *)IN(0)->data + (size_t)src * es, es);
-		else if (isf(t))
-			ir_store_f64(t, f->out[0], (size_t)k, ir_attr_f(f->n, "value"));
-		else
-			ir_store_i64(t, f->out[0], (size_t)k, (int64_t)ir_attr_f(f->n, "value"));
-		next_index(idx, o->dims, o->rank);
-	}
-	return true;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Reductions and small compute                                             */
-/* ------------------------------------------------------------------------ */
-
-/* Splits the input index space into kept / reduced parts. */
-struct red {
-	int64_t kept_dims[IR_MAX_RANK], red_dims[IR_MAX_RANK];
-	int64_t kept_st[IR_MAX_RANK], red_st[IR_MAX_RANK];
-	int nkept, nred;
-	int64_t nk, nr;
-};
-
-static void red_setup(struct red *r, const struct ir_type *t, const int64_t *axes, int naxes)
-{
-	int64_t s[IR_MAX_RANK];
-	bool isred[IR_MAX_RANK] = { 0 };
-	strides_of(t, s);
-	for (int i = 0; i < naxes; i++)
-		isred[axes[i]] = true;
-	r->nkept = r->nred = 0;
-	r->nk = r->nr = 1;
-	for (int d = 0; d < t->rank; d++) {
-		if (isred[d]) {
-			r->red_dims[r->nred] = t->dims[d];
-			r->red_st[r->nred++] = s[d];
-			r->nr *= t->dims[d];
-		} else {
-			r->kept_dims[r->nkept] = t->dims[d];
-			r->kept_st[r->nkept++] = s[d];
-			r->nk *= t->dims[d];
-		}
-	}
-}
-
-static int64_t red_offset(const int64_t *idx, const int64_t *st, int n)
-{
-	int64_t o = 0;
-	for (int i = 0; i < n; i++)
-		o += idx[i] * st[i];
-	return o;
-}
-
-static bool eval_reduce(struct fold *f)
-{
-	const struct ir_type *t = &IN(0)->type;
-	int naxes;
-	const int64_t *axes = ir_attr_ints(f->n, "axes", &naxes);
-	enum ir_op op = f->n->op;
-	enum ir_dtype dt = t->dtype;
-	struct red r;
-	int64_t ki[IR_MAX_RANK] = { 0 };
-	red_setup(&r, t, axes, naxes);
-	for (int64_t k = 0; k < r.nk; k++) {
-		int64_t base = red_offset(ki, r.kept_st, r.nkept), ri[IR_MAX_RANK] = { 0 };
-		double acc = 0, mx = -INFINITY;
-		int64_t iacc = (op == IR_OP_REDUCE_PROD) ? 1 : 0;
-		bool first = true;
-		if (op == IR_OP_REDUCE_PROD)
-			acc = 1;
-		if (op == IR_OP_REDUCE_LOG_SUM_EXP)
-			for (int64_t j = 0; j < r.nr; j++) {
-				double x = ir_load_f64(
-				        dt, IN(0)->data,
-				        (size_t)(base + red_offset(ri, r.red_st, r.nred)));
-				mx = fmax(mx, x);
-				next_index(ri, r.red_dims, r.nred);
-			}
-		memset(ri, 0, sizeof ri);
-		for (int64_t j = 0; j < r.nr; j++) {
-			size_t at = (size_t)(base + red_offset(ri, r.red_st, r.nred));
-			if (isf(dt)) {
-				double x = ir_load_f64(dt, IN(0)->data, at);
-				switch (op) {
-				case IR_OP_REDUCE_SUM:
-				case IR_OP_REDUCE_MEAN:
-				case IR_OP_REDUCE_LOG_SUM: acc += x; break;
-				case IR_OP_REDUCE_PROD: acc *= x; break;
-				case IR_OP_REDUCE_MAX:
-					acc = first || x > acc || x != x ? x : acc;
-					break;
-				case IR_OP_REDUCE_MIN:
-					acc = first || x < acc || x != x ? x : acc;
-					break;
-				case IR_OP_REDUCE_L1: acc += fabs(x); break;
-				case IR_OP_REDUCE_L2:
-				case IR_OP_REDUCE_SUM_SQUARE: acc += x * x; break;
-				case IR_OP_REDUCE_LOG_SUM_EXP: acc += exp(x - mx); break;
-				default: FAIL("cannot evaluate %s", ir_ops[op].name);
-				}
-			} else {
-				int64_t x = ir_load_i64(dt, IN(0)->data, at);
-				switch (op) {
-				case IR_OP_REDUCE_SUM:
-				case IR_OP_REDUCE_MEAN: iacc += x; break;
-				case IR_OP_REDUCE_PROD: iacc *= x; break;
-				case IR_OP_REDUCE_MAX: iacc = first || x > iacc ? x : iacc; break;
-				case IR_OP_REDUCE_MIN: iacc = first || x < iacc ? x : iacc; break;
-				case IR_OP_REDUCE_L1: iacc += x < 0 ? -x : x; break;
-				case IR_OP_REDUCE_SUM_SQUARE: iacc += x * x; break;
-				default: FAIL("cannot evaluate %s on integers", ir_ops[op].name);
-				}
-			}
-			first = false;
-			next_index(ri, r.red_dims, r.nred);
-		}
-		if (isf(dt)) {
-			if (op == IR_OP_REDUCE_MEAN)
-				acc /= (double)r.nr;
-			if (op == IR_OP_REDUCE_L2)
-				acc = sqrt(acc);
-			if (op == IR_OP_REDUCE_LOG_SUM)
-				acc = log(acc);
-			if (op == IR_OP_REDUCE_LOG_SUM_EXP)
-				acc = mx + log(acc);
-			if (r.nr == 0 && (op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN))
-				acc = op == IR_OP_REDUCE_MAX ? -INFINITY : INFINITY;
-			ir_store_f64(dt, f->out[0], (size_t)k, acc);
-		} else {
-			if (op == IR_OP_REDUCE_MEAN)
-				iacc = r.nr ? iacc / r.nr : 0;
-			ir_store_i64(dt, f->out[0], (size_t)k, iacc);
-		}
-		next_index(ki, r.kept_dims, r.nkept);
-	}
-	return true;
-}
-
-static bool eval_arg(struct fold *f)
-{
-	const struct ir_type *t = &IN(0)->type;
-	int64_t axis = ir_attr_i(f->n, "axis");
-	bool last = ir_attr_i(f->n, "select_last_index") != 0, mx = f->n->op == IR_OP_ARGMAX;
-	struct red r;
-	int64_t ki[IR_MAX_RANK] = { 0 };
-	red_setup(&r, t, &axis, 1);
-	for (int64_t k = 0; k < r.nk; k++) {
-		int64_t base = red_offset(ki, r.kept_st, r.nkept), best = 0;
-		double bv = 0;
-		for (int64_t j = 0; j < r.nr; j++) {
-			double x = ir_load_f64(t->dtype, IN(0)->data,
-			                       (size_t)(base + j * r.red_st[0]));
-			bool better = j == 0 || (mx ? x > bv : x < bv) || (last && x == bv);
-			if (better) {
-				bv = x;
-				best = j;
-			}
-		}
-		((int64_t *)f->out[0])[k] = best;
-		next_index(ki, r.kept_dims, r.nkept);
-	}
-	return true;
-}
-
-static bool eval_cumsum(struct fold *f)
-{
-	const struct ir_type *t = &IN(0)->type;
-	int64_t axis = ir_attr_i(f->n, "axis");
-	bool excl = ir_attr_i(f->n, "exclusive") != 0, rev = ir_attr_i(f->n, "reverse") != 0;
-	struct red r;
-	int64_t ki[IR_MAX_RANK] = { 0 };
-	red_setup(&r, t, &axis, 1);
-	for (int64_t k = 0; k < r.nk; k++) {
-		int64_t base = red_offset(ki, r.kept_st, r.nkept);
-		double acc = 0;
-		int64_t iacc = 0;
-		for (int64_t j0 = 0; j0 < r.nr; j0++) {
-			int64_t j = rev ? r.nr - 1 - j0 : j0;
-			size_t at = (size_t)(base + j * r.red_st[0]);
-			if (isf(t->dtype)) {
-				double x = ir_load_f64(t->dtype, IN(0)->data, at);
-				if (!excl)
-					acc += x;
-				ir_store_f64(t->dtype, f->out[0], at, acc);
-				if (excl)
-					acc += x;
-			} else {
-				int64_t x = ir_load_i64(t->dtype, IN(0)->data, at);
-				if (!excl)
-					iacc += x;
-				ir_store_i64(t->dtype, f->out[0], at, iacc);
-				if (excl)
-					iacc += x;
-			}
-		}
-		next_index(ki, r.kept_dims, r.nkept);
-	}
-	return true;
-}
-
-static bool eval_matmul(struct fold *f)
-{
-	const struct ir_type *a = &IN(0)->type, *b = &IN(1)->type, *o = &OUT(0)->type;
-	enum ir_dtype dt = a->dtype;
-	int64_t K = a->dims[a->rank - 1];
-	int64_t M = a->rank >= 2 ? a->dims[a->rank - 2] : 1,
-	        N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-	int64_t batch = ir_type_elems(o) / ((M * N) != 0 ? M * N : 1);
-	int brank = o->rank - (a->rank >= 2) - (b->rank >= 2);
-	struct ir_type bo = { .rank = brank }, ba = { .rank = a->rank >= 2 ? a->rank - 2 : 0 },
-	               bb = { .rank = b->rank >= 2 ? b->rank - 2 : 0 };
-	int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
-	memcpy(bo.dims, o->dims, sizeof(int64_t) * (size_t)brank);
-	memcpy(ba.dims, a->dims, sizeof(int64_t) * (size_t)ba.rank);
-	memcpy(bb.dims, b->dims, sizeof(int64_t) * (size_t)bb.rank);
-	bcast_strides(&ba, &bo, sa);
-	bcast_strides(&bb, &bo, sb);
-	if (ir_type_elems(o) == 0)
-		return true;
-	for (int64_t p = 0; p < batch; p++) {
-		int64_t oa = red_offset(idx, sa, brank) * M * K,
-		        ob = red_offset(idx, sb, brank) * K * N;
-		for (int64_t i = 0; i < M; i++)
-			for (int64_t j = 0; j < N; j++) {
-				size_t at = (size_t)((p * M + i) * N + j);
-				if (isf(dt)) {
-					double acc = 0;
-					for (int64_t k = 0; k < K; k++)
-						acc += ir_load_f64(dt, IN(0)->data,
-						                   (size_t)(oa + i * K + k)) *
-						       ir_load_f64(dt, IN(1)->data,
-						                   (size_t)(ob + k * N + j));
-					ir_store_f64(dt, f->out[0], at, acc);
-				} else {
-					uint64_t acc = 0;
-					for (int64_t k = 0; k < K; k++)
-						acc += (uint64_t)ir_load_i64(
-						               dt, IN(0)->data,
-						               (size_t)(oa + i * K + k)) *
-						       (uint64_t)ir_load_i64(
-						               dt, IN(1)->data,
-						               (size_t)(ob + k * N + j));
-					ir_store_i64(dt, f->out[0], at, (int64_t)acc);
-				}
-			}
-		next_index(idx, bo.dims, brank);
-	}
-	return true;
-}
-
-/* ------------------------------------------------------------------------ */
-
+/* Elementwise ops (and copy) all go to eval_eltwise; see evaluator(). */
 static const eval_fn evaluators[IR_OP_COUNT] = {
-#define ELT(id) [IR_OP_##id] = eval_eltwise,
-	ELT(NEG) ELT(ABS) ELT(SIGN) ELT(RELU) ELT(FLOOR) ELT(CEIL) ELT(ROUND) ELT(SQRT) ELT(
-	        RECIPROCAL) ELT(EXP) ELT(LOG) ELT(ERF) ELT(TANH) ELT(SIGMOID) ELT(SIN) ELT(COS)
-	        ELT(TAN) ELT(ASIN) ELT(ACOS) ELT(ATAN) ELT(SINH) ELT(COSH) ELT(ASINH) ELT(
-	                ACOSH) ELT(ATANH) ELT(SOFTPLUS) ELT(SOFTSIGN) ELT(MISH) ELT(HARD_SWISH)
-	                ELT(LEAKY_RELU) ELT(ELU) ELT(CELU) ELT(SELU) ELT(THRESHOLDED_RELU) ELT(
-	                        HARD_SIGMOID) ELT(SHRINK) ELT(CLIP) ELT(NOT) ELT(ISNAN) ELT(ISINF)
-	                        ELT(CAST) ELT(COPY) ELT(ADD) ELT(SUB) ELT(MUL) ELT(DIV) ELT(POW)
-	                                ELT(MIN) ELT(MAX) ELT(MOD) ELT(PRELU) ELT(EQUAL) ELT(LESS)
-	                                        ELT(LESS_EQUAL) ELT(GREATER) ELT(GREATER_EQUAL)
-	                                                ELT(AND) ELT(OR) ELT(XOR) ELT(WHERE)
-#undef ELT
-	                                                        [IR_OP_RESHAPE] = eval_reshape,
-	[IR_OP_TRANSPOSE] = eval_transpose,
-	[IR_OP_CONCAT] = eval_concat,
-	[IR_OP_SPLIT] = eval_split,
-	[IR_OP_SLICE] = eval_slice,
-	[IR_OP_GATHER] = eval_gather,
-	[IR_OP_GATHER_ELEMENTS] = eval_gather_elements,
-	[IR_OP_EXPAND] = eval_expand,
-	[IR_OP_TILE] = eval_tile,
-	[IR_OP_PAD] = eval_pad,
-	[IR_OP_TRILU] = eval_trilu,
+	[IR_OP_MATMUL] = eval_matmul,
+	[IR_OP_GEMM] = eval_gemm,
+	[IR_OP_CONV] = eval_conv,
+	[IR_OP_CONV_TRANSPOSE] = eval_conv,
+	[IR_OP_BATCH_NORM] = eval_batch_norm,
+	[IR_OP_LAYER_NORM] = eval_layer_norm,
+	[IR_OP_INSTANCE_NORM] = eval_instance_norm,
+	[IR_OP_LRN] = eval_lrn,
+	[IR_OP_SOFTMAX] = eval_softmax,
+	[IR_OP_LOG_SOFTMAX] = eval_softmax,
+	[IR_OP_HARDMAX] = eval_softmax,
+	[IR_OP_MAX_POOL] = eval_pool,
+	[IR_OP_AVG_POOL] = eval_pool,
+	[IR_OP_LP_POOL] = eval_pool,
+	[IR_OP_GLOBAL_AVG_POOL] = eval_global_pool,
+	[IR_OP_GLOBAL_MAX_POOL] = eval_global_pool,
+	[IR_OP_GLOBAL_LP_POOL] = eval_global_pool,
 	[IR_OP_REDUCE_SUM] = eval_reduce,
 	[IR_OP_REDUCE_MEAN] = eval_reduce,
 	[IR_OP_REDUCE_MAX] = eval_reduce,
@@ -862,21 +415,76 @@ static const eval_fn evaluators[IR_OP_COUNT] = {
 	[IR_OP_ARGMAX] = eval_arg,
 	[IR_OP_ARGMIN] = eval_arg,
 	[IR_OP_CUMSUM] = eval_cumsum,
-	[IR_OP_MATMUL] = eval_matmul,
+	[IR_OP_RESHAPE] = eval_reshape,
+	[IR_OP_TRANSPOSE] = eval_transpose,
+	[IR_OP_CONCAT] = eval_concat,
+	[IR_OP_SPLIT] = eval_split,
+	[IR_OP_SLICE] = eval_slice,
+	[IR_OP_GATHER] = eval_gather,
+	[IR_OP_GATHER_ELEMENTS] = eval_gather_elements,
+	[IR_OP_EXPAND] = eval_expand,
+	[IR_OP_TILE] = eval_tile,
+	[IR_OP_PAD] = eval_pad,
+	[IR_OP_DEPTH_TO_SPACE] = eval_depth_space,
+	[IR_OP_SPACE_TO_DEPTH] = eval_depth_space,
+	[IR_OP_TRILU] = eval_trilu,
+	[IR_OP_RESIZE] = eval_resize,
 };
 
-bool ir_can_fold(enum ir_op op) { return evaluators[op] != NULL; }
+static eval_fn evaluator(enum ir_op op)
+{
+	if (ir_ops[op].kind == IR_KIND_ELTWISE || op == IR_OP_COPY)
+		return eval_eltwise;
+	return evaluators[op];
+}
+
+bool ir_can_fold(enum ir_op op) { return evaluator(op) != NULL; }
+
+/* Can n be evaluated now: an evaluator, and data for every input? */
+static bool foldable(const struct ir_node *n)
+{
+	if (!evaluator(n->op))
+		return false;
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i]->kind != IR_VAL_CONST || !n->in[i]->data)
+			return false;
+	return true;
+}
+
+/*
+ * Evaluates n (foldable) and turns its results into constants that keep
+ * their names and uses; n leaves the module. -1 with a message in err when
+ * the constants are invalid for the op.
+ */
+static int fold(struct ir_module *m, struct ir_node *n, char *err, size_t errlen)
+{
+	struct fold f = { .m = m, .n = n, .err = err, .errlen = errlen };
+	f.out = ir_arena_alloc(&m->arena, sizeof *f.out * (size_t)n->nout);
+	for (int i = 0; i < n->nout; i++)
+		f.out[i] =
+		        eval_alloc(&f, (size_t)ir_type_elems(&n->out[i]->type) * esize(n->out[i]));
+	if (!evaluator(n->op)(&f)) {
+		for (int i = 0; i < n->nout; i++)
+			eval_free(&f, f.out[i]);
+		return -1;
+	}
+	ir_detach_node(m, n);
+	for (int i = 0; i < n->nout; i++) {
+		struct ir_value *v = n->out[i];
+		v->kind = IR_VAL_CONST;
+		v->def = NULL;
+		v->data = f.out[i];
+		v->checksum = ir_checksum(v->data, (size_t)ir_type_elems(&v->type) * esize(v));
+	}
+	return 1;
+}
 
 int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
                  size_t errlen)
 {
-	struct fold f = { .n = n, .err = err, .errlen = errlen };
 	int64_t work = 0;
-	if (!evaluators[n->op])
+	if (!foldable(n))
 		return 0;
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i]->kind != IR_VAL_CONST || !n->in[i]->data)
-			return 0;
 	for (int i = 0; i < n->nout; i++) {
 		int64_t e = ir_type_elems(&n->out[i]->type);
 		if (e < 0 || e > max_elems)
@@ -888,25 +496,43 @@ int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char
 		if ((double)work * (double)a->dims[a->rank - 1] > 1e8)
 			return 0;
 	}
-	f.out = ir_arena_alloc(&m->arena, sizeof *f.out * (size_t)n->nout);
-	for (int i = 0; i < n->nout; i++) {
-		size_t bytes = (size_t)ir_type_elems(&n->out[i]->type) * esize(n->out[i]);
-		f.out[i] = ir_arena_alloc_big(&m->arena, bytes ? bytes : 1);
-		memset(f.out[i], 0, bytes ? bytes : 1);
+	return fold(m, n, err, errlen);
+}
+
+int ir_fold_all(struct ir_module *m, char *err, size_t errlen)
+{
+	struct ir_node *next;
+	int left = 0;
+	for (struct ir_node *n = m->first; n; n = next) {
+		char msg[512];
+		next = n->next;
+		if (!foldable(n)) {
+			left++;
+			continue;
+		}
+		if (fold(m, n, msg, sizeof msg) < 0) {
+			snprintf(err, errlen, "node '%s' (%s): %s", n->name, ir_ops[n->op].name,
+			         msg);
+			return -1;
+		}
 	}
-	if (!evaluators[n->op](&f)) {
-		for (int i = 0; i < n->nout; i++)
-			ir_arena_release(&m->arena, f.out[i]);
-		return -1;
-	}
-	ir_detach_node(m, n);
-	for (int i = 0; i < n->nout; i++) {
-		struct ir_value *v = n->out[i];
-		size_t bytes = (size_t)ir_type_elems(&v->type) * esize(v);
-		v->kind = IR_VAL_CONST;
-		v->def = NULL;
-		v->data = f.out[i];
-		v->checksum = ir_checksum(v->data, bytes);
-	}
-	return 1;
+	return left;
+}
+
+bool ir_input_to_const(struct ir_module *m, struct ir_value *v, const void *data)
+{
+	size_t bytes = (size_t)ir_type_elems(&v->type) * (size_t)ir_dtype_size(v->type.dtype);
+	int i = 0;
+	while (i < m->ninputs && m->inputs[i] != v)
+		i++;
+	if (v->kind != IR_VAL_INPUT || i == m->ninputs)
+		return false;
+	memmove(m->inputs + i, m->inputs + i + 1, sizeof *m->inputs * (size_t)(m->ninputs - i - 1));
+	m->ninputs--;
+	v->kind = IR_VAL_CONST;
+	v->data = ir_arena_alloc_big(&m->arena, bytes ? bytes : 1);
+	if (bytes)
+		memcpy(v->data, data, bytes);
+	v->checksum = ir_checksum(v->data, bytes);
+	return true;
 }

@@ -864,8 +864,8 @@ bool ir_infer_resize(const struct ir_node *n, struct ir_type *out, char *err, si
 		FAIL("unknown coordinate transformation '%s'", ir_attr_s(n, "coord"));
 	if (!one_of(ir_attr_s(n, "nearest"), nearests))
 		FAIL("unknown nearest mode '%s'", ir_attr_s(n, "nearest"));
-	if (cs != x->rank || cz != x->rank || (cr != 0 && cr != 2 * x->rank))
-		FAIL("scales and sizes need one entry per dimension, roi none or two");
+	if ((cs != 0 && cs != x->rank) || cz != x->rank || (cr != 0 && cr != 2 * x->rank))
+		FAIL("sizes needs one entry per dimension, scales none or one, roi none or two");
 	out[0] = *x;
 	for (int i = 0; i < x->rank; i++) {
 		if (sizes[i] < 0)

@@ -422,7 +422,22 @@ struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len);
  */
 int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
                  size_t errlen);
+/* Whether op has an evaluator (every op does: fold.c is the reference
+ * interpreter the compiled kernels are tested against). */
 bool ir_can_fold(enum ir_op op);
+
+/*
+ * Reference evaluation. ir_input_to_const turns graph input v into a
+ * constant holding a copy of data (v's type, row-major) and drops it from
+ * m->inputs; false if v is not a graph input of m. ir_fold_all then folds
+ * every node in list order with no size or cost limit and returns the number
+ * of nodes left unfolded (those with an input that is not a constant with
+ * data), or -1 with a message naming the node in err when evaluation finds an
+ * error in the constants. Graph outputs whose nodes folded become constants
+ * with data.
+ */
+bool ir_input_to_const(struct ir_module *m, struct ir_value *v, const void *data);
+int ir_fold_all(struct ir_module *m, char *err, size_t errlen);
 
 /* Numpy broadcasting of two shapes; false if incompatible. */
 bool ir_broadcast(const struct ir_type *a, const struct ir_type *b, struct ir_type *out);

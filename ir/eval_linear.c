@@ -1,0 +1,113 @@
+/*
+ * eval_linear.c - reference evaluators for matrix products: matmul and gemm.
+ *
+ * Both reduce to one dot product per result element, which is computed in
+ * double for floats (rounded once when stored) and in wrapping 64-bit
+ * arithmetic for integers, as integer kernels do. An operand is addressed by
+ * a start offset and a stride along the reduced dimension, so transposed and
+ * broadcast operands need no copies.
+ */
+#include "eval.h"
+
+/* A strided vector of K elements: element k of v is v[off + k * step]. */
+struct vec {
+	const struct ir_value *v;
+	int64_t off, step;
+};
+
+static double dot_f(struct vec a, struct vec b, int64_t K)
+{
+	double acc = 0;
+	for (int64_t k = 0; k < K; k++)
+		acc += getf(a.v, a.off + k * a.step) * getf(b.v, b.off + k * b.step);
+	return acc;
+}
+
+static int64_t dot_i(struct vec a, struct vec b, int64_t K)
+{
+	uint64_t acc = 0;
+	for (int64_t k = 0; k < K; k++)
+		acc += (uint64_t)geti(a.v, a.off + k * a.step) *
+		       (uint64_t)geti(b.v, b.off + k * b.step);
+	return (int64_t)acc;
+}
+
+/* The type made of dims[from, from + rank) of t: the batch part of an operand. */
+static struct ir_type sub_type(const struct ir_type *t, int from, int rank)
+{
+	struct ir_type r = { .dtype = t->dtype, .rank = rank > 0 ? rank : 0 };
+	if (rank > 0)
+		memcpy(r.dims, t->dims + from, sizeof(int64_t) * (size_t)rank);
+	return r;
+}
+
+/*
+ * numpy matmul: a rank-1 operand is a row (A) or a column (B) vector, and
+ * the dimensions before the last two broadcast as a batch.
+ */
+bool eval_matmul(struct fold *f)
+{
+	const struct ir_type *a = &IN(0)->type, *b = &IN(1)->type, *o = &OUT(0)->type;
+	int64_t K = a->dims[a->rank - 1];
+	int64_t M = a->rank >= 2 ? a->dims[a->rank - 2] : 1,
+	        N = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+	int brank = o->rank - (a->rank >= 2) - (b->rank >= 2);
+	struct ir_type bo = sub_type(o, 0, brank), ba = sub_type(a, 0, a->rank - 2),
+	               bb = sub_type(b, 0, b->rank - 2);
+	int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
+	int64_t batch = ir_type_elems(&bo);
+	eval_bcast_strides(&ba, &bo, sa);
+	eval_bcast_strides(&bb, &bo, sb);
+	if (ir_type_elems(o) == 0)
+		return true;
+	for (int64_t p = 0; p < batch; p++) {
+		int64_t oa = eval_dot(idx, sa, brank) * M * K,
+		        ob = eval_dot(idx, sb, brank) * K * N;
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				struct vec row = { IN(0), oa + i * K, 1 },
+				           col = { IN(1), ob + j, N };
+				int64_t at = (p * M + i) * N + j;
+				if (isf(o->dtype))
+					putf(f, 0, at, dot_f(row, col, K));
+				else
+					puti(f, 0, at, dot_i(row, col, K));
+			}
+		eval_next(idx, bo.dims, brank);
+	}
+	return true;
+}
+
+/*
+ * Y = alpha * A' B' + beta * C with A' = A or its transpose (likewise B') and
+ * C broadcast to [M, N]. Integer gemm is exact when alpha and beta are 1 (the
+ * only case exporters produce); other factors go through double.
+ */
+bool eval_gemm(struct fold *f)
+{
+	const struct ir_type *a = &IN(0)->type, *o = &OUT(0)->type;
+	bool ta = ir_attr_i(f->n, "trans_a") != 0, tb = ir_attr_i(f->n, "trans_b") != 0;
+	double alpha = ir_attr_f(f->n, "alpha"), beta = ir_attr_f(f->n, "beta");
+	int64_t M = o->dims[0], N = o->dims[1], K = ta ? a->dims[0] : a->dims[1];
+	int64_t cs[2] = { 0, 0 };
+	const struct ir_value *c = f->n->nin > 2 ? IN(2) : NULL;
+	if (c)
+		eval_bcast_strides(&c->type, o, cs);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			struct vec row = { IN(0), ta ? i : i * K, ta ? M : 1 };
+			struct vec col = { IN(1), tb ? j * K : j, tb ? 1 : N };
+			int64_t at = i * N + j, ci = i * cs[0] + j * cs[1];
+			if (isf(o->dtype)) {
+				putf(f, 0, at,
+				     alpha * dot_f(row, col, K) + (c ? beta * getf(c, ci) : 0));
+			} else {
+				int64_t y = dot_i(row, col, K), z = c ? geti(c, ci) : 0;
+				if (alpha == 1 && beta == 1)
+					puti(f, 0, at, (int64_t)((uint64_t)y + (uint64_t)z));
+				else
+					putf(f, 0, at, alpha * (double)y + beta * (double)z);
+			}
+		}
+	return true;
+}
