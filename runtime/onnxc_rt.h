@@ -1,0 +1,469 @@
+/*
+ * onnxc_rt.h - the onnxc runtime: what compiled models call.
+ *
+ * A compiled model is straight-line C (NAME.c, written by `onnxc compile`)
+ * that calls the kernels declared here on buffers in one statically planned
+ * arena, plus fused elementwise kernels generated through LLVM. Everything a
+ * kernel needs to know is in a descriptor struct the compiler fills at compile
+ * time and emits as a static const initializer, so the runtime makes no
+ * decisions at run time and allocates nothing while running.
+ *
+ * No global state: all state hangs off a struct rt_ctx, one per model
+ * instance (its threads, its status message). Kernels return 0 or an
+ * RT_ERR_* status; they never abort on bad data.
+ *
+ * Dtype codes are ONNX TensorProto codes (RT_F32 = 1, ...), a stable public
+ * numbering. Shapes are int64. Tensors are dense row-major unless a
+ * descriptor gives strides. The workspace-size functions are shared with the
+ * compiler, which plans workspaces into the arena.
+ */
+#ifndef ONNXC_RT_H
+#define ONNXC_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes (docs/runtime.md). Stable: never renumbered.                */
+/* ------------------------------------------------------------------------ */
+
+enum rt_status {
+	RT_OK = 0,
+	RT_ERR_ARGUMENT = 1,       /* NULL model, input or output pointer */
+	RT_ERR_NO_MEMORY = 2,      /* the arena or the instance could not be allocated */
+	RT_ERR_WEIGHTS_OPEN = 3,   /* the weights file cannot be opened or read */
+	RT_ERR_WEIGHTS_FORMAT = 4, /* not a weights file, or truncated */
+	RT_ERR_WEIGHTS_MODEL = 5,  /* a weights file of another model */
+	RT_ERR_INPUT_SIZE = 6,     /* an input or output buffer of the wrong size */
+	RT_ERR_INDEX = 7,          /* an index input (Gather, ...) out of range */
+	RT_ERR_NO_DEVICE = 8,      /* no CUDA device or driver */
+	RT_ERR_DEVICE = 9,         /* a CUDA, cuBLAS or cuDNN call failed */
+	RT_ERR_THREADS = 10,       /* worker threads could not be started */
+	RT_STATUS_COUNT
+};
+
+/* A message for a status code (static storage). */
+const char *rt_status_message(int status);
+
+/* ------------------------------------------------------------------------ */
+/* Dtypes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum rt_dtype {
+	RT_F32 = 1,
+	RT_U8 = 2,
+	RT_I8 = 3,
+	RT_U16 = 4,
+	RT_I16 = 5,
+	RT_I32 = 6,
+	RT_I64 = 7,
+	RT_BOOL = 9,
+	RT_F16 = 10,
+	RT_F64 = 11,
+	RT_U32 = 12,
+	RT_U64 = 13,
+	RT_BF16 = 16,
+};
+int rt_dtype_size(int dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Context: threads and per-instance state                                  */
+/* ------------------------------------------------------------------------ */
+
+struct rt_ctx;
+
+/* nthreads <= 0: one per online CPU. */
+int rt_ctx_create(struct rt_ctx **ctx, int nthreads);
+void rt_ctx_destroy(struct rt_ctx *ctx);
+int rt_ctx_threads(const struct rt_ctx *ctx);
+
+/*
+ * Runs fn(arg, begin, end) over [0, n) split into chunks of at least grain
+ * iterations across the context's threads (the caller's thread takes part).
+ * Returns when every chunk is done. fn must not call rt_parallel itself.
+ */
+typedef void (*rt_range_fn)(void *arg, int64_t begin, int64_t end);
+void rt_parallel(struct rt_ctx *ctx, int64_t n, int64_t grain, rt_range_fn fn, void *arg);
+
+/* A generated elementwise kernel: iterates outer indices [begin, end). */
+typedef void (*rt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
+/* Runs a generated kernel over outer iterations [0, outer); inner is the
+ * work per outer iteration, used to pick the chunk size. */
+void rt_launch(struct rt_ctx *ctx, rt_kernel_fn fn, void *const *args, int64_t outer,
+               int64_t inner);
+
+/* ------------------------------------------------------------------------ */
+/* Epilogues: what GEMM and convolution apply to their results in place     */
+/* ------------------------------------------------------------------------ */
+
+enum rt_act {
+	RT_ACT_NONE,
+	RT_ACT_RELU,
+	RT_ACT_LEAKY_RELU,
+	RT_ACT_CLIP,
+	RT_ACT_SIGMOID,
+	RT_ACT_TANH,
+	RT_ACT_HARD_SIGMOID,
+	RT_ACT_HARD_SWISH,
+};
+
+/* y = act(y + residual), residual a tensor of y's shape (or NULL);
+ * alpha/beta: LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta. */
+struct rt_epilogue {
+	int act;
+	float alpha, beta;
+	int has_residual;
+};
+
+/* ------------------------------------------------------------------------ */
+/* GEMM                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Where the addend C of a GEMM comes from (ONNX Gemm broadcasting). */
+enum rt_bias { RT_BIAS_NONE, RT_BIAS_SCALAR, RT_BIAS_ROW, RT_BIAS_COL, RT_BIAS_FULL };
+
+/*
+ * Y[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C)
+ * over batch positions b of a broadcast batch shape batch_dims[batch_rank];
+ * a_strides / b_strides give each operand's element stride per batch dim
+ * (0 where broadcast). op() transposes when trans_a / trans_b. Y is dense
+ * [batch..., m, n]. C broadcasts over the batch: RT_BIAS_ROW is [n],
+ * RT_BIAS_COL is [m] (per row), RT_BIAS_FULL is [m, n]. Supported dtypes:
+ * f32, f64, i32, i64 (integer products wrap like ONNX's).
+ */
+struct rt_gemm_desc {
+	int dtype;
+	int64_t m, n, k;
+	int trans_a, trans_b;
+	int batch_rank;
+	int64_t batch_dims[6], a_strides[6], b_strides[6];
+	float alpha, beta;
+	int bias;
+	struct rt_epilogue ep;
+};
+int rt_gemm(struct rt_ctx *ctx, const struct rt_gemm_desc *d, const void *a, const void *b,
+            const void *c, const void *residual, void *y);
+
+/* ------------------------------------------------------------------------ */
+/* Convolution                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * N-D convolution (nsp = 1, 2 or 3 spatial dims), NCHW layout:
+ * x [n, c, in...], w [m, c/group, k...], bias [m] or NULL, y [n, m, out...].
+ * pad_begin/pad_end are the explicit pads. f32 only. ws is workspace of
+ * rt_conv_workspace(d) bytes (an im2col buffer for one image and group),
+ * planned into the arena by the compiler; the GEMMs themselves use BLAS's
+ * threads.
+ */
+struct rt_conv_desc {
+	int dtype;
+	int nsp;
+	int64_t n, c, m, group;
+	int64_t in[3], k[3], out[3];
+	int64_t stride[3], dil[3], pad_begin[3], pad_end[3];
+	struct rt_epilogue ep;
+};
+size_t rt_conv_workspace(const struct rt_conv_desc *d);
+int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, const void *w,
+            const void *bias, const void *residual, void *y, void *ws);
+
+/*
+ * Transposed convolution: x [n, c, in...], w [c, m/group, k...], bias [m]
+ * or NULL, y [n, m, out...] with out = stride*(in-1) + dil*(k-1) + 1
+ * - pad_begin - pad_end + output_padding (the descriptor holds out).
+ */
+size_t rt_conv_transpose_workspace(const struct rt_conv_desc *d);
+int rt_conv_transpose(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x,
+                      const void *w, const void *bias, void *y, void *ws);
+
+/* ------------------------------------------------------------------------ */
+/* Pooling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum rt_pool_kind { RT_POOL_MAX, RT_POOL_AVG, RT_POOL_LP };
+
+/*
+ * N-D pooling over x [n, c, in...] into y [n, c, out...]. Windows that fall
+ * partly in padding: max ignores the padding; avg divides by the window's
+ * in-bounds size unless count_include_pad (then by the size clipped to the
+ * padded extent, as ONNX defines). indices (max only, may be NULL) receive
+ * int64 flat offsets into x, row-major unless storage_order (column-major
+ * over the spatial dims within a channel, ONNX's storage_order=1). Dtypes:
+ * f32 and f64 for all kinds; max also i8, u8, i32, i64.
+ */
+struct rt_pool_desc {
+	int dtype;
+	int kind;
+	int nsp;
+	int64_t n, c;
+	int64_t in[3], k[3], out[3];
+	int64_t stride[3], dil[3], pad_begin[3], pad_end[3];
+	int count_include_pad;
+	int p;
+	int storage_order;
+};
+int rt_pool(struct rt_ctx *ctx, const struct rt_pool_desc *d, const void *x, void *y,
+            int64_t *indices);
+
+/* ------------------------------------------------------------------------ */
+/* Softmax, normalization                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum rt_softmax_kind { RT_SOFTMAX, RT_LOG_SOFTMAX, RT_HARDMAX };
+
+/* Over the middle axis of x viewed as [outer, axis, inner]. f32, f64. */
+struct rt_softmax_desc {
+	int dtype;
+	int kind;
+	int64_t outer, axis, inner;
+};
+int rt_softmax(struct rt_ctx *ctx, const struct rt_softmax_desc *d, const void *x, void *y);
+
+/*
+ * LayerNormalization over x viewed as [rows, cols]: y = (x - mean) /
+ * sqrt(var + eps) * scale + bias with scale, bias [cols] (bias may be NULL).
+ * mean and inv_std ([rows], f32, may be NULL) receive the statistics.
+ * Statistics are computed in f32 (f64 for f64 input). f32, f64.
+ */
+struct rt_layernorm_desc {
+	int dtype;
+	int64_t rows, cols;
+	float eps;
+};
+int rt_layernorm(struct rt_ctx *ctx, const struct rt_layernorm_desc *d, const void *x,
+                 const void *scale, const void *bias, void *y, float *mean, float *inv_std);
+
+/* InstanceNormalization: x [n, c, spatial] with scale, bias [c]. f32, f64. */
+struct rt_instnorm_desc {
+	int dtype;
+	int64_t n, c, spatial;
+	float eps;
+};
+int rt_instnorm(struct rt_ctx *ctx, const struct rt_instnorm_desc *d, const void *x,
+                const void *scale, const void *bias, void *y);
+
+/* LRN across channels of x [n, c, spatial]. f32, f64. */
+struct rt_lrn_desc {
+	int dtype;
+	int64_t n, c, spatial, size;
+	float alpha, beta, bias;
+};
+int rt_lrn(struct rt_ctx *ctx, const struct rt_lrn_desc *d, const void *x, void *y);
+
+/* ------------------------------------------------------------------------ */
+/* Reductions                                                               */
+/* ------------------------------------------------------------------------ */
+
+enum rt_reduce_kind {
+	RT_REDUCE_SUM,
+	RT_REDUCE_MEAN,
+	RT_REDUCE_MAX,
+	RT_REDUCE_MIN,
+	RT_REDUCE_PROD,
+	RT_REDUCE_L1,
+	RT_REDUCE_L2,
+	RT_REDUCE_SUM_SQUARE,
+	RT_REDUCE_LOG_SUM,
+	RT_REDUCE_LOG_SUM_EXP,
+};
+
+/*
+ * Reduces the axes set in axes_mask (bit i: dim i) of x [dims[0..rank)];
+ * y is dense over the kept dims in order. Floats accumulate in f64 for
+ * f64 input, f32 otherwise (with pairwise/blocked summation); integers in
+ * int64. Dtypes: f32, f64, i32, i64 (and u8/i8 for max/min).
+ */
+struct rt_reduce_desc {
+	int dtype;
+	int kind;
+	int rank;
+	int64_t dims[8];
+	unsigned axes_mask;
+};
+int rt_reduce(struct rt_ctx *ctx, const struct rt_reduce_desc *d, const void *x, void *y);
+
+/* ArgMax/ArgMin over the middle axis of [outer, axis, inner]; y int64. */
+struct rt_arg_desc {
+	int dtype;
+	int is_min;
+	int select_last;
+	int64_t outer, axis, inner;
+};
+int rt_arg(struct rt_ctx *ctx, const struct rt_arg_desc *d, const void *x, int64_t *y);
+
+/* CumSum over the middle axis of [outer, axis, inner]. f32, f64, i32, i64. */
+struct rt_cumsum_desc {
+	int dtype;
+	int exclusive, reverse;
+	int64_t outer, axis, inner;
+};
+int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x, void *y);
+
+/* ------------------------------------------------------------------------ */
+/* Data movement (dtype-agnostic: esize is the element size in bytes)       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * y[i] = x[offset + sum_d i_d * strides[d]] for i over dims[0..rank), y dense.
+ * strides are in elements and may be 0 (broadcast) or negative (reversed
+ * slice). Covers transpose, slice, expand and the pieces of concat/split.
+ * dst_strides (NULL: dense) lets a copy write a strided view of y, such as
+ * one input's region of a concat.
+ */
+struct rt_copy_desc {
+	int esize;
+	int rank;
+	int64_t dims[8];
+	int64_t offset;
+	int64_t strides[8];
+	int64_t dst_offset;
+	int64_t dst_strides[8];
+	int dst_dense;
+};
+int rt_copy(struct rt_ctx *ctx, const struct rt_copy_desc *d, const void *x, void *y);
+
+/*
+ * Gather along the middle axis of data [outer, axis, inner] with indices
+ * (int32 or int64, nidx of them, negative counts from the end):
+ * y [outer, nidx, inner]. An index out of range returns RT_ERR_INDEX.
+ */
+struct rt_gather_desc {
+	int esize;
+	int index_dtype;
+	int64_t outer, axis, inner, nidx;
+};
+int rt_gather(struct rt_ctx *ctx, const struct rt_gather_desc *d, const void *x,
+              const void *indices, void *y);
+
+/* GatherElements: y has the shape of indices (rank dims); index along axis. */
+struct rt_gather_elements_desc {
+	int esize;
+	int index_dtype;
+	int rank, axis;
+	int64_t data_dims[8], index_dims[8];
+};
+int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc *d, const void *x,
+                       const void *indices, void *y);
+
+enum rt_pad_mode { RT_PAD_CONSTANT, RT_PAD_REFLECT, RT_PAD_EDGE };
+
+/* Pad x [in_dims] by pads (rank begins then rank ends; negative crops) with
+ * value (bytes of one element, esize long) in constant mode. */
+struct rt_pad_desc {
+	int esize;
+	int mode;
+	int rank;
+	int64_t in_dims[8], pads[16];
+	unsigned char value[8];
+};
+int rt_pad(struct rt_ctx *ctx, const struct rt_pad_desc *d, const void *x, void *y);
+
+/* Tile x [in_dims] by repeats. */
+struct rt_tile_desc {
+	int esize;
+	int rank;
+	int64_t in_dims[8], repeats[8];
+};
+int rt_tile(struct rt_ctx *ctx, const struct rt_tile_desc *d, const void *x, void *y);
+
+/* Trilu over [batch, rows, cols]: keeps col - row <= k (lower) or >= k (upper). */
+struct rt_trilu_desc {
+	int esize;
+	int upper;
+	int64_t batch, rows, cols, k;
+};
+int rt_trilu(struct rt_ctx *ctx, const struct rt_trilu_desc *d, const void *x, void *y);
+
+/* ------------------------------------------------------------------------ */
+/* Resize                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum rt_resize_mode { RT_RESIZE_NEAREST, RT_RESIZE_LINEAR, RT_RESIZE_CUBIC };
+enum rt_resize_coord {
+	RT_COORD_HALF_PIXEL,
+	RT_COORD_HALF_PIXEL_SYMMETRIC,
+	RT_COORD_PYTORCH_HALF_PIXEL,
+	RT_COORD_ALIGN_CORNERS,
+	RT_COORD_ASYMMETRIC,
+	RT_COORD_TF_CROP_AND_RESIZE,
+};
+enum rt_resize_nearest {
+	RT_NEAREST_ROUND_PREFER_FLOOR,
+	RT_NEAREST_ROUND_PREFER_CEIL,
+	RT_NEAREST_FLOOR,
+	RT_NEAREST_CEIL,
+};
+
+/*
+ * ONNX Resize (opset 11-13 semantics) of x [in_dims] to y [out_dims], every
+ * dimension independently (linear/cubic interpolate over each dim whose
+ * size changes). scales are the factors the coordinate transform uses, as
+ * the ONNX reference computes them: the model's scales, or out/in in double
+ * when the model gave sizes. roi (2*rank values) only for tf_crop_and_resize.
+ * f32 only.
+ */
+struct rt_resize_desc {
+	int dtype;
+	int mode, coord, nearest;
+	int rank;
+	int64_t in_dims[8], out_dims[8];
+	double scales[8];
+	float roi[16];
+	float cubic_a;
+	int exclude_outside;
+	float extrapolation;
+};
+int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x, void *y);
+
+/* ------------------------------------------------------------------------ */
+/* Model instances (used by the generated NAME.c)                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The weights file (docs/runtime.md): a 64-byte header - magic "ONNXCWT1",
+ * u64 format version 1, u64 model id, u64 data size, then zeros - followed
+ * by the data. The model id is a hash over the weights and the plan, so a
+ * weights file of another model (or another compile of a changed model) is
+ * refused with RT_ERR_WEIGHTS_MODEL.
+ */
+#define RT_WEIGHTS_MAGIC  "ONNXCWT1"
+#define RT_WEIGHTS_HEADER 64
+
+struct rt_model {
+	struct rt_ctx *ctx;
+	unsigned char *arena; /* the planned intermediates */
+	size_t arena_bytes;
+	const unsigned char *weights;
+	size_t weights_bytes;
+	void *map; /* the weights mapping (munmap on destroy) */
+	size_t map_bytes;
+	void *heap_weights; /* or the weights read into memory */
+	int poison_arena;   /* fill the arena with NaN before each run (tests) */
+};
+
+/*
+ * Opens an instance: allocates the arena, loads the weights from path (or
+ * uses embedded, when path is NULL and embedded is not NULL), checks them
+ * against model_id and weights_bytes, and starts the threads. The
+ * environment variable ONNXC_THREADS overrides the thread count and
+ * ONNXC_POISON_ARENA=1 fills the arena with NaNs before every run.
+ */
+int rt_model_open(struct rt_model *m, size_t arena_bytes, const char *path, const void *embedded,
+                  uint64_t model_id, size_t weights_bytes);
+void rt_model_close(struct rt_model *m);
+/* The default weights file: file next to the running executable if it is
+ * there, otherwise file in the current directory. Returns buf. */
+const char *rt_default_weights(const char *file, char *buf, size_t n);
+/* Called at the start of every run (arena poisoning for tests). */
+void rt_model_begin_run(struct rt_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,877 @@
+/*
+ * rt_move.c - data movement: strided copies (transpose, slice, expand, the
+ * pieces of concat and split, tile), gathers, pad and trilu.
+ *
+ * Everything here moves elements without looking at them, so the kernels are
+ * dtype-agnostic: an element is esize bytes, and the loops are instantiated
+ * once per element size (1, 2, 4, 8 bytes, through may_alias integer types)
+ * with a byte-wise fallback for any other size.
+ *
+ * rt_copy is the most frequently called kernel of a compiled model, and most
+ * of what it is asked to do is simpler than its descriptor: a transpose of
+ * [N, C, H, W] to [N, H, W, C] is a 3-D copy once H and W are merged, a
+ * slice of the last dim is a 2-D copy, an expand is a copy with zero strides.
+ * So a copy is first simplified (xfer_simplify): size-1 dims are dropped and
+ * neighbours that are contiguous with each other on both sides are merged.
+ * Because a copy may visit its index space in any order, the dims can also
+ * be reordered. What remains is executed as a grid of 2-D blocks over the
+ * last two dims, the other dims ("outer") enumerated by an odometer:
+ *  - normally a block is many rows of the innermost run, and a run that is
+ *    contiguous on both sides is one memcpy, a run with source stride 0 is a
+ *    fill, anything else a typed strided loop;
+ *  - when the innermost run is contiguous on one side only and another dim
+ *    is contiguous on the other side (a transpose), that dim becomes the
+ *    row dim and the blocks are tiles of about TILE x TILE elements, so that
+ *    both the reads and the writes of a tile stay in cache; inside a tile,
+ *    4-byte elements go through 4x4 SSE2 register transposes and the other
+ *    sizes through fixed 8x8 sub-tiles the compiler unrolls.
+ * Blocks are the unit of parallel work: rt_parallel hands out ranges of
+ * them, so a copy with one huge run is split into pieces of the run, and one
+ * with many tiny rows packs many rows into a block. rt_tile is the same
+ * engine on a view of twice the rank: output dim d is [repeats, in] with
+ * source strides [0, stride].
+ *
+ * Gathers first validate every index (so an out-of-range index returns
+ * RT_ERR_INDEX before anything is written), then copy blocks of up to
+ * IDX_BLOCK elements through a small stack table of normalized source
+ * offsets. Pad and trilu work row by row: each output row is a middle part
+ * copied with memcpy and borders that are filled or mapped back into the
+ * input (edge, reflect).
+ *
+ * Element pointers are assumed aligned to their size (the arena and the
+ * weights are 64-byte aligned and the compiler places tensors at multiples
+ * of their element size).
+ */
+#include "onnxc_rt.h"
+
+#include <stdbool.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define MAXR        16    /* the engine's rank: tile views rank 8 as 16 dims */
+#define TILE        32    /* transpose tile edge, in elements */
+#define ITEM_BYTES  65536 /* the most one work item moves */
+#define GRAIN_BYTES 32768 /* less work than this per chunk is not worth a thread */
+#define IDX_BLOCK   256   /* gather elements per work item (a stack table) */
+
+typedef uint8_t u8a;
+typedef uint16_t __attribute__((may_alias)) u16a;
+typedef uint32_t __attribute__((may_alias)) u32a;
+typedef uint64_t __attribute__((may_alias)) u64a;
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Chunks of at least GRAIN_BYTES for work items of item_bytes each. */
+static int64_t grain_for(int64_t item_bytes)
+{
+	return item_bytes >= GRAIN_BYTES ? 1 : ceil_div(GRAIN_BYTES, max64(item_bytes, 1));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Typed element loops                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * block_T copies a [rows, cols] block d[r*dr + c*dc] = s[r*sr + c*sc]; the
+ * caller has already turned rows contiguous on both sides into memcpy. The
+ * column loop is specialized for the cases that vectorize: a contiguous
+ * destination with a broadcast (fill) or strided source.
+ * gather_T copies d[i] = s[off[i]]; fill_T stores one value n times.
+ */
+#define DEFINE_TYPED(T)                                                                            \
+	static void block_##T(char *dst, int64_t dr, int64_t dc, const char *src, int64_t sr,      \
+	                      int64_t sc, int64_t rows, int64_t cols)                              \
+	{                                                                                          \
+		for (int64_t r = 0; r < rows; r++) {                                               \
+			T *restrict d = (T *)dst + r * dr;                                         \
+			const T *restrict s = (const T *)src + r * sr;                             \
+			if (dc == 1 && sc == 0) {                                                  \
+				T v = s[0];                                                        \
+				for (int64_t c = 0; c < cols; c++)                                 \
+					d[c] = v;                                                  \
+			} else if (dc == 1) {                                                      \
+				for (int64_t c = 0; c < cols; c++)                                 \
+					d[c] = s[c * sc];                                          \
+			} else {                                                                   \
+				for (int64_t c = 0; c < cols; c++)                                 \
+					d[c * dc] = s[c * sc];                                     \
+			}                                                                          \
+		}                                                                                  \
+	}                                                                                          \
+	static void gather_##T(char *dst, const char *src, const int64_t *restrict off, int64_t n) \
+	{                                                                                          \
+		T *restrict d = (T *)dst;                                                          \
+		const T *restrict s = (const T *)src;                                              \
+		for (int64_t i = 0; i < n; i++)                                                    \
+			d[i] = s[off[i]];                                                          \
+	}                                                                                          \
+	static void fill_##T(char *dst, const void *value, int64_t n)                              \
+	{                                                                                          \
+		T *restrict d = (T *)dst, v;                                                       \
+		memcpy(&v, value, sizeof v);                                                       \
+		for (int64_t i = 0; i < n; i++)                                                    \
+			d[i] = v;                                                                  \
+	}
+
+DEFINE_TYPED(u8a)
+DEFINE_TYPED(u16a)
+DEFINE_TYPED(u32a)
+DEFINE_TYPED(u64a)
+
+/*
+ * transpose_T: d[a*ds + b] = s[a + b*ss] over [na, nb], in MICRO x MICRO
+ * sub-tiles with constant trip counts, which the compiler unrolls into
+ * register shuffles; edges take the plain loop.
+ */
+#define MICRO 8
+#define DEFINE_TRANSPOSE(T)                                                                       \
+	static void transpose_##T(char *dst, int64_t ds, const char *src, int64_t ss, int64_t na, \
+	                          int64_t nb)                                                     \
+	{                                                                                         \
+		T *restrict d = (T *)dst;                                                         \
+		const T *restrict s = (const T *)src;                                             \
+		int64_t a0 = 0, b0;                                                               \
+		for (; a0 + MICRO <= na; a0 += MICRO) {                                           \
+			for (b0 = 0; b0 + MICRO <= nb; b0 += MICRO)                               \
+				for (int a = 0; a < MICRO; a++)                                   \
+					for (int b = 0; b < MICRO; b++)                           \
+						d[(a0 + a) * ds + b0 + b] =                       \
+						        s[a0 + a + (b0 + b) * ss];                \
+			for (int a = 0; a < MICRO; a++)                                           \
+				for (int64_t b = b0; b < nb; b++)                                 \
+					d[(a0 + a) * ds + b] = s[a0 + a + b * ss];                \
+		}                                                                                 \
+		for (; a0 < na; a0++)                                                             \
+			for (int64_t b = 0; b < nb; b++)                                          \
+				d[a0 * ds + b] = s[a0 + b * ss];                                  \
+	}
+
+DEFINE_TRANSPOSE(u8a)
+DEFINE_TRANSPOSE(u16a)
+DEFINE_TRANSPOSE(u64a)
+
+#ifdef __SSE2__
+/* 4-byte elements, the common case, in 4x4 register transposes. */
+static void transpose4_sse(uint32_t *d, int64_t ds, const uint32_t *s, int64_t ss)
+{
+	__m128i r0 = _mm_loadu_si128((const __m128i *)s);
+	__m128i r1 = _mm_loadu_si128((const __m128i *)(s + ss));
+	__m128i r2 = _mm_loadu_si128((const __m128i *)(s + 2 * ss));
+	__m128i r3 = _mm_loadu_si128((const __m128i *)(s + 3 * ss));
+	__m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+	__m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+	_mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi64(t0, t2));
+	_mm_storeu_si128((__m128i *)(d + ds), _mm_unpackhi_epi64(t0, t2));
+	_mm_storeu_si128((__m128i *)(d + 2 * ds), _mm_unpacklo_epi64(t1, t3));
+	_mm_storeu_si128((__m128i *)(d + 3 * ds), _mm_unpackhi_epi64(t1, t3));
+}
+
+static void transpose_u32a(char *dst, int64_t ds, const char *src, int64_t ss, int64_t na,
+                           int64_t nb)
+{
+	uint32_t *d = (uint32_t *)dst;
+	const uint32_t *s = (const uint32_t *)src;
+	int64_t a0 = 0, b0;
+	for (; a0 + 4 <= na; a0 += 4) {
+		for (b0 = 0; b0 + 4 <= nb; b0 += 4)
+			transpose4_sse(d + a0 * ds + b0, ds, s + a0 + b0 * ss, ss);
+		for (int a = 0; a < 4; a++)
+			for (int64_t b = b0; b < nb; b++)
+				d[(a0 + a) * ds + b] = s[a0 + a + b * ss];
+	}
+	for (; a0 < na; a0++)
+		for (int64_t b = 0; b < nb; b++)
+			d[a0 * ds + b] = s[a0 + b * ss];
+}
+#else
+DEFINE_TRANSPOSE(u32a)
+#endif
+
+/* The byte-wise versions for element sizes without an integer type. */
+static void block_bytes(int es, char *dst, int64_t dr, int64_t dc, const char *src, int64_t sr,
+                        int64_t sc, int64_t rows, int64_t cols)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			memcpy(dst + (r * dr + c * dc) * es, src + (r * sr + c * sc) * es,
+			       (size_t)es);
+}
+
+static void gather_bytes(int es, char *dst, const char *src, const int64_t *off, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		memcpy(dst + i * es, src + off[i] * es, (size_t)es);
+}
+
+static void fill_bytes(int es, char *dst, const void *value, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		memcpy(dst + i * es, value, (size_t)es);
+}
+
+/* Strides are in elements; dst and src point at element [0, 0]. */
+/* d[a*ds + b] = s[a + b*ss] over [na, nb]: false for odd element sizes. */
+static bool transpose_block(int es, char *dst, int64_t ds, const char *src, int64_t ss, int64_t na,
+                            int64_t nb)
+{
+	switch (es) {
+	case 1: transpose_u8a(dst, ds, src, ss, na, nb); return true;
+	case 2: transpose_u16a(dst, ds, src, ss, na, nb); return true;
+	case 4: transpose_u32a(dst, ds, src, ss, na, nb); return true;
+	case 8: transpose_u64a(dst, ds, src, ss, na, nb); return true;
+	default: return false;
+	}
+}
+
+static void copy_block(int es, char *dst, int64_t dr, int64_t dc, const char *src, int64_t sr,
+                       int64_t sc, int64_t rows, int64_t cols)
+{
+	if (dc == 1 && sc == 1) {
+		for (int64_t r = 0; r < rows; r++)
+			memcpy(dst + r * dr * es, src + r * sr * es, (size_t)(cols * es));
+		return;
+	}
+	/* a transposed block: rows contiguous on one side, columns on the other */
+	if (rows > 1 && dc == 1 && sr == 1 && sc != 0 &&
+	    transpose_block(es, dst, dr, src, sc, rows, cols))
+		return;
+	if (rows > 1 && dr == 1 && sc == 1 && dc != 0 &&
+	    transpose_block(es, dst, dc, src, sr, cols, rows))
+		return;
+	switch (es) {
+	case 1: block_u8a(dst, dr, dc, src, sr, sc, rows, cols); break;
+	case 2: block_u16a(dst, dr, dc, src, sr, sc, rows, cols); break;
+	case 4: block_u32a(dst, dr, dc, src, sr, sc, rows, cols); break;
+	case 8: block_u64a(dst, dr, dc, src, sr, sc, rows, cols); break;
+	default: block_bytes(es, dst, dr, dc, src, sr, sc, rows, cols);
+	}
+}
+
+static void gather_elems(int es, char *dst, const char *src, const int64_t *off, int64_t n)
+{
+	switch (es) {
+	case 1: gather_u8a(dst, src, off, n); break;
+	case 2: gather_u16a(dst, src, off, n); break;
+	case 4: gather_u32a(dst, src, off, n); break;
+	case 8: gather_u64a(dst, src, off, n); break;
+	default: gather_bytes(es, dst, src, off, n);
+	}
+}
+
+static void fill_elems(int es, char *dst, const void *value, int64_t n)
+{
+	switch (es) {
+	case 1: fill_u8a(dst, value, n); break;
+	case 2: fill_u16a(dst, value, n); break;
+	case 4: fill_u32a(dst, value, n); break;
+	case 8: fill_u64a(dst, value, n); break;
+	default: fill_bytes(es, dst, value, n);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The strided copy engine                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* y[sum i_d ds_d] = x[sum i_d ss_d] over i < n; strides in elements. */
+struct xfer {
+	int esize, rank;
+	int64_t n[MAXR], ss[MAXR], ds[MAXR];
+	const char *x; /* at the first source element */
+	char *y;       /* at the first destination element */
+};
+
+/*
+ * Drops size-1 dims and merges each dim into its outer neighbour when the
+ * two are contiguous with each other in source and destination alike.
+ * Returns the element count (0: nothing to copy).
+ */
+static int64_t xfer_simplify(struct xfer *t)
+{
+	int k = 0;
+	int64_t total = 1;
+	for (int d = 0; d < t->rank; d++) {
+		if (t->n[d] == 0)
+			return 0;
+		total *= t->n[d];
+		if (t->n[d] == 1)
+			continue;
+		if (k > 0 && t->ss[k - 1] == t->ss[d] * t->n[d] &&
+		    t->ds[k - 1] == t->ds[d] * t->n[d]) {
+			t->n[k - 1] *= t->n[d];
+			t->ss[k - 1] = t->ss[d];
+			t->ds[k - 1] = t->ds[d];
+			continue;
+		}
+		t->n[k] = t->n[d];
+		t->ss[k] = t->ss[d];
+		t->ds[k] = t->ds[d];
+		k++;
+	}
+	t->rank = k;
+	return total;
+}
+
+/*
+ * A transpose: the innermost dim is contiguous on one side only, and some
+ * other dim is contiguous on the other side. Moves that dim next to the
+ * innermost (the copy's order is free) and says whether it found one.
+ */
+static bool xfer_pick_transpose(struct xfer *t)
+{
+	int last = t->rank - 1, j;
+	bool src_side = t->ds[last] == 1 && t->ss[last] != 1 && t->ss[last] != 0;
+	bool dst_side = t->ss[last] == 1 && t->ds[last] != 1 && t->ds[last] != 0;
+	if (t->rank < 2 || !(src_side || dst_side))
+		return false;
+	for (j = last - 1; j >= 0; j--)
+		if ((src_side ? t->ss[j] : t->ds[j]) == 1)
+			break;
+	if (j < 0)
+		return false;
+	int64_t n = t->n[j], ss = t->ss[j], ds = t->ds[j];
+	for (int d = j; d < last - 1; d++) {
+		t->n[d] = t->n[d + 1];
+		t->ss[d] = t->ss[d + 1];
+		t->ds[d] = t->ds[d + 1];
+	}
+	t->n[last - 1] = n;
+	t->ss[last - 1] = ss;
+	t->ds[last - 1] = ds;
+	return true;
+}
+
+/* The position in the outer dims [0, k) of a copy, and its offsets. */
+struct odo {
+	int k;
+	int64_t idx[MAXR], so, dof;
+};
+
+static void odo_seek(struct odo *o, const struct xfer *t, int k, int64_t flat)
+{
+	o->k = k;
+	o->so = o->dof = 0;
+	for (int d = k - 1; d >= 0; d--) {
+		o->idx[d] = flat % t->n[d];
+		flat /= t->n[d];
+		o->so += o->idx[d] * t->ss[d];
+		o->dof += o->idx[d] * t->ds[d];
+	}
+}
+
+static void odo_next(struct odo *o, const struct xfer *t)
+{
+	for (int d = o->k - 1; d >= 0; d--) {
+		o->so += t->ss[d];
+		o->dof += t->ds[d];
+		if (++o->idx[d] < t->n[d])
+			return;
+		o->so -= t->n[d] * t->ss[d];
+		o->dof -= t->n[d] * t->ds[d];
+		o->idx[d] = 0;
+	}
+}
+
+/* A simplified copy cut into blocks of [rlen, clen] of its last two dims. */
+struct copy_plan {
+	struct xfer t;
+	int outer; /* the dims before the block's two */
+	int64_t rows, cols, sr, sc, dr, dc;
+	int64_t rlen, clen, nrp, ncp;
+};
+
+static void copy_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct copy_plan *p = arg;
+	int64_t per_outer = p->nrp * p->ncp, rest = begin % per_outer;
+	int es = p->t.esize;
+	struct odo o;
+	odo_seek(&o, &p->t, p->outer, begin / per_outer);
+	for (int64_t it = begin; it < end; it++) {
+		int64_t r0 = rest / p->ncp * p->rlen, c0 = rest % p->ncp * p->clen;
+		copy_block(es, p->t.y + (o.dof + r0 * p->dr + c0 * p->dc) * es, p->dr, p->dc,
+		           p->t.x + (o.so + r0 * p->sr + c0 * p->sc) * es, p->sr, p->sc,
+		           min64(p->rlen, p->rows - r0), min64(p->clen, p->cols - c0));
+		if (++rest == per_outer) {
+			rest = 0;
+			odo_next(&o, &p->t);
+		}
+	}
+}
+
+/* Block sizes: tiles for a transpose, otherwise whole rows up to ITEM_BYTES. */
+static void plan_blocks(struct copy_plan *p, bool transpose)
+{
+	int64_t es = p->t.esize, row_bytes = p->cols * es;
+	if (transpose) {
+		/* about TILE*TILE elements, longer along a dim when the other is short */
+		p->clen = min64(p->cols, TILE);
+		p->rlen = min64(p->rows, TILE * TILE / p->clen);
+		p->clen = min64(p->cols, TILE * TILE / p->rlen);
+	} else if (row_bytes >= ITEM_BYTES) {
+		p->rlen = 1;
+		p->clen = max64(1, ITEM_BYTES / es);
+	} else {
+		p->rlen = ITEM_BYTES / row_bytes;
+		p->clen = p->cols;
+	}
+	p->rlen = min64(p->rlen, p->rows);
+	p->clen = min64(p->clen, p->cols);
+	p->nrp = ceil_div(p->rows, p->rlen);
+	p->ncp = ceil_div(p->cols, p->clen);
+}
+
+static void xfer_run(struct rt_ctx *ctx, const struct xfer *t0)
+{
+	struct copy_plan p = { .t = *t0 };
+	struct xfer *t = &p.t;
+	int64_t blocks = 1;
+	bool transpose;
+	if (xfer_simplify(t) == 0)
+		return;
+	if (t->rank == 0) { /* a single element */
+		t->rank = 1;
+		t->n[0] = t->ss[0] = t->ds[0] = 1;
+	}
+	transpose = xfer_pick_transpose(t);
+	p.cols = t->n[t->rank - 1];
+	p.sc = t->ss[t->rank - 1];
+	p.dc = t->ds[t->rank - 1];
+	p.rows = t->rank > 1 ? t->n[t->rank - 2] : 1;
+	p.sr = t->rank > 1 ? t->ss[t->rank - 2] : 0;
+	p.dr = t->rank > 1 ? t->ds[t->rank - 2] : 0;
+	p.outer = t->rank > 1 ? t->rank - 2 : 0;
+	plan_blocks(&p, transpose);
+	for (int d = 0; d < p.outer; d++)
+		blocks *= t->n[d];
+	blocks *= p.nrp * p.ncp;
+	rt_parallel(ctx, blocks, grain_for(p.rlen * p.clen * t->esize), copy_range, &p);
+}
+
+/* Element counts of valid dims, -1 for a negative dim or an overflow. */
+static int64_t count_elems(const int64_t *dims, int rank)
+{
+	int64_t n = 1;
+	for (int d = 0; d < rank; d++)
+		if (dims[d] < 0 || __builtin_mul_overflow(n, dims[d], &n))
+			return -1;
+	return n;
+}
+
+static void dense_strides(const int64_t *dims, int rank, int64_t *strides)
+{
+	int64_t s = 1;
+	for (int d = rank - 1; d >= 0; d--) {
+		strides[d] = s;
+		s *= dims[d];
+	}
+}
+
+int rt_copy(struct rt_ctx *ctx, const struct rt_copy_desc *d, const void *x, void *y)
+{
+	struct xfer t = { .esize = d->esize, .rank = d->rank };
+	int64_t total;
+	if (d->esize < 1 || d->rank < 0 || d->rank > 8)
+		return RT_ERR_ARGUMENT;
+	total = count_elems(d->dims, d->rank);
+	if (total < 0)
+		return RT_ERR_ARGUMENT;
+	if (total == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	memcpy(t.n, d->dims, sizeof *t.n * (size_t)d->rank);
+	memcpy(t.ss, d->strides, sizeof *t.ss * (size_t)d->rank);
+	if (d->dst_dense)
+		dense_strides(d->dims, d->rank, t.ds);
+	else
+		memcpy(t.ds, d->dst_strides, sizeof *t.ds * (size_t)d->rank);
+	t.x = (const char *)x + d->offset * d->esize;
+	t.y = (char *)y + d->dst_offset * d->esize;
+	xfer_run(ctx, &t);
+	return RT_OK;
+}
+
+int rt_tile(struct rt_ctx *ctx, const struct rt_tile_desc *d, const void *x, void *y)
+{
+	struct xfer t = { .esize = d->esize, .rank = 2 * d->rank, .x = x, .y = y };
+	int64_t xs[8], out[16];
+	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || count_elems(d->in_dims, d->rank) < 0 ||
+	    count_elems(d->repeats, d->rank) < 0)
+		return RT_ERR_ARGUMENT;
+	dense_strides(d->in_dims, d->rank, xs);
+	/* output dim k is [repeats[k], in_dims[k]]; repeats read the same input */
+	for (int k = 0; k < d->rank; k++) {
+		out[2 * k] = t.n[2 * k] = d->repeats[k];
+		out[2 * k + 1] = t.n[2 * k + 1] = d->in_dims[k];
+		t.ss[2 * k] = 0;
+		t.ss[2 * k + 1] = xs[k];
+	}
+	if (count_elems(out, t.rank) < 0)
+		return RT_ERR_ARGUMENT;
+	if (count_elems(out, t.rank) == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	dense_strides(out, t.rank, t.ds);
+	xfer_run(ctx, &t);
+	return RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gathers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* RT_ERR_INDEX unless every index is in [-dim, dim); branch-free so that
+ * it vectorizes: it reads every index before anything is written. */
+#define CHECK_INDICES(T, idx, n, dim)                            \
+	do {                                                     \
+		const T *restrict k_ = (const T *)(idx);         \
+		T d_ = (T)(dim);                                 \
+		int bad_ = 0;                                    \
+		for (int64_t i_ = 0; i_ < (n); i_++)             \
+			bad_ |= (k_[i_] < -d_) | (k_[i_] >= d_); \
+		return bad_ ? RT_ERR_INDEX : RT_OK;              \
+	} while (0)
+
+static int check_indices(const void *idx, int dtype, int64_t n, int64_t dim)
+{
+	if (dtype == RT_I32 && dim > INT32_MAX)
+		return RT_OK; /* every int32 is in range */
+	if (dtype == RT_I32)
+		CHECK_INDICES(int32_t, idx, n, dim);
+	CHECK_INDICES(int64_t, idx, n, dim);
+}
+
+/* off[j] = (index j0 + j, validated, made non-negative) * scale for j < n:
+ * the source offsets of a block of gathered elements. */
+#define LOAD_OFFSETS(T)                                                                    \
+	do {                                                                               \
+		const T *restrict k_ = (const T *)idx + j0;                                \
+		for (int64_t j = 0; j < n; j++)                                            \
+			off[j] = ((int64_t)k_[j] + (dim & -(int64_t)(k_[j] < 0))) * scale; \
+	} while (0)
+
+static void load_offsets(const void *idx, int dtype, int64_t j0, int64_t n, int64_t dim,
+                         int64_t scale, int64_t *restrict off)
+{
+	if (dtype == RT_I32)
+		LOAD_OFFSETS(int32_t);
+	else
+		LOAD_OFFSETS(int64_t);
+}
+
+struct gather_job {
+	const struct rt_gather_desc *d;
+	const char *x;
+	const void *idx;
+	char *y;
+	int64_t nblk; /* index blocks per outer position */
+};
+
+/* Work item (o, b): indices [b*IDX_BLOCK, ...) of outer position o. */
+static void gather_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct gather_job *g = arg;
+	const struct rt_gather_desc *d = g->d;
+	int64_t es = d->esize, row = d->inner * es, off[IDX_BLOCK];
+	for (int64_t it = begin; it < end; it++) {
+		int64_t o = it / g->nblk, j0 = it % g->nblk * IDX_BLOCK;
+		int64_t n = min64(IDX_BLOCK, d->nidx - j0);
+		const char *src = g->x + o * d->axis * row;
+		char *dst = g->y + (o * d->nidx + j0) * row;
+		load_offsets(g->idx, d->index_dtype, j0, n, d->axis, d->inner, off);
+		if (d->inner == 1) {
+			gather_elems((int)es, dst, src, off, n);
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++)
+			memcpy(dst + j * row, src + off[j] * es, (size_t)row);
+	}
+}
+
+int rt_gather(struct rt_ctx *ctx, const struct rt_gather_desc *d, const void *x,
+              const void *indices, void *y)
+{
+	struct gather_job g = { d, x, indices, y, 0 };
+	int64_t xdims[3] = { d->outer, d->axis, d->inner },
+	        ydims[3] = { d->outer, d->nidx, d->inner };
+	int status;
+	if (d->esize < 1 || (d->index_dtype != RT_I32 && d->index_dtype != RT_I64) ||
+	    count_elems(xdims, 3) < 0 || count_elems(ydims, 3) < 0)
+		return RT_ERR_ARGUMENT;
+	if (d->nidx && !indices)
+		return RT_ERR_ARGUMENT;
+	if ((status = check_indices(indices, d->index_dtype, d->nidx, d->axis)))
+		return status;
+	if (d->outer * d->nidx * d->inner == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	g.nblk = ceil_div(d->nidx, IDX_BLOCK);
+	rt_parallel(ctx, d->outer * g.nblk,
+	            grain_for(min64(d->nidx, IDX_BLOCK) * d->inner * d->esize), gather_range, &g);
+	return RT_OK;
+}
+
+struct gather_el_job {
+	const struct rt_gather_elements_desc *d;
+	const char *x;
+	const void *idx;
+	char *y;
+	int64_t xs[8];
+	int64_t cols, nblk;
+};
+
+/*
+ * Work item (row, b): elements [b*IDX_BLOCK, ...) of one row of the result
+ * (its last dim). Each element reads the data at its own position with the
+ * axis coordinate replaced by its index.
+ */
+static void gather_el_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct gather_el_job *g = arg;
+	const struct rt_gather_elements_desc *d = g->d;
+	int last = d->rank - 1, es = d->esize;
+	int64_t off[IDX_BLOCK], axis_n = d->data_dims[d->axis];
+	for (int64_t it = begin; it < end; it++) {
+		int64_t row = it / g->nblk, c0 = it % g->nblk * IDX_BLOCK, base = 0, r = row;
+		int64_t n = min64(IDX_BLOCK, g->cols - c0), first = row * g->cols + c0;
+		for (int k = last - 1; k >= 0; k--) {
+			if (k != d->axis)
+				base += r % d->index_dims[k] * g->xs[k];
+			r /= d->index_dims[k];
+		}
+		load_offsets(g->idx, d->index_dtype, first, n, axis_n, g->xs[d->axis], off);
+		for (int64_t c = 0; d->axis != last && c < n; c++)
+			off[c] += c0 + c; /* the element's own column */
+		gather_elems(es, g->y + first * es, g->x + base * es, off, n);
+	}
+}
+
+int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc *d, const void *x,
+                       const void *indices, void *y)
+{
+	struct gather_el_job g = { d, x, indices, y, { 0 }, 0, 0 };
+	int64_t total;
+	int status;
+	if (d->esize < 1 || (d->index_dtype != RT_I32 && d->index_dtype != RT_I64) || d->rank < 1 ||
+	    d->rank > 8 || d->axis < 0 || d->axis >= d->rank ||
+	    count_elems(d->data_dims, d->rank) < 0 ||
+	    (total = count_elems(d->index_dims, d->rank)) < 0)
+		return RT_ERR_ARGUMENT;
+	/* positions beyond the data outside the axis have nothing to read */
+	for (int k = 0; k < d->rank; k++)
+		if (k != d->axis && d->index_dims[k] > d->data_dims[k])
+			return RT_ERR_INDEX;
+	if (total && !indices)
+		return RT_ERR_ARGUMENT;
+	if ((status = check_indices(indices, d->index_dtype, total, d->data_dims[d->axis])))
+		return status;
+	if (total == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	dense_strides(d->data_dims, d->rank, g.xs);
+	g.cols = d->index_dims[d->rank - 1];
+	g.nblk = ceil_div(g.cols, IDX_BLOCK);
+	rt_parallel(ctx, total / g.cols * g.nblk, grain_for(min64(g.cols, IDX_BLOCK) * d->esize),
+	            gather_el_range, &g);
+	return RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pad                                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct pad_job {
+	int esize, mode, rank;
+	int64_t in[8], out[8], pb[8], xs[8];
+	int64_t cols, clen, ncp; /* the last dim, cut into pieces of clen */
+	const char *x;
+	char *y;
+	const unsigned char *value;
+};
+
+/* The input coordinate of padded coordinate i (in [0, n) unless constant
+ * mode says outside: -1). Reflection is periodic so that any pad stays in
+ * range; for pads smaller than n it is ONNX's single reflection. */
+static int64_t pad_source(int mode, int64_t i, int64_t n)
+{
+	if (i >= 0 && i < n)
+		return i;
+	if (mode == RT_PAD_CONSTANT || n == 0)
+		return -1;
+	if (mode == RT_PAD_EDGE || n == 1)
+		return i < 0 ? 0 : n - 1;
+	int64_t period = 2 * (n - 1);
+	i %= period;
+	if (i < 0)
+		i += period;
+	return i < n ? i : period - i;
+}
+
+/*
+ * Merges dims the pad leaves alone into their outer neighbour (constant mode
+ * only: there a padded slab of the merged dim is contiguous) and drops
+ * untouched size-1 dims.
+ */
+static void pad_simplify(struct pad_job *p)
+{
+	int k = 0;
+	for (int d = 0; d < p->rank; d++) {
+		bool untouched = p->out[d] == p->in[d] && p->pb[d] == 0;
+		if (untouched && p->in[d] == 1)
+			continue;
+		if (untouched && k > 0 && p->mode == RT_PAD_CONSTANT) {
+			p->in[k - 1] *= p->in[d];
+			p->out[k - 1] *= p->in[d];
+			p->pb[k - 1] *= p->in[d];
+			continue;
+		}
+		p->in[k] = p->in[d];
+		p->out[k] = p->out[d];
+		p->pb[k] = p->pb[d];
+		k++;
+	}
+	if (k == 0) { /* all of it untouched: one plain row */
+		p->in[0] = p->out[0] = 1;
+		p->pb[0] = 0;
+		k = 1;
+	}
+	p->rank = k;
+	dense_strides(p->in, k, p->xs);
+}
+
+/* Edge or reflect border columns [lo, hi): a few elements, mapped one by one. */
+static void pad_border(const struct pad_job *p, char *dst, const char *src, int64_t lo, int64_t hi)
+{
+	int last = p->rank - 1, es = p->esize;
+	for (int64_t c = lo; c < hi; c++)
+		memcpy(dst + c * es, src + pad_source(p->mode, c - p->pb[last], p->in[last]) * es,
+		       (size_t)es);
+}
+
+/* Output columns [lo, hi) of one row: src is the input row, NULL when the
+ * row itself lies in constant padding. */
+static void pad_columns(const struct pad_job *p, char *dst, const char *src, int64_t lo, int64_t hi)
+{
+	int last = p->rank - 1, es = p->esize;
+	int64_t n = p->in[last], pb = p->pb[last];
+	int64_t m0 = min64(max64(pb, lo), hi), m1 = max64(min64(pb + n, hi), m0);
+	if (!src) {
+		fill_elems(es, dst + lo * es, p->value, hi - lo);
+		return;
+	}
+	memcpy(dst + m0 * es, src + (m0 - pb) * es, (size_t)((m1 - m0) * es));
+	if (p->mode == RT_PAD_CONSTANT) {
+		fill_elems(es, dst + lo * es, p->value, m0 - lo);
+		fill_elems(es, dst + m1 * es, p->value, hi - m1);
+		return;
+	}
+	pad_border(p, dst, src, lo, m0);
+	pad_border(p, dst, src, m1, hi);
+}
+
+/* Work item (row, piece): one piece of an output row. */
+static void pad_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct pad_job *p = arg;
+	int last = p->rank - 1;
+	for (int64_t it = begin; it < end; it++) {
+		int64_t row = it / p->ncp, lo = it % p->ncp * p->clen, r = row, so = 0;
+		bool inside = true;
+		for (int k = last - 1; k >= 0; k--) {
+			int64_t i = pad_source(p->mode, r % p->out[k] - p->pb[k], p->in[k]);
+			r /= p->out[k];
+			inside = inside && i >= 0;
+			so += i * p->xs[k];
+		}
+		pad_columns(p, p->y + row * p->cols * p->esize,
+		            inside && p->in[last] ? p->x + so * p->esize : NULL, lo,
+		            min64(lo + p->clen, p->cols));
+	}
+}
+
+int rt_pad(struct rt_ctx *ctx, const struct rt_pad_desc *d, const void *x, void *y)
+{
+	struct pad_job p = { .esize = d->esize,
+		             .mode = d->mode,
+		             .rank = d->rank,
+		             .x = x,
+		             .y = y,
+		             .value = d->value };
+	int64_t total;
+	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || d->mode < RT_PAD_CONSTANT ||
+	    d->mode > RT_PAD_EDGE || d->esize > 8) /* value holds 8 bytes */
+		return RT_ERR_ARGUMENT;
+	for (int k = 0; k < d->rank; k++) {
+		p.in[k] = d->in_dims[k];
+		p.pb[k] = d->pads[k];
+		if (p.in[k] < 0 || __builtin_add_overflow(p.in[k], d->pads[k], &p.out[k]) ||
+		    __builtin_add_overflow(p.out[k], d->pads[d->rank + k], &p.out[k]) ||
+		    p.out[k] < 0)
+			return RT_ERR_ARGUMENT;
+	}
+	if ((total = count_elems(p.out, d->rank)) <= 0 || count_elems(p.in, d->rank) < 0)
+		return total < 0 ? RT_ERR_ARGUMENT : RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	/* edge or reflect padding of an empty input has nothing to repeat */
+	if (count_elems(p.in, d->rank) == 0)
+		p.mode = RT_PAD_CONSTANT;
+	pad_simplify(&p);
+	p.cols = p.out[p.rank - 1];
+	p.clen = min64(p.cols, max64(1, ITEM_BYTES / d->esize));
+	p.ncp = ceil_div(p.cols, p.clen);
+	rt_parallel(ctx, total / p.cols * p.ncp, grain_for(p.clen * d->esize), pad_range, &p);
+	return RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Trilu                                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct trilu_job {
+	const struct rt_trilu_desc *d;
+	const char *x;
+	char *y;
+};
+
+static void trilu_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct trilu_job *j = arg;
+	const struct rt_trilu_desc *d = j->d;
+	int64_t es = d->esize, row = d->cols * es;
+	/* k beyond the matrix keeps all or nothing: clamping avoids overflow */
+	int64_t k = min64(max64(d->k, -d->rows - 1), d->cols + 1);
+	for (int64_t it = begin; it < end; it++) {
+		int64_t r = it % d->rows, c0, c1; /* keep columns [c0, c1) */
+		const char *x = j->x + it * row;
+		char *y = j->y + it * row;
+		c0 = d->upper ? min64(max64(r + k, 0), d->cols) : 0;
+		c1 = d->upper ? d->cols : min64(max64(r + k + 1, 0), d->cols);
+		memset(y, 0, (size_t)(c0 * es));
+		if (x != y) /* in place, the kept part is already there */
+			memcpy(y + c0 * es, x + c0 * es, (size_t)((c1 - c0) * es));
+		memset(y + c1 * es, 0, (size_t)((d->cols - c1) * es));
+	}
+}
+
+int rt_trilu(struct rt_ctx *ctx, const struct rt_trilu_desc *d, const void *x, void *y)
+{
+	struct trilu_job j = { d, x, y };
+	int64_t dims[4] = { d->batch, d->rows, d->cols, d->esize };
+	if (d->esize < 1 || count_elems(dims, 4) < 0)
+		return RT_ERR_ARGUMENT;
+	if (count_elems(dims, 3) == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	rt_parallel(ctx, d->batch * d->rows, grain_for(d->cols * d->esize), trilu_range, &j);
+	return RT_OK;
+}
