@@ -33,17 +33,45 @@ struct fe_shape_binding {
 	bool used;
 };
 
+/* A graph input replaced by a constant (--const): specializes the model. */
+struct fe_const_input {
+	const char *name;
+	const char *path;       /* a tensor file (.npy or .pb), or NULL */
+	struct ir_value *value; /* or a constant of another module */
+	bool used;
+};
+
+/* Graph inputs whose values the import needed as constants (shape
+ * operands computed from an input); onnxc check freezes them and retries. */
+struct fe_wanted {
+	char names[16][256];
+	int n;
+};
+
 struct fe_options {
 	struct fe_dim_binding *dims;
 	int ndims;
 	struct fe_shape_binding *shapes;
 	int nshapes;
-	int64_t max_const_bytes; /* largest constant the import may create (0: 4 GiB) */
+	struct fe_const_input *consts;
+	int nconsts;
+	struct fe_wanted *wanted; /* filled in when not NULL */
+	int64_t max_const_bytes;  /* largest constant the import may create (0: 4 GiB) */
 };
 
 /* Imports the ONNX model at path. NULL after reporting errors through ctx
  * (ctx->file is set to path for the duration). */
 struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct fe_options *opt);
+
+/* Loads a tensor file (.npy, or an ONNX TensorProto .pb) as a constant of m. */
+struct ir_value *fe_load_tensor(struct ir_ctx *ctx, struct ir_module *m, const char *path,
+                                const char *name);
+/* Writes a tensor as .npy (bfloat16 as raw 2-byte elements). */
+bool fe_save_npy(const char *path, const struct ir_type *t, const void *data);
+
+/* The names of the model's graph inputs that are not initializers, in
+ * order; -1 after reporting errors. */
+int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max);
 
 /* Parses "8x3x224x224" (or "8,3,224,224"; "" for a scalar) into dims. */
 bool fe_parse_dims(const char *s, int *rank, int64_t *dims);

@@ -248,6 +248,14 @@ static bool need_const(struct fe_node *nd, int i, const char *what)
 	struct ir_value *v = fe_in(nd, i);
 	if (!v)
 		return fe_fail(nd, "input %d (%s) is missing", i, what);
+	if (v->kind == IR_VAL_INPUT && nd->fe->opt && nd->fe->opt->wanted) {
+		struct fe_wanted *w = nd->fe->opt->wanted;
+		bool seen = false;
+		for (int k = 0; k < w->n; k++)
+			seen |= !strcmp(w->names[k], v->name);
+		if (!seen && w->n < 16)
+			snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
+	}
 	if (v->kind != IR_VAL_CONST || !v->data)
 		return fe_fail(nd,
 		               "input %d (%s) '%s' must be a constant, but it is computed at run "
@@ -544,6 +552,51 @@ static struct fe_dim_binding *find_dim(const struct fe_options *opt, const char 
 	return NULL;
 }
 
+static struct fe_const_input *find_const(const struct fe_options *opt, const char *input)
+{
+	for (int i = 0; opt && i < opt->nconsts; i++)
+		if (!strcmp(opt->consts[i].name, input))
+			return &opt->consts[i];
+	return NULL;
+}
+
+/* Graph input vi replaced by the constant given with --const. */
+static bool bind_const_input(struct fe *fe, const Onnx__ValueInfoProto *vi,
+                             struct fe_const_input *ci)
+{
+	const Onnx__TypeProto *tp = vi->type;
+	struct ir_value *v;
+	char tb[IR_TYPE_STR_MAX];
+	ci->used = true;
+	if (ci->path)
+		v = fe_load_tensor(fe->ctx, fe->m, ci->path, vi->name);
+	else
+		v = ir_add_const(fe->m, ir_unique_name(fe->m, vi->name), &ci->value->type,
+		                 ci->value->data);
+	if (!v)
+		return false;
+	if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type) {
+		const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+		bool ok = ir_dtype_from_onnx(tt->elem_type) == v->type.dtype;
+		if (tt->shape) {
+			ok &= (int)tt->shape->n_dim == v->type.rank;
+			for (size_t d = 0; ok && d < tt->shape->n_dim; d++)
+				ok = tt->shape->dim[d]->value_case !=
+				             ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+				     tt->shape->dim[d]->dim_value == v->type.dims[d];
+		}
+		if (!ok) {
+			ir_error(fe->ctx,
+			         "--const %s: the tensor is %s, which does not fit the input's "
+			         "declared type",
+			         vi->name, ir_type_str(&v->type, tb, sizeof tb));
+			return false;
+		}
+	}
+	fe_map_put(&fe->values, vi->name, v);
+	return true;
+}
+
 static struct fe_shape_binding *find_shape(const struct fe_options *opt, const char *input)
 {
 	for (int i = 0; opt && i < opt->nshapes; i++)
@@ -571,6 +624,10 @@ static bool bind_inputs(struct fe *fe)
 		known = fe_map_get(&fe->values, vi->name);
 		if (known)
 			continue; /* an initializer: a constant */
+		if (find_const(fe->opt, vi->name)) {
+			bind_const_input(fe, vi, find_const(fe->opt, vi->name));
+			continue;
+		}
 		if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
 		    !tp->tensor_type) {
 			ir_error(fe->ctx,
@@ -692,6 +749,10 @@ static bool bind_inputs(struct fe *fe)
 		if (!fe->opt->shapes[i].used)
 			ir_error(fe->ctx, "--shape %s matches no graph input",
 			         fe->opt->shapes[i].input);
+	for (int i = 0; fe->opt && i < fe->opt->nconsts; i++)
+		if (!fe->opt->consts[i].used)
+			ir_error(fe->ctx, "--const %s matches no graph input",
+			         fe->opt->consts[i].name);
 	return fe->ctx->nerrors == errors;
 }
 
@@ -1042,4 +1103,45 @@ bool fe_parse_dims(const char *s, int *rank, int64_t *dims)
 			return false;
 		s = e + 1;
 	}
+}
+
+int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max)
+{
+	struct fe fe = { .ctx = ctx };
+	struct ir_module *volatile m = NULL;
+	Onnx__ModelProto *mp;
+	jmp_buf jb, *saved = ctx->oom;
+	const char *saved_file = ctx->file;
+	int n = 0;
+	ctx->file = path;
+	if (setjmp(jb)) {
+		ctx->oom = saved;
+		ctx->file = saved_file;
+		ir_module_free(m);
+		return -1;
+	}
+	ctx->oom = &jb;
+	m = ir_module_new(ctx, "names");
+	fe.m = m;
+	mp = fe_load_model(&fe, path);
+	if (mp) {
+		Onnx__GraphProto *g = mp->graph;
+		for (size_t i = 0; i < g->n_input && n < max; i++) {
+			bool init = false;
+			if (!g->input[i]->name)
+				continue;
+			for (size_t k = 0; k < g->n_initializer && !init; k++)
+				init = g->initializer[k]->name &&
+				       !strcmp(g->initializer[k]->name, g->input[i]->name);
+			if (!init)
+				snprintf(names[n++], 256, "%s", g->input[i]->name);
+		}
+		fe_free_model(&fe, mp);
+	} else {
+		n = -1;
+	}
+	ctx->oom = saved;
+	ctx->file = saved_file;
+	ir_module_free(m);
+	return n;
 }

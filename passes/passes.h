@@ -29,6 +29,7 @@ struct pass {
 
 /* The passes. */
 bool pass_dce(struct ir_module *m, const struct pass_options *opt);
+bool pass_batchnorm(struct ir_module *m, const struct pass_options *opt);
 
 /* Runs passes[0..n) in order. */
 bool pass_run(struct ir_module *m, const struct pass *passes, int n,
@@ -37,6 +38,9 @@ bool pass_run(struct ir_module *m, const struct pass *passes, int n,
 /* The pipeline `onnxc ir` runs after import. */
 extern const struct pass pass_import_pipeline[];
 extern const int pass_import_pipeline_len;
+/* The pipeline code generation runs before lowering. */
+extern const struct pass pass_codegen_pipeline[];
+extern const int pass_codegen_pipeline_len;
 
 /* Every pass by name, for --dump-after validation. */
 const struct pass *pass_find(const char *name);

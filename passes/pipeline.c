@@ -7,12 +7,20 @@
 
 static const struct pass all_passes[] = {
 	{ "dce", pass_dce, "remove unused nodes and constants" },
+	{ "batchnorm", pass_batchnorm, "fold batch normalization into convolutions or affine ops" },
 };
 
 const struct pass pass_import_pipeline[] = {
 	{ "dce", pass_dce, "remove unused nodes and constants" },
 };
 const int pass_import_pipeline_len = sizeof pass_import_pipeline / sizeof pass_import_pipeline[0];
+
+const struct pass pass_codegen_pipeline[] = {
+	{ "batchnorm", pass_batchnorm, "fold batch normalization into convolutions or affine ops" },
+	{ "dce", pass_dce, "remove unused nodes and constants" },
+};
+const int pass_codegen_pipeline_len =
+        sizeof pass_codegen_pipeline / sizeof pass_codegen_pipeline[0];
 
 const struct pass *pass_find(const char *name)
 {

@@ -1,0 +1,147 @@
+/*
+ * build.c - turning the generated files into libraries with the system's
+ * C compiler and archiver.
+ *
+ * NAME.c is compiled with $CC (default cc) against the runtime's header;
+ * libNAME.a holds NAME.o, NAME_kernels.o and, with --embed-weights, the
+ * weights object. `ar D` keeps the archive deterministic. For onnxc run and
+ * check, NAME.so additionally links the runtime (built position independent)
+ * and BLAS so it can be loaded with dlopen. Commands run through fork/exec
+ * with argument vectors: no shell, so no quoting problems with paths.
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#ifndef ONNXC_RT_INCLUDE_DIR
+#error "the build defines ONNXC_RT_INCLUDE_DIR"
+#endif
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char **library)
+{
+	static char inc[4200], lib[4200];
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	/* an installed onnxc: PREFIX/bin/onnxc with PREFIX/include/onnxc, PREFIX/lib */
+	if (n > 0) {
+		char *slash;
+		exe[n] = 0;
+		if ((slash = strrchr(exe, '/')))
+			*slash = 0;
+		snprintf(inc, sizeof inc, "%s/../include/onnxc", exe);
+		snprintf(lib, sizeof lib, "%s/../lib/libonnxc_rt.a", exe);
+		if (exists(inc) && exists(lib)) {
+			*include_dir = inc;
+			*library = lib;
+			return true;
+		}
+	}
+	/* the build tree */
+	if (exists(ONNXC_RT_INCLUDE_DIR) && exists(ONNXC_RT_LIBRARY)) {
+		*include_dir = ONNXC_RT_INCLUDE_DIR;
+		*library = ONNXC_RT_LIBRARY;
+		return true;
+	}
+	ir_error(ctx, "cannot find the onnxc runtime (onnxc_rt.h and libonnxc_rt.a) next to onnxc "
+	              "or in the build tree");
+	return false;
+}
+
+/* Runs argv; reports a failure naming the command. */
+static bool run(struct ir_ctx *ctx, char *const *argv)
+{
+	pid_t pid;
+	int status, err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	if (err) {
+		ir_error(ctx, "cannot run %s: %s", argv[0], strerror(err));
+		return false;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			ir_error(ctx, "waiting for %s failed", argv[0]);
+			return false;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		ir_error(ctx, "'%s' failed (status %d) building the generated code", argv[0],
+		         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		return false;
+	}
+	return true;
+}
+
+static const char *cc(void)
+{
+	const char *c = getenv("CC");
+	return c && *c ? c : "cc";
+}
+
+bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
+{
+	struct ir_ctx *ctx = p->m->ctx;
+	struct ir_arena *a = &p->m->arena;
+	const char *dir = p->opt->out_dir, *name = p->opt->name, *inc, *rtlib;
+	char *src = ir_arena_printf(a, "%s/%s.c", dir, name);
+	char *obj = ir_arena_printf(a, "%s/%s.o", dir, name);
+	char *lib = ir_arena_printf(a, "%s/lib%s.a", dir, name);
+	char *incflag;
+	if (!cg_runtime_paths(ctx, &inc, &rtlib))
+		return false;
+	incflag = ir_arena_printf(a, "-I%s", inc);
+	{
+		char *argv[] = { (char *)cc(), "-std=c11", "-O2", "-fPIC", "-w", incflag,
+			         "-c",         src,        "-o",  obj,     NULL };
+		if (!run(ctx, argv))
+			return false;
+	}
+	{
+		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)(nobjects + 6));
+		int k = 0;
+		unlink(lib);
+		argv[k++] = "ar";
+		argv[k++] = "rcsD";
+		argv[k++] = lib;
+		argv[k++] = obj;
+		for (int i = 0; i < nobjects; i++)
+			argv[k++] = (char *)objects[i];
+		argv[k] = NULL;
+		if (!run(ctx, argv))
+			return false;
+	}
+	if (p->opt->shared) {
+		char *so = ir_arena_printf(a, "%s/%s.so", dir, name);
+		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)(nobjects + 16));
+		int k = 0;
+		argv[k++] = (char *)cc();
+		argv[k++] = "-shared";
+		/* every symbol resolved now, and bound inside the object */
+		argv[k++] = "-Wl,--no-undefined,-Bsymbolic";
+		argv[k++] = "-o";
+		argv[k++] = so;
+		argv[k++] = obj;
+		for (int i = 0; i < nobjects; i++)
+			argv[k++] = (char *)objects[i];
+		argv[k++] = (char *)rtlib;
+		argv[k++] = "-L" ONNXC_BLAS_LIBDIR;
+		argv[k++] = "-lopenblas";
+		argv[k++] = "-lpthread";
+		argv[k++] = "-lm";
+		argv[k] = NULL;
+		if (!run(ctx, argv))
+			return false;
+	}
+	return true;
+}

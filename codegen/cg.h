@@ -1,0 +1,63 @@
+/*
+ * cg.h - code generation: from an IR module to a linkable C library.
+ *
+ * The pipeline (cg_compile):
+ *   lower.c     IR -> plan: a list of steps, each a runtime library kernel
+ *               (GEMM with its epilogue, convolution, pooling, ...) or a
+ *               generated fused elementwise kernel; reshapes become aliases
+ *   memplan.c   where every tensor lives: graph inputs and outputs in the
+ *               caller's buffers, constants in the weights, intermediates in
+ *               one arena planned by liveness (reusing memory after a value's
+ *               last use, in place where an elementwise kernel allows)
+ *   llvm.c      the fused kernels, built with the LLVM C API into one module
+ *               and emitted as a native object (the only file that includes
+ *               LLVM headers)
+ *   emit_c.c    NAME.h (the API users program against) and NAME.c
+ *               (readable straight-line calls into the runtime)
+ *   weights.c   NAME.weights (or an object embedding them)
+ *   build.c     cc and ar: libNAME.a, or a shared object for onnxc run/check
+ *
+ * A target (struct cg_target) names what differs between CPU and CUDA; the
+ * pipeline above is the same for both.
+ */
+#ifndef ONNXC_CG_H
+#define ONNXC_CG_H
+
+#include "ir/ir.h"
+
+struct cg_options {
+	const char *name; /* C identifier prefix; also file names */
+	const char *out_dir;
+	const char *target; /* "cpu" */
+	const char *cpu;    /* LLVM CPU name for the CPU target ("native" by default) */
+	const char *source; /* the model file, for comments */
+	bool embed_weights;
+	bool shared;    /* also link NAME.so (onnxc run / check) */
+	bool emit_llvm; /* keep the kernels' LLVM IR as NAME_kernels.ll */
+	bool quiet;
+};
+
+/* Figures from a compile, for reports. */
+struct cg_stats {
+	int steps, kernels, lib_calls, aliases;
+	int64_t arena_bytes; /* the planned arena */
+	int64_t naive_bytes; /* the sum of every intermediate it replaced */
+	int64_t weight_bytes;
+	double ms_lower, ms_llvm, ms_cc, ms_total;
+};
+
+/* Compiles m (which it modifies: lowering passes run on it). Returns false
+ * after reporting through m->ctx. */
+bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats);
+
+/* Where the runtime's header folder and static library are (installed next
+ * to onnxc, or in the build tree). */
+bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char **library);
+
+/* Checks that name is a valid C identifier prefix. */
+bool cg_valid_name(const char *name);
+
+/* A C identifier made from a file or graph name ("resnet-50.onnx" -> resnet_50). */
+void cg_default_name(const char *path, char *out, size_t n);
+
+#endif

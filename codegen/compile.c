@@ -1,0 +1,116 @@
+/*
+ * compile.c - the code generation pipeline, top to bottom (see cg.h).
+ */
+#include "passes/passes.h"
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bool cg_valid_name(const char *s)
+{
+	if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+void cg_default_name(const char *path, char *out, size_t n)
+{
+	const char *base = strrchr(path, '/');
+	size_t k = 0;
+	base = base ? base + 1 : path;
+	if (!isalpha((unsigned char)*base) && *base != '_' && n > 2)
+		out[k++] = 'm';
+	for (; *base && *base != '.' && k + 1 < n; base++)
+		out[k++] = isalnum((unsigned char)*base) ? *base : '_';
+	out[k] = 0;
+	if (!k)
+		snprintf(out, n, "model");
+}
+
+static bool make_dir(struct ir_ctx *ctx, const char *dir)
+{
+	if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+		return true;
+	ir_error(ctx, "cannot create %s: %s", dir, strerror(errno));
+	return false;
+}
+
+bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats)
+{
+	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
+	struct ir_arena *a = &m->arena;
+	const char *dir = opt->out_dir, *n = opt->name;
+	const char *objs[2];
+	int nobjs = 0;
+	double t0 = now_ms(), t1, t2, t3;
+	struct cg_stats st = { 0 };
+
+	if (!cg_valid_name(n)) {
+		ir_error(m->ctx, "'%s' is not a valid C identifier for --name", n);
+		return false;
+	}
+	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
+		return false;
+	if (!cg_lower(&p) || !cg_plan_memory(&p))
+		return false;
+	if (cg_check_memory(&p))
+		ir_panic(__FILE__, __LINE__, "the memory plan is inconsistent");
+	cg_model_id(&p);
+	t1 = now_ms();
+	if (!make_dir(m->ctx, dir))
+		return false;
+	if (!cg_emit_header(&p, ir_arena_printf(a, "%s/%s.h", dir, n)) ||
+	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n)))
+		return false;
+	objs[nobjs++] = ir_arena_printf(a, "%s/%s_kernels.o", dir, n);
+	if (!cg_llvm_emit(&p, objs[0],
+	                  opt->emit_llvm ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n) : NULL))
+		return false;
+	if (opt->embed_weights) {
+		size_t size;
+		unsigned char *img = cg_weights_image(&p, &size);
+		char *sym = ir_arena_printf(a, "%s_weights_blob", n);
+		objs[nobjs] = ir_arena_printf(a, "%s/%s_weights.o", dir, n);
+		if (!img || !cg_llvm_emit_blob(&p, objs[nobjs], sym, img, size))
+			return false;
+		nobjs++;
+		ir_arena_release(a, img);
+	} else if (!cg_write_weights(&p, ir_arena_printf(a, "%s/%s.weights", dir, n))) {
+		return false;
+	}
+	t2 = now_ms();
+	if (!cg_build(&p, objs, nobjs))
+		return false;
+	t3 = now_ms();
+	for (int s = 0; s < p.nsteps; s++) {
+		if (p.steps[s].is_kernel)
+			st.kernels++;
+		else
+			st.lib_calls++;
+	}
+	st.steps = p.nsteps;
+	st.arena_bytes = p.arena_bytes;
+	st.naive_bytes = p.naive_bytes;
+	st.weight_bytes = p.weight_bytes;
+	st.ms_lower = t1 - t0;
+	st.ms_llvm = t2 - t1;
+	st.ms_cc = t3 - t2;
+	st.ms_total = t3 - t0;
+	if (stats)
+		*stats = st;
+	return true;
+}

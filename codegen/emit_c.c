@@ -1,0 +1,657 @@
+/*
+ * emit_c.c - the generated NAME.h and NAME.c.
+ *
+ * NAME.h is the API users program against (docs/api.md): an opaque
+ * instance, create / run / destroy, and macros describing the inputs,
+ * outputs and memory. NAME.c is readable straight-line code: one static
+ * const descriptor and one runtime call per step, each under a comment
+ * naming the ONNX nodes it covers, so a user can read what the compiler did.
+ * Output is deterministic: no timestamps, no paths, no hash-order effects.
+ */
+#include "plan.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Small printers                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void comment(FILE *f, const char *indent, const char *s)
+{
+	fprintf(f, "%s/* ", indent);
+	for (; *s; s++) {
+		/* never end the comment early, never emit control characters */
+		if (s[0] == '*' && s[1] == '/')
+			fputs("* /", f), s++;
+		else if ((unsigned char)*s < 0x20)
+			fputc('?', f);
+		else
+			fputc(*s, f);
+	}
+	fprintf(f, " */\n");
+}
+
+static void c_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f || c == '?')
+			fprintf(f, "\\%03o", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void i64s(FILE *f, const int64_t *v, int n)
+{
+	if (n == 0) {
+		fputs("{0}", f); /* C11 has no empty initializer */
+		return;
+	}
+	fputc('{', f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
+	fputc('}', f);
+}
+
+static void flt(FILE *f, float v)
+{
+	char buf[48];
+	if (v != v)
+		fputs("NAN", f);
+	else if (v == INFINITY || v == -INFINITY)
+		fputs(v > 0 ? "INFINITY" : "-INFINITY", f);
+	else {
+		ir_format_float(v, buf, sizeof buf);
+		/* keep it a float literal */
+		fprintf(f, "%s%sf", buf, strpbrk(buf, ".e") ? "" : ".0");
+	}
+}
+
+static void epilogue(FILE *f, const struct rt_epilogue *e)
+{
+	fprintf(f, ".ep = { .act = %d, .alpha = ", e->act);
+	flt(f, e->alpha);
+	fputs(", .beta = ", f);
+	flt(f, e->beta);
+	fprintf(f, ", .has_residual = %d }", e->has_residual);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Descriptors                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void desc_gemm(FILE *f, const struct rt_gemm_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .m = %lld, .n = %lld, .k = %lld, .trans_a = %d, .trans_b = %d,\n\t",
+	        d->dtype, (long long)d->m, (long long)d->n, (long long)d->k, d->trans_a,
+	        d->trans_b);
+	fprintf(f, ".batch_rank = %d, .batch_dims = ", d->batch_rank);
+	i64s(f, d->batch_dims, d->batch_rank);
+	fputs(", .a_strides = ", f);
+	i64s(f, d->a_strides, d->batch_rank);
+	fputs(", .b_strides = ", f);
+	i64s(f, d->b_strides, d->batch_rank);
+	fputs(",\n\t.alpha = ", f);
+	flt(f, d->alpha);
+	fputs(", .beta = ", f);
+	flt(f, d->beta);
+	fprintf(f, ", .bias = %d, ", d->bias);
+	epilogue(f, &d->ep);
+	fputs(" }", f);
+}
+
+static void desc_conv(FILE *f, const struct rt_conv_desc *d)
+{
+	fprintf(f, "{ .dtype = %d, .nsp = %d, .n = %lld, .c = %lld, .m = %lld, .group = %lld,\n\t",
+	        d->dtype, d->nsp, (long long)d->n, (long long)d->c, (long long)d->m,
+	        (long long)d->group);
+	fputs(".in = ", f);
+	i64s(f, d->in, d->nsp);
+	fputs(", .k = ", f);
+	i64s(f, d->k, d->nsp);
+	fputs(", .out = ", f);
+	i64s(f, d->out, d->nsp);
+	fputs(", .stride = ", f);
+	i64s(f, d->stride, d->nsp);
+	fputs(", .dil = ", f);
+	i64s(f, d->dil, d->nsp);
+	fputs(",\n\t.pad_begin = ", f);
+	i64s(f, d->pad_begin, d->nsp);
+	fputs(", .pad_end = ", f);
+	i64s(f, d->pad_end, d->nsp);
+	fputs(", ", f);
+	epilogue(f, &d->ep);
+	fputs(" }", f);
+}
+
+static void desc_pool(FILE *f, const struct rt_pool_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .kind = %d, .nsp = %d, .n = %lld, .c = %lld,\n\t.in = ", d->dtype,
+	        d->kind, d->nsp, (long long)d->n, (long long)d->c);
+	i64s(f, d->in, d->nsp);
+	fputs(", .k = ", f);
+	i64s(f, d->k, d->nsp);
+	fputs(", .out = ", f);
+	i64s(f, d->out, d->nsp);
+	fputs(", .stride = ", f);
+	i64s(f, d->stride, d->nsp);
+	fputs(", .dil = ", f);
+	i64s(f, d->dil, d->nsp);
+	fputs(",\n\t.pad_begin = ", f);
+	i64s(f, d->pad_begin, d->nsp);
+	fputs(", .pad_end = ", f);
+	i64s(f, d->pad_end, d->nsp);
+	fprintf(f, ", .count_include_pad = %d, .p = %d, .storage_order = %d }",
+	        d->count_include_pad, d->p, d->storage_order);
+}
+
+static void desc_reduce(FILE *f, const struct rt_reduce_desc *d)
+{
+	fprintf(f, "{ .dtype = %d, .kind = %d, .rank = %d, .dims = ", d->dtype, d->kind, d->rank);
+	i64s(f, d->dims, d->rank);
+	fprintf(f, ", .axes_mask = 0x%xu }", d->axes_mask);
+}
+
+static void desc_copy(FILE *f, const struct rt_copy_desc *d)
+{
+	fprintf(f, "{ .esize = %d, .rank = %d, .dims = ", d->esize, d->rank);
+	i64s(f, d->dims, d->rank);
+	fprintf(f, ", .offset = %lld, .strides = ", (long long)d->offset);
+	i64s(f, d->strides, d->rank);
+	if (d->dst_dense) {
+		fputs(", .dst_dense = 1 }", f);
+	} else {
+		fprintf(f, ",\n\t.dst_offset = %lld, .dst_strides = ", (long long)d->dst_offset);
+		i64s(f, d->dst_strides, d->rank);
+		fputs(" }", f);
+	}
+}
+
+static void desc_pad(FILE *f, const struct rt_pad_desc *d)
+{
+	fprintf(f, "{ .esize = %d, .mode = %d, .rank = %d, .in_dims = ", d->esize, d->mode,
+	        d->rank);
+	i64s(f, d->in_dims, d->rank);
+	fputs(", .pads = ", f);
+	i64s(f, d->pads, 2 * d->rank);
+	fputs(", .value = {", f);
+	for (int i = 0; i < 8; i++)
+		fprintf(f, "%s%u", i ? ", " : "", d->value[i]);
+	fputs("} }", f);
+}
+
+static void desc_resize(FILE *f, const struct rt_resize_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .mode = %d, .coord = %d, .nearest = %d, .rank = %d,\n\t.in_dims = ",
+	        d->dtype, d->mode, d->coord, d->nearest, d->rank);
+	i64s(f, d->in_dims, d->rank);
+	fputs(", .out_dims = ", f);
+	i64s(f, d->out_dims, d->rank);
+	fputs(", .scales = {", f);
+	for (int i = 0; i < d->rank; i++) {
+		char buf[48];
+		ir_format_double(d->scales[i], buf, sizeof buf);
+		fprintf(f, "%s%s", i ? ", " : "", buf);
+	}
+	fputs("}, .roi = {", f);
+	for (int i = 0; i < 2 * d->rank; i++) {
+		fputs(i ? ", " : "", f);
+		flt(f, d->roi[i]);
+	}
+	fputs("},\n\t.cubic_a = ", f);
+	flt(f, d->cubic_a);
+	fprintf(f, ", .exclude_outside = %d, .extrapolation = ", d->exclude_outside);
+	flt(f, d->extrapolation);
+	fputs(" }", f);
+}
+
+static void desc_simple(FILE *f, const struct cg_step *s)
+{
+	const union cg_desc *d = &s->d;
+	switch (s->lib) {
+	case CG_LIB_SOFTMAX:
+		fprintf(f,
+		        "{ .dtype = %d, .kind = %d, .outer = %lld, .axis = %lld, .inner = %lld }",
+		        d->softmax.dtype, d->softmax.kind, (long long)d->softmax.outer,
+		        (long long)d->softmax.axis, (long long)d->softmax.inner);
+		break;
+	case CG_LIB_LAYERNORM:
+		fprintf(f, "{ .dtype = %d, .rows = %lld, .cols = %lld, .eps = ", d->layernorm.dtype,
+		        (long long)d->layernorm.rows, (long long)d->layernorm.cols);
+		flt(f, d->layernorm.eps);
+		fputs(" }", f);
+		break;
+	case CG_LIB_INSTNORM:
+		fprintf(f, "{ .dtype = %d, .n = %lld, .c = %lld, .spatial = %lld, .eps = ",
+		        d->instnorm.dtype, (long long)d->instnorm.n, (long long)d->instnorm.c,
+		        (long long)d->instnorm.spatial);
+		flt(f, d->instnorm.eps);
+		fputs(" }", f);
+		break;
+	case CG_LIB_LRN:
+		fprintf(f,
+		        "{ .dtype = %d, .n = %lld, .c = %lld, .spatial = %lld, .size = %lld, "
+		        ".alpha = ",
+		        d->lrn.dtype, (long long)d->lrn.n, (long long)d->lrn.c,
+		        (long long)d->lrn.spatial, (long long)d->lrn.size);
+		flt(f, d->lrn.alpha);
+		fputs(", .beta = ", f);
+		flt(f, d->lrn.beta);
+		fputs(", .bias = ", f);
+		flt(f, d->lrn.bias);
+		fputs(" }", f);
+		break;
+	case CG_LIB_ARG:
+		fprintf(f,
+		        "{ .dtype = %d, .is_min = %d, .select_last = %d, .outer = %lld, .axis = "
+		        "%lld, "
+		        ".inner = %lld }",
+		        d->arg.dtype, d->arg.is_min, d->arg.select_last, (long long)d->arg.outer,
+		        (long long)d->arg.axis, (long long)d->arg.inner);
+		break;
+	case CG_LIB_CUMSUM:
+		fprintf(f,
+		        "{ .dtype = %d, .exclusive = %d, .reverse = %d, .outer = %lld, .axis = "
+		        "%lld, "
+		        ".inner = %lld }",
+		        d->cumsum.dtype, d->cumsum.exclusive, d->cumsum.reverse,
+		        (long long)d->cumsum.outer, (long long)d->cumsum.axis,
+		        (long long)d->cumsum.inner);
+		break;
+	case CG_LIB_GATHER:
+		fprintf(f,
+		        "{ .esize = %d, .index_dtype = %d, .outer = %lld, .axis = %lld, .inner = "
+		        "%lld, "
+		        ".nidx = %lld }",
+		        d->gather.esize, d->gather.index_dtype, (long long)d->gather.outer,
+		        (long long)d->gather.axis, (long long)d->gather.inner,
+		        (long long)d->gather.nidx);
+		break;
+	case CG_LIB_GATHER_ELEMENTS:
+		fprintf(f,
+		        "{ .esize = %d, .index_dtype = %d, .rank = %d, .axis = %d, .data_dims = ",
+		        d->gather_elements.esize, d->gather_elements.index_dtype,
+		        d->gather_elements.rank, d->gather_elements.axis);
+		i64s(f, d->gather_elements.data_dims, d->gather_elements.rank);
+		fputs(", .index_dims = ", f);
+		i64s(f, d->gather_elements.index_dims, d->gather_elements.rank);
+		fputs(" }", f);
+		break;
+	case CG_LIB_TILE:
+		fprintf(f, "{ .esize = %d, .rank = %d, .in_dims = ", d->tile.esize, d->tile.rank);
+		i64s(f, d->tile.in_dims, d->tile.rank);
+		fputs(", .repeats = ", f);
+		i64s(f, d->tile.repeats, d->tile.rank);
+		fputs(" }", f);
+		break;
+	case CG_LIB_TRILU:
+		fprintf(f,
+		        "{ .esize = %d, .upper = %d, .batch = %lld, .rows = %lld, .cols = %lld, .k "
+		        "= %lld }",
+		        d->trilu.esize, d->trilu.upper, (long long)d->trilu.batch,
+		        (long long)d->trilu.rows, (long long)d->trilu.cols, (long long)d->trilu.k);
+		break;
+	default: ir_panic(__FILE__, __LINE__, "no descriptor printer for lib %d", s->lib);
+	}
+}
+
+static const struct {
+	const char *type, *fn;
+} libs[CG_LIB_COUNT] = {
+	[CG_LIB_GEMM] = { "rt_gemm_desc", "rt_gemm" },
+	[CG_LIB_CONV] = { "rt_conv_desc", "rt_conv" },
+	[CG_LIB_CONV_TRANSPOSE] = { "rt_conv_desc", "rt_conv_transpose" },
+	[CG_LIB_POOL] = { "rt_pool_desc", "rt_pool" },
+	[CG_LIB_SOFTMAX] = { "rt_softmax_desc", "rt_softmax" },
+	[CG_LIB_LAYERNORM] = { "rt_layernorm_desc", "rt_layernorm" },
+	[CG_LIB_INSTNORM] = { "rt_instnorm_desc", "rt_instnorm" },
+	[CG_LIB_LRN] = { "rt_lrn_desc", "rt_lrn" },
+	[CG_LIB_REDUCE] = { "rt_reduce_desc", "rt_reduce" },
+	[CG_LIB_ARG] = { "rt_arg_desc", "rt_arg" },
+	[CG_LIB_CUMSUM] = { "rt_cumsum_desc", "rt_cumsum" },
+	[CG_LIB_COPY] = { "rt_copy_desc", "rt_copy" },
+	[CG_LIB_GATHER] = { "rt_gather_desc", "rt_gather" },
+	[CG_LIB_GATHER_ELEMENTS] = { "rt_gather_elements_desc", "rt_gather_elements" },
+	[CG_LIB_PAD] = { "rt_pad_desc", "rt_pad" },
+	[CG_LIB_TILE] = { "rt_tile_desc", "rt_tile" },
+	[CG_LIB_TRILU] = { "rt_trilu_desc", "rt_trilu" },
+	[CG_LIB_RESIZE] = { "rt_resize_desc", "rt_resize" },
+};
+
+static void print_desc(FILE *f, const struct cg_step *s, const union cg_desc *d)
+{
+	switch (s->lib) {
+	case CG_LIB_GEMM: desc_gemm(f, &d->gemm); break;
+	case CG_LIB_CONV:
+	case CG_LIB_CONV_TRANSPOSE: desc_conv(f, &d->conv); break;
+	case CG_LIB_POOL: desc_pool(f, &d->pool); break;
+	case CG_LIB_REDUCE: desc_reduce(f, &d->reduce); break;
+	case CG_LIB_COPY: desc_copy(f, &d->copy); break;
+	case CG_LIB_PAD: desc_pad(f, &d->pad); break;
+	case CG_LIB_RESIZE: desc_resize(f, &d->resize); break;
+	default: desc_simple(f, s); break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor references                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void ref(FILE *f, const struct cg_plan *p, struct ir_value *v)
+{
+	struct cg_buf b;
+	if (!v) {
+		fputs("NULL", f);
+		return;
+	}
+	b = p->vals[cg_root(p, v)->id].buf;
+	switch (b.where) {
+	case CG_INPUT: fprintf(f, "IN(%d)", b.index); break;
+	case CG_OUTPUT: fprintf(f, "OUT(%d)", b.index); break;
+	case CG_WEIGHT: fprintf(f, "W(%lld)", (long long)b.offset); break;
+	case CG_ARENA: fprintf(f, "A(%lld)", (long long)b.offset); break;
+	default: ir_panic(__FILE__, __LINE__, "value '%s' has no storage", v->name);
+	}
+}
+
+static void arg_list(FILE *f, const struct cg_plan *p, const struct cg_step *s, const int *order,
+                     int n)
+{
+	for (int i = 0; i < n; i++) {
+		fputs(", ", f);
+		ref(f, p, order[i] < s->nargs ? s->args[order[i]] : NULL);
+	}
+}
+
+/* The call for library step s (its descriptor is d<index>). */
+static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, int index)
+{
+	/* argument orders of the runtime calls, as indices into s->args */
+	static const int gemm[] = { 1, 2, 3, 4, 0 }, conv[] = { 1, 2, 3, 4, 0 },
+	                 convt[] = { 1, 2, 3, 0 }, pool[] = { 2, 0, 1 }, two[] = { 1, 0 },
+	                 gather[] = { 1, 2, 0 }, ln[] = { 3, 4, 5, 0, 1, 2 },
+	                 inorm[] = { 1, 2, 3, 0 };
+	const char *fn = libs[s->lib].fn;
+	if (s->lib == CG_LIB_COPY && s->copies) {
+		for (int i = 0; i < s->ncopies; i++) {
+			fprintf(f, "\tCALL(rt_copy(ctx, &d%d[%d], ", index, i);
+			ref(f, p, s->split ? s->args[s->nout] : s->args[s->nout + i]);
+			fputs(", ", f);
+			ref(f, p, s->split ? s->args[i] : s->args[0]);
+			fputs("));\n", f);
+		}
+		return;
+	}
+	fprintf(f, "\tCALL(%s(ctx, &d%d", fn, index);
+	switch (s->lib) {
+	case CG_LIB_GEMM: arg_list(f, p, s, gemm, 5); break;
+	case CG_LIB_CONV: arg_list(f, p, s, conv, 5); break;
+	case CG_LIB_CONV_TRANSPOSE: arg_list(f, p, s, convt, 4); break;
+	case CG_LIB_POOL: arg_list(f, p, s, pool, 3); break;
+	case CG_LIB_GATHER:
+	case CG_LIB_GATHER_ELEMENTS: arg_list(f, p, s, gather, 3); break;
+	case CG_LIB_LAYERNORM: arg_list(f, p, s, ln, 6); break;
+	case CG_LIB_INSTNORM: arg_list(f, p, s, inorm, 4); break;
+	default: arg_list(f, p, s, two, 2); break;
+	}
+	if (s->lib == CG_LIB_CONV || s->lib == CG_LIB_CONV_TRANSPOSE)
+		fprintf(f, ", A(%lld)", (long long)s->ws_offset);
+	fputs("));\n", f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void upper(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+	for (; src[i] && i + 1 < n; i++)
+		dst[i] = (char)toupper((unsigned char)src[i]);
+	dst[i] = 0;
+}
+
+static void io_macros(FILE *f, const char *N, const char *kind, int i, const struct ir_value *v)
+{
+	fprintf(f, "#define %s_%s%d_NAME ", N, kind, i);
+	c_string(f, v->name);
+	fprintf(f, "\n#define %s_%s%d_DTYPE %d /* %s */\n", N, kind, i,
+	        ir_dtypes[v->type.dtype].onnx, ir_dtype_name(v->type.dtype));
+	fprintf(f, "#define %s_%s%d_RANK %d\n", N, kind, i, v->type.rank);
+	fprintf(f, "#define %s_%s%d_DIMS ", N, kind, i);
+	i64s(f, v->type.dims, v->type.rank);
+	fprintf(f, "\n#define %s_%s%d_ELEMS %lld\n", N, kind, i,
+	        (long long)ir_type_elems(&v->type));
+	fprintf(f, "#define %s_%s%d_BYTES %lld\n", N, kind, i,
+	        (long long)(ir_type_elems(&v->type) * ir_dtype_size(v->type.dtype)));
+}
+
+bool cg_emit_header(const struct cg_plan *p, const char *path)
+{
+	const char *n = p->opt->name;
+	char N[128];
+	FILE *f = fopen(path, "w");
+	struct ir_module *m = p->m;
+	if (!f) {
+		ir_error(m->ctx, "cannot write %s", path);
+		return false;
+	}
+	upper(N, n, sizeof N);
+	fprintf(f,
+	        "/* %s.h - generated by onnxc %s. Do not edit. The API is described in\n"
+	        " * onnxc's docs/api.md. */\n",
+	        n, ONNXC_VERSION);
+	fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n\n", N, N);
+	fprintf(f, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	fprintf(f, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n", N, m->ninputs, N,
+	        m->noutputs);
+	fprintf(f, "#define %s_ARENA_BYTES %lld\n#define %s_WEIGHT_BYTES %lld\n", N,
+	        (long long)p->arena_bytes, N, (long long)p->weight_bytes);
+	fprintf(f, "#define %s_MODEL_ID 0x%016llxull\n\n", N, (unsigned long long)p->model_id);
+	for (int i = 0; i < m->ninputs; i++)
+		io_macros(f, N, "INPUT", i, m->inputs[i]);
+	for (int i = 0; i < m->noutputs; i++)
+		io_macros(f, N, "OUTPUT", i, m->outputs[i]);
+	fprintf(f,
+	        "\nstruct %s;\n\n"
+	        "/* Creates an instance. weights_path: the weights file (%s.weights);\n"
+	        " * NULL uses the embedded weights if the library has them, otherwise\n"
+	        " * %s.weights next to the executable or in the current directory.\n"
+	        " * Returns 0 or a status (%s_strerror). */\n"
+	        "int %s_create(struct %s **model, const char *weights_path);\n\n"
+	        "/* Runs the model: inputs and outputs are dense row-major buffers of the\n"
+	        " * types and shapes above, in graph order. Returns 0 or a status. */\n"
+	        "int %s_run(struct %s *model, const void *const inputs[], void *const "
+	        "outputs[]);\n\n"
+	        "/* The same, first checking every buffer's size in bytes\n"
+	        " * (%s_INPUT<i>_BYTES, %s_OUTPUT<i>_BYTES). */\n"
+	        "int %s_run_checked(struct %s *model, const void *const inputs[],\n"
+	        "                   const size_t input_bytes[], void *const outputs[],\n"
+	        "                   const size_t output_bytes[]);\n\n"
+	        "void %s_destroy(struct %s *model);\n"
+	        "const char *%s_strerror(int status);\n\n",
+	        n, n, n, n, n, n, n, n, N, N, n, n, n, n, n);
+	fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+	if (fclose(f) != 0) {
+		ir_error(m->ctx, "writing %s failed", path);
+		return false;
+	}
+	return true;
+}
+
+bool cg_emit_source(const struct cg_plan *p, const char *path)
+{
+	const char *n = p->opt->name;
+	char N[128];
+	FILE *f = fopen(path, "w");
+	struct ir_module *m = p->m;
+	int ndesc = 0;
+	if (!f) {
+		ir_error(m->ctx, "cannot write %s", path);
+		return false;
+	}
+	upper(N, n, sizeof N);
+	fprintf(f, "/* %s.c - generated by onnxc %s", n, ONNXC_VERSION);
+	if (p->opt->source) {
+		const char *base = strrchr(p->opt->source, '/');
+		fprintf(f, " from %s", base ? base + 1 : p->opt->source);
+	}
+	fprintf(f,
+	        ". Do not edit.\n *\n"
+	        " * One runtime call per step over a %lld-byte arena; the fused elementwise\n"
+	        " * kernels %s_k<i> are in %s_kernels.o. */\n",
+	        (long long)p->arena_bytes, n, n);
+	fprintf(f,
+	        "#include \"%s.h\"\n\n#include <math.h>\n#include <onnxc_rt.h>\n#include "
+	        "<stdlib.h>\n\n",
+	        n);
+	fprintf(f, "struct %s {\n\tstruct rt_model m;\n};\n\n", n);
+	if (p->opt->embed_weights)
+		fprintf(f, "extern const unsigned char %s_weights_blob[];\n", n);
+	for (int i = 0; i < p->nkernels; i++)
+		fprintf(f, "void %s_k%d(void *const *args, int64_t begin, int64_t end);\n", n,
+		        p->kernels[i]->id);
+	fprintf(f, "\n#define IN(i) ((void *)inputs[i])\n#define OUT(i) (outputs[i])\n"
+	           "#define W(off) ((void *)(model->m.weights + (off)))\n"
+	           "#define A(off) ((void *)(model->m.arena + (off)))\n"
+	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n\n");
+	/* descriptors */
+	for (int s = 0; s < p->nsteps; s++) {
+		const struct cg_step *st = &p->steps[s];
+		if (st->is_kernel)
+			continue;
+		if (st->copies) {
+			fprintf(f, "static const struct rt_copy_desc d%d[%d] = {\n", s,
+			        st->ncopies ? st->ncopies : 1);
+			for (int i = 0; i < st->ncopies; i++) {
+				fputc('\t', f);
+				desc_copy(f, &st->copies[i]);
+				fputs(",\n", f);
+			}
+			fputs("};\n", f);
+		} else {
+			fprintf(f, "static const struct %s d%d = ", libs[st->lib].type, s);
+			print_desc(f, st, &st->d);
+			fputs(";\n", f);
+		}
+		ndesc++;
+	}
+	fprintf(f,
+	        "\nint %s_run(struct %s *model, const void *const inputs[], void *const "
+	        "outputs[])\n{\n",
+	        n, n);
+	fprintf(f, "\tstruct rt_ctx *ctx;\n\tif (!model || !inputs || !outputs)\n\t\treturn "
+	           "RT_ERR_ARGUMENT;\n");
+	if (m->ninputs || m->noutputs) {
+		fprintf(f,
+		        "\tfor (int i = 0; i < %d; i++)\n\t\tif (!inputs[i])\n\t\t\treturn "
+		        "RT_ERR_ARGUMENT;\n",
+		        m->ninputs);
+		fprintf(f,
+		        "\tfor (int i = 0; i < %d; i++)\n\t\tif (!outputs[i])\n\t\t\treturn "
+		        "RT_ERR_ARGUMENT;\n",
+		        m->noutputs);
+	}
+	fprintf(f, "\tctx = model->m.ctx;\n\trt_model_begin_run(&model->m);\n");
+	for (int s = 0; s < p->nsteps; s++) {
+		const struct cg_step *st = &p->steps[s];
+		char what[1024];
+		snprintf(what, sizeof what, "%s (%s)", st->covers,
+		         st->is_kernel ? "fused"
+		                       : ir_ops[st->node ? st->node->op : IR_OP_COPY].name);
+		fputc('\n', f);
+		comment(f, "\t", what);
+		if (st->is_kernel) {
+			fputs("\t{\n\t\tvoid *const a[] = { ", f);
+			for (int i = 0; i < st->nargs; i++) {
+				fputs(i ? ", " : "", f);
+				ref(f, p, st->args[i]);
+			}
+			fprintf(f, " };\n\t\trt_launch(ctx, %s_k%d, a, %lld, %lld);\n\t}\n", n,
+			        st->k->id, (long long)st->outer, (long long)st->inner);
+		} else {
+			lib_call(f, p, st, s);
+		}
+	}
+	fprintf(f, "\treturn RT_OK;\n}\n\n");
+
+	/* run_checked */
+	fprintf(f,
+	        "int %s_run_checked(struct %s *model, const void *const inputs[],\n"
+	        "                   const size_t input_bytes[], void *const outputs[],\n"
+	        "                   const size_t output_bytes[])\n{\n",
+	        n, n);
+	if (m->ninputs) {
+		fprintf(f, "\tstatic const size_t in_bytes[] = {");
+		for (int i = 0; i < m->ninputs; i++)
+			fprintf(f, "%s%s_INPUT%d_BYTES", i ? ", " : " ", N, i);
+		fprintf(f, " };\n");
+	}
+	if (m->noutputs) {
+		fprintf(f, "\tstatic const size_t out_bytes[] = {");
+		for (int i = 0; i < m->noutputs; i++)
+			fprintf(f, "%s%s_OUTPUT%d_BYTES", i ? ", " : " ", N, i);
+		fprintf(f, " };\n");
+	}
+	fprintf(f, "\tif (!input_bytes || !output_bytes)\n\t\treturn RT_ERR_ARGUMENT;\n");
+	if (m->ninputs)
+		fprintf(f,
+		        "\tfor (int i = 0; i < %d; i++)\n\t\tif (input_bytes[i] != in_bytes[i])\n"
+		        "\t\t\treturn RT_ERR_INPUT_SIZE;\n",
+		        m->ninputs);
+	if (m->noutputs)
+		fprintf(f,
+		        "\tfor (int i = 0; i < %d; i++)\n\t\tif (output_bytes[i] != out_bytes[i])\n"
+		        "\t\t\treturn RT_ERR_INPUT_SIZE;\n",
+		        m->noutputs);
+	fprintf(f, "\treturn %s_run(model, inputs, outputs);\n}\n\n", n);
+
+	/* create / destroy / strerror */
+	fprintf(f,
+	        "int %s_create(struct %s **out, const char *weights_path)\n{\n"
+	        "\tstruct %s *model;\n\tint st;\n\tchar path[4096];\n"
+	        "\tif (!out)\n\t\treturn RT_ERR_ARGUMENT;\n\t*out = NULL;\n"
+	        "\tif (!(model = calloc(1, sizeof *model)))\n\t\treturn RT_ERR_NO_MEMORY;\n",
+	        n, n, n);
+	if (p->opt->embed_weights)
+		fprintf(f,
+		        "\tst = rt_model_open(&model->m, %s_ARENA_BYTES, weights_path, "
+		        "%s_weights_blob,\n"
+		        "\t                   %s_MODEL_ID, %s_WEIGHT_BYTES);\n",
+		        N, n, N, N);
+	else
+		fprintf(f,
+		        "\tif (!weights_path && %s_WEIGHT_BYTES)\n"
+		        "\t\tweights_path = rt_default_weights(\"%s.weights\", path, sizeof "
+		        "path);\n"
+		        "\tst = rt_model_open(&model->m, %s_ARENA_BYTES, weights_path, NULL, "
+		        "%s_MODEL_ID,\n"
+		        "\t                   %s_WEIGHT_BYTES);\n",
+		        N, n, N, N, N);
+	fprintf(f, "\t(void)path;\n\tif (st) {\n\t\tfree(model);\n\t\treturn st;\n\t}\n"
+	           "\t*out = model;\n\treturn RT_OK;\n}\n\n");
+	fprintf(f,
+	        "void %s_destroy(struct %s *model)\n{\n\tif (!model)\n\t\treturn;\n"
+	        "\trt_model_close(&model->m);\n\tfree(model);\n}\n\n",
+	        n, n);
+	fprintf(f,
+	        "const char *%s_strerror(int status)\n{\n\treturn rt_status_message(status);\n}\n",
+	        n);
+	(void)ndesc;
+	if (fclose(f) != 0) {
+		ir_error(m->ctx, "writing %s failed", path);
+		return false;
+	}
+	return true;
+}

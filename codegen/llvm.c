@@ -1,0 +1,809 @@
+/*
+ * llvm.c - fused elementwise kernels through the LLVM C API.
+ *
+ * The only file that includes LLVM headers. Each struct cg_kernel becomes
+ *
+ *     void NAME_k<id>(void *const *args, int64_t begin, int64_t end)
+ *
+ * iterating outer indices [begin, end) of its (collapsed) index space and,
+ * inside, the innermost dimension with a constant trip count. Every
+ * argument's view has constant strides, so loads are affine with constant
+ * coefficients and LLVM's O3 pipeline vectorizes the inner loop.
+ *
+ * Numerics: float16 and bfloat16 values are computed in f32 and rounded back
+ * to their type (round to nearest even) after every op, so a fused chain
+ * gives the same bits as the same ops run one by one with half storage in
+ * between; f64 computes in f64; integers wrap; integer division and modulo
+ * by zero give 0 instead of trapping; float to integer casts saturate (NaN
+ * becomes 0). Everything a kernel computes comes from one switch on the IR
+ * op (emit_op), so the CUDA target will reuse it with another loop around.
+ */
+#include "plan.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gen {
+	LLVMContextRef cx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, voidt;
+	const struct cg_plan *p;
+	const struct cg_kernel *k;
+	LLVMValueRef *base; /* per argument: its data pointer */
+	LLVMValueRef *xoff; /* per load expression: element offset of the row */
+	LLVMValueRef *xv;   /* per expression: its value at the element */
+};
+
+static bool isf(enum ir_dtype t) { return ir_dtypes[t].is_float; }
+static bool issigned(enum ir_dtype t) { return ir_dtypes[t].is_signed; }
+
+/* How a dtype is stored in memory. */
+static LLVMTypeRef store_type(struct gen *g, enum ir_dtype t)
+{
+	switch (t) {
+	case IR_F32: return g->f32;
+	case IR_F64: return g->f64;
+	case IR_F16: return g->f16;
+	case IR_BF16: return g->i16;
+	case IR_BOOL: return g->i8;
+	default: return LLVMIntTypeInContext(g->cx, 8 * (unsigned)ir_dtype_size(t));
+	}
+}
+
+/* How a dtype is computed with. */
+static LLVMTypeRef comp_type(struct gen *g, enum ir_dtype t)
+{
+	switch (t) {
+	case IR_F32:
+	case IR_F16:
+	case IR_BF16: return g->f32;
+	case IR_F64: return g->f64;
+	case IR_BOOL: return g->i1;
+	default: return LLVMIntTypeInContext(g->cx, 8 * (unsigned)ir_dtype_size(t));
+	}
+}
+
+static LLVMValueRef i64c(struct gen *g, int64_t v)
+{
+	return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef fconst(struct gen *g, LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+static LLVMValueRef call_intrinsic(struct gen *g, const char *name, LLVMTypeRef *types, int ntypes,
+                                   LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef fn;
+	LLVMTypeRef ft;
+	IR_ASSERT(id != 0);
+	fn = LLVMGetIntrinsicDeclaration(g->mod, id, types, (size_t)ntypes);
+	ft = LLVMIntrinsicGetType(g->cx, id, types, (size_t)ntypes);
+	return LLVMBuildCall2(g->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+/* A float intrinsic overloaded on its argument type: llvm.sqrt etc. */
+static LLVMValueRef fintr(struct gen *g, const char *name, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	return call_intrinsic(g, name, &t, 1, &x, 1);
+}
+
+static LLVMValueRef fintr2(struct gen *g, const char *name, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef a[2] = { x, y };
+	return call_intrinsic(g, name, &t, 1, a, 2);
+}
+
+/* A C math library function (expf or exp by the argument's type). */
+static LLVMValueRef libm(struct gen *g, const char *name, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x), ft = LLVMFunctionType(t, &t, 1, 0);
+	char fname[32];
+	LLVMValueRef fn;
+	snprintf(fname, sizeof fname, "%s%s", name, t == g->f32 ? "f" : "");
+	fn = LLVMGetNamedFunction(g->mod, fname);
+	if (!fn) {
+		fn = LLVMAddFunction(g->mod, fname, ft);
+		LLVMSetFunctionCallConv(fn, LLVMCCallConv);
+	}
+	return LLVMBuildCall2(g->b, ft, fn, &x, 1, "");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Half precision                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* f32 -> bf16 bits, round to nearest even, NaN kept quiet. */
+static LLVMValueRef f32_to_bf16_bits(struct gen *g, LLVMValueRef v)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef u = LLVMBuildBitCast(b, v, g->i32, "");
+	LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, u, LLVMConstInt(g->i32, 16, 0), ""),
+	                                LLVMConstInt(g->i32, 1, 0), "");
+	LLVMValueRef r =
+	        LLVMBuildAdd(b, u, LLVMBuildAdd(b, LLVMConstInt(g->i32, 0x7fff, 0), lsb, ""), "");
+	LLVMValueRef hi = LLVMBuildLShr(b, r, LLVMConstInt(g->i32, 16, 0), "");
+	LLVMValueRef nanv = LLVMBuildOr(b, LLVMBuildLShr(b, u, LLVMConstInt(g->i32, 16, 0), ""),
+	                                LLVMConstInt(g->i32, 0x40, 0), "");
+	LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+	return LLVMBuildTrunc(b, LLVMBuildSelect(b, isnan, nanv, hi, ""), g->i16, "");
+}
+
+static LLVMValueRef bf16_bits_to_f32(struct gen *g, LLVMValueRef h)
+{
+	LLVMValueRef u = LLVMBuildShl(g->b, LLVMBuildZExt(g->b, h, g->i32, ""),
+	                              LLVMConstInt(g->i32, 16, 0), "");
+	return LLVMBuildBitCast(g->b, u, g->f32, "");
+}
+
+/* Rounds an f32 to the precision of dtype t (f16 / bf16), back in f32. */
+static LLVMValueRef round_to(struct gen *g, LLVMValueRef v, enum ir_dtype t)
+{
+	if (t == IR_F16)
+		return LLVMBuildFPExt(g->b, LLVMBuildFPTrunc(g->b, v, g->f16, ""), g->f32, "");
+	if (t == IR_BF16)
+		return bf16_bits_to_f32(g, f32_to_bf16_bits(g, v));
+	return v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Conversions                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Converts v (computed as dtype from) to the compute form of dtype to. */
+static LLVMValueRef convert(struct gen *g, LLVMValueRef v, enum ir_dtype from, enum ir_dtype to)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef tt = comp_type(g, to), ft = comp_type(g, from);
+	if (to == IR_BOOL) {
+		if (from == IR_BOOL)
+			return v;
+		if (isf(from))
+			return LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstNull(ft), "");
+		return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstNull(ft), "");
+	}
+	if (from == IR_BOOL)
+		return isf(to) ? LLVMBuildUIToFP(b, v, tt, "") : LLVMBuildZExt(b, v, tt, "");
+	if (isf(from) && isf(to)) {
+		LLVMValueRef r = v;
+		if (ft != tt)
+			r = LLVMGetTypeKind(tt) == LLVMDoubleTypeKind
+			            ? LLVMBuildFPExt(b, v, tt, "")
+			            : LLVMBuildFPTrunc(b, v, tt, "");
+		return round_to(g, r, to);
+	}
+	if (isf(from)) { /* float -> integer: saturating, NaN -> 0 */
+		LLVMTypeRef ty[2] = { tt, ft };
+		return call_intrinsic(g, issigned(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", ty,
+		                      2, &v, 1);
+	}
+	if (isf(to)) {
+		LLVMValueRef r = issigned(from) ? LLVMBuildSIToFP(b, v, tt, "")
+		                                : LLVMBuildUIToFP(b, v, tt, "");
+		return round_to(g, r, to);
+	}
+	/* integer -> integer */
+	{
+		unsigned fw = LLVMGetIntTypeWidth(ft), tw = LLVMGetIntTypeWidth(tt);
+		if (tw < fw)
+			return LLVMBuildTrunc(b, v, tt, "");
+		if (tw > fw)
+			return issigned(from) ? LLVMBuildSExt(b, v, tt, "")
+			                      : LLVMBuildZExt(b, v, tt, "");
+		return v;
+	}
+}
+
+static LLVMValueRef load_elem(struct gen *g, enum ir_dtype t, LLVMValueRef ptr)
+{
+	LLVMValueRef v = LLVMBuildLoad2(g->b, store_type(g, t), ptr, "");
+	switch (t) {
+	case IR_F16: return LLVMBuildFPExt(g->b, v, g->f32, "");
+	case IR_BF16: return bf16_bits_to_f32(g, v);
+	case IR_BOOL: return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+	default: return v;
+	}
+}
+
+static void store_elem(struct gen *g, enum ir_dtype t, LLVMValueRef v, LLVMValueRef ptr)
+{
+	switch (t) {
+	case IR_F16: v = LLVMBuildFPTrunc(g->b, v, g->f16, ""); break;
+	case IR_BF16: v = f32_to_bf16_bits(g, v); break;
+	case IR_BOOL: v = LLVMBuildZExt(g->b, v, g->i8, ""); break;
+	default: break;
+	}
+	LLVMBuildStore(g->b, v, ptr);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static LLVMValueRef sel(struct gen *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(g->b, c, a, b, "");
+}
+
+static LLVMValueRef fcmp(struct gen *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildFCmp(g->b, p, a, b, "");
+}
+
+/* x >= 0 ? x : f(x), the shape of ELU-like activations. */
+static LLVMValueRef neg_branch(struct gen *g, LLVMValueRef x, LLVMValueRef fneg)
+{
+	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(x));
+	return sel(g, fcmp(g, LLVMRealOLT, x, zero), fneg, x);
+}
+
+/* log(1 + exp(x)) computed without overflow: max(x,0) + log1p(exp(-|x|)). */
+static LLVMValueRef softplus(struct gen *g, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef ax = fintr(g, "llvm.fabs", x);
+	LLVMValueRef e = libm(g, "log1p", fintr(g, "llvm.exp", LLVMBuildFNeg(g->b, ax, "")));
+	return LLVMBuildFAdd(g->b, fintr2(g, "llvm.maxnum", x, LLVMConstNull(t)), e, "");
+}
+
+static LLVMValueRef emit_float_unary(struct gen *g, const struct ir_node *n, LLVMValueRef x)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef zero = LLVMConstNull(t), one = fconst(g, t, 1);
+	switch (n->op) {
+	case IR_OP_NEG: return LLVMBuildFNeg(b, x, "");
+	case IR_OP_ABS: return fintr(g, "llvm.fabs", x);
+	case IR_OP_SIGN:
+		return sel(g, fcmp(g, LLVMRealOGT, x, zero), one,
+		           sel(g, fcmp(g, LLVMRealOLT, x, zero), fconst(g, t, -1), x));
+	case IR_OP_RELU: return sel(g, fcmp(g, LLVMRealOLT, x, zero), zero, x);
+	case IR_OP_FLOOR: return fintr(g, "llvm.floor", x);
+	case IR_OP_CEIL: return fintr(g, "llvm.ceil", x);
+	case IR_OP_ROUND: return fintr(g, "llvm.roundeven", x);
+	case IR_OP_SQRT: return fintr(g, "llvm.sqrt", x);
+	case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
+	case IR_OP_EXP: return fintr(g, "llvm.exp", x);
+	case IR_OP_LOG: return fintr(g, "llvm.log", x);
+	case IR_OP_ERF: return libm(g, "erf", x);
+	case IR_OP_TANH: return libm(g, "tanh", x);
+	case IR_OP_SIGMOID:
+		return LLVMBuildFDiv(
+		        b, one,
+		        LLVMBuildFAdd(b, one, fintr(g, "llvm.exp", LLVMBuildFNeg(b, x, "")), ""),
+		        "");
+	case IR_OP_SIN: return fintr(g, "llvm.sin", x);
+	case IR_OP_COS: return fintr(g, "llvm.cos", x);
+	case IR_OP_TAN: return libm(g, "tan", x);
+	case IR_OP_ASIN: return libm(g, "asin", x);
+	case IR_OP_ACOS: return libm(g, "acos", x);
+	case IR_OP_ATAN: return libm(g, "atan", x);
+	case IR_OP_SINH: return libm(g, "sinh", x);
+	case IR_OP_COSH: return libm(g, "cosh", x);
+	case IR_OP_ASINH: return libm(g, "asinh", x);
+	case IR_OP_ACOSH: return libm(g, "acosh", x);
+	case IR_OP_ATANH: return libm(g, "atanh", x);
+	case IR_OP_SOFTPLUS: return softplus(g, x);
+	case IR_OP_SOFTSIGN:
+		return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, fintr(g, "llvm.fabs", x), ""), "");
+	case IR_OP_MISH: return LLVMBuildFMul(b, x, libm(g, "tanh", softplus(g, x)), "");
+	case IR_OP_HARD_SWISH: {
+		LLVMValueRef h = LLVMBuildFAdd(b, LLVMBuildFMul(b, x, fconst(g, t, 1.0 / 6), ""),
+		                               fconst(g, t, 0.5), "");
+		h = fintr2(g, "llvm.maxnum", fintr2(g, "llvm.minnum", h, one), zero);
+		return LLVMBuildFMul(b, x, h, "");
+	}
+	case IR_OP_LEAKY_RELU:
+		return neg_branch(g, x,
+		                  LLVMBuildFMul(b, x, fconst(g, t, ir_attr_f(n, "alpha")), ""));
+	case IR_OP_ELU:
+		return neg_branch(g, x,
+		                  LLVMBuildFMul(b, fconst(g, t, ir_attr_f(n, "alpha")),
+		                                libm(g, "expm1", x), ""));
+	case IR_OP_CELU: {
+		LLVMValueRef a = fconst(g, t, ir_attr_f(n, "alpha"));
+		LLVMValueRef e =
+		        LLVMBuildFMul(b, a, libm(g, "expm1", LLVMBuildFDiv(b, x, a, "")), "");
+		return LLVMBuildFAdd(b, fintr2(g, "llvm.maxnum", x, zero),
+		                     fintr2(g, "llvm.minnum", e, zero), "");
+	}
+	case IR_OP_SELU: {
+		LLVMValueRef a = fconst(g, t, ir_attr_f(n, "alpha")),
+		             gm = fconst(g, t, ir_attr_f(n, "gamma"));
+		LLVMValueRef neg = LLVMBuildFMul(b, a, libm(g, "expm1", x), "");
+		return LLVMBuildFMul(b, gm, sel(g, fcmp(g, LLVMRealOGT, x, zero), x, neg), "");
+	}
+	case IR_OP_THRESHOLDED_RELU:
+		return sel(g, fcmp(g, LLVMRealOGT, x, fconst(g, t, ir_attr_f(n, "alpha"))), x,
+		           zero);
+	case IR_OP_HARD_SIGMOID: {
+		LLVMValueRef h = LLVMBuildFAdd(
+		        b, LLVMBuildFMul(b, x, fconst(g, t, ir_attr_f(n, "alpha")), ""),
+		        fconst(g, t, ir_attr_f(n, "beta")), "");
+		return fintr2(g, "llvm.maxnum", fintr2(g, "llvm.minnum", h, one), zero);
+	}
+	case IR_OP_SHRINK: {
+		LLVMValueRef bi = fconst(g, t, ir_attr_f(n, "bias")),
+		             l = fconst(g, t, ir_attr_f(n, "lambd"));
+		return sel(g, fcmp(g, LLVMRealOLT, x, LLVMBuildFNeg(b, l, "")),
+		           LLVMBuildFAdd(b, x, bi, ""),
+		           sel(g, fcmp(g, LLVMRealOGT, x, l), LLVMBuildFSub(b, x, bi, ""), zero));
+	}
+	case IR_OP_CLIP: {
+		LLVMValueRef lo = fconst(g, t, ir_attr_f(n, "min")),
+		             hi = fconst(g, t, ir_attr_f(n, "max"));
+		LLVMValueRef r = sel(g, fcmp(g, LLVMRealOLT, x, lo), lo, x);
+		return sel(g, fcmp(g, LLVMRealOGT, r, hi), hi, r);
+	}
+	case IR_OP_COPY: return x;
+	default: ir_panic(__FILE__, __LINE__, "no float code for %s", ir_ops[n->op].name);
+	}
+}
+
+static LLVMValueRef emit_int_unary(struct gen *g, const struct ir_node *n, LLVMValueRef x,
+                                   enum ir_dtype t)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef ty = LLVMTypeOf(x);
+	LLVMValueRef zero = LLVMConstNull(ty);
+	bool s = issigned(t);
+	switch (n->op) {
+	case IR_OP_NEG: return LLVMBuildNeg(b, x, "");
+	case IR_OP_ABS:
+		return s ? sel(g, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), LLVMBuildNeg(b, x, ""),
+		               x)
+		         : x;
+	case IR_OP_SIGN: {
+		LLVMValueRef gt = LLVMBuildZExt(
+		        b, LLVMBuildICmp(b, s ? LLVMIntSGT : LLVMIntUGT, x, zero, ""), ty, "");
+		LLVMValueRef lt =
+		        s ? LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), ty, "")
+		          : zero;
+		return LLVMBuildSub(b, gt, lt, "");
+	}
+	case IR_OP_RELU: return s ? sel(g, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), zero, x) : x;
+	case IR_OP_CLIP:
+	case IR_OP_SHRINK: {
+		/* compute through f64, exactly enough for the attribute values */
+		LLVMValueRef f =
+		        s ? LLVMBuildSIToFP(b, x, g->f64, "") : LLVMBuildUIToFP(b, x, g->f64, "");
+		LLVMTypeRef tys[2] = { ty, g->f64 };
+		LLVMValueRef r;
+		if (n->op == IR_OP_CLIP) {
+			LLVMValueRef lo = fconst(g, g->f64, ir_attr_f(n, "min")),
+			             hi = fconst(g, g->f64, ir_attr_f(n, "max"));
+			r = sel(g, fcmp(g, LLVMRealOLT, f, lo), lo, f);
+			r = sel(g, fcmp(g, LLVMRealOGT, r, hi), hi, r);
+		} else {
+			LLVMValueRef bi = fconst(g, g->f64, ir_attr_f(n, "bias")),
+			             l = fconst(g, g->f64, ir_attr_f(n, "lambd"));
+			r = sel(g, fcmp(g, LLVMRealOLT, f, LLVMBuildFNeg(b, l, "")),
+			        LLVMBuildFAdd(b, f, bi, ""),
+			        sel(g, fcmp(g, LLVMRealOGT, f, l), LLVMBuildFSub(b, f, bi, ""),
+			            LLVMConstNull(g->f64)));
+		}
+		return call_intrinsic(g, s ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tys, 2, &r, 1);
+	}
+	case IR_OP_COPY: return x;
+	default: ir_panic(__FILE__, __LINE__, "no integer code for %s", ir_ops[n->op].name);
+	}
+}
+
+/* a / b and a % b without traps: b == 0 gives 0, INT_MIN / -1 wraps. */
+static LLVMValueRef int_divmod(struct gen *g, bool div, bool s, LLVMValueRef a, LLVMValueRef bv)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+	LLVMValueRef bz = LLVMBuildICmp(b, LLVMIntEQ, bv, zero, "");
+	LLVMValueRef safe = sel(g, bz, one, bv), r;
+	if (s) {
+		LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, bv, LLVMConstAllOnes(ty), "");
+		safe = sel(g, m1, one, safe);
+		r = div ? LLVMBuildSDiv(b, a, safe, "") : LLVMBuildSRem(b, a, safe, "");
+		r = sel(g, m1, div ? LLVMBuildNeg(b, a, "") : zero, r);
+	} else {
+		r = div ? LLVMBuildUDiv(b, a, safe, "") : LLVMBuildURem(b, a, safe, "");
+	}
+	return sel(g, bz, zero, r);
+}
+
+static LLVMValueRef emit_binary(struct gen *g, const struct ir_node *n, LLVMValueRef a,
+                                LLVMValueRef bv, enum ir_dtype t, enum ir_dtype tb)
+{
+	LLVMBuilderRef b = g->b;
+	bool f = isf(t), s = issigned(t);
+	switch (n->op) {
+	case IR_OP_ADD: return f ? LLVMBuildFAdd(b, a, bv, "") : LLVMBuildAdd(b, a, bv, "");
+	case IR_OP_SUB: return f ? LLVMBuildFSub(b, a, bv, "") : LLVMBuildSub(b, a, bv, "");
+	case IR_OP_MUL: return f ? LLVMBuildFMul(b, a, bv, "") : LLVMBuildMul(b, a, bv, "");
+	case IR_OP_DIV: return f ? LLVMBuildFDiv(b, a, bv, "") : int_divmod(g, true, s, a, bv);
+	case IR_OP_MIN:
+		return f ? fintr2(g, "llvm.minimum", a, bv)
+		         : sel(g, LLVMBuildICmp(b, s ? LLVMIntSLT : LLVMIntULT, a, bv, ""), a, bv);
+	case IR_OP_MAX:
+		return f ? fintr2(g, "llvm.maximum", a, bv)
+		         : sel(g, LLVMBuildICmp(b, s ? LLVMIntSGT : LLVMIntUGT, a, bv, ""), a, bv);
+	case IR_OP_MOD:
+		if (f)
+			return LLVMBuildFRem(b, a, bv, "");
+		{
+			LLVMValueRef r = int_divmod(g, false, s, a, bv);
+			if (s && !ir_attr_i(n, "fmod")) {
+				/* Python semantics: the result takes the divisor's sign */
+				LLVMTypeRef ty = LLVMTypeOf(a);
+				LLVMValueRef zero = LLVMConstNull(ty);
+				LLVMValueRef fix = LLVMBuildAnd(
+				        b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
+				        LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
+				                     LLVMBuildICmp(b, LLVMIntSLT, bv, zero, ""),
+				                     ""),
+				        "");
+				r = sel(g, fix, LLVMBuildAdd(b, r, bv, ""), r);
+			}
+			return r;
+		}
+	case IR_OP_PRELU:
+		if (f)
+			return sel(g, fcmp(g, LLVMRealOLT, a, LLVMConstNull(LLVMTypeOf(a))),
+			           LLVMBuildFMul(b, a, bv, ""), a);
+		return sel(g, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstNull(LLVMTypeOf(a)), ""),
+		           LLVMBuildMul(b, a, bv, ""), a);
+	case IR_OP_POW: {
+		/* the exponent may have another type: compute in the base's float
+		 * type (f64 for integer bases, exact for exact results) */
+		LLVMTypeRef ct = f ? LLVMTypeOf(a) : g->f64;
+		LLVMValueRef fa = f ? a : convert(g, a, t, IR_F64);
+		LLVMValueRef fb = convert(g, bv, tb, ct == g->f64 ? IR_F64 : IR_F32);
+		LLVMValueRef r = fintr2(g, "llvm.pow", fa, fb);
+		return f ? r : convert(g, r, IR_F64, t);
+	}
+	default: ir_panic(__FILE__, __LINE__, "no binary code for %s", ir_ops[n->op].name);
+	}
+}
+
+static LLVMValueRef emit_compare(struct gen *g, enum ir_op op, LLVMValueRef a, LLVMValueRef bv,
+                                 enum ir_dtype t)
+{
+	static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT,
+		                                LLVMRealOGE };
+	static const LLVMIntPredicate sp[] = { LLVMIntEQ, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT,
+		                               LLVMIntSGE };
+	static const LLVMIntPredicate up[] = { LLVMIntEQ, LLVMIntULT, LLVMIntULE, LLVMIntUGT,
+		                               LLVMIntUGE };
+	int k = op == IR_OP_EQUAL        ? 0
+	        : op == IR_OP_LESS       ? 1
+	        : op == IR_OP_LESS_EQUAL ? 2
+	        : op == IR_OP_GREATER    ? 3
+	                                 : 4;
+	if (isf(t))
+		return fcmp(g, fp[k], a, bv);
+	return LLVMBuildICmp(g->b, issigned(t) ? sp[k] : up[k], a, bv, "");
+}
+
+/* The value of expression x, given its operands' values. */
+static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
+{
+	const struct ir_node *n = x->node;
+	const struct cg_kx *xs = g->k->x;
+	LLVMValueRef a = x->nin > 0 ? g->xv[x->in[0]] : NULL,
+	             bv = x->nin > 1 ? g->xv[x->in[1]] : NULL;
+	enum ir_dtype t0 = x->nin > 0 ? xs[x->in[0]].dtype : x->dtype;
+	enum ir_dtype t1 = x->nin > 1 ? xs[x->in[1]].dtype : x->dtype;
+	LLVMValueRef r;
+	switch (n->op) {
+	case IR_OP_CAST: return convert(g, a, t0, x->dtype);
+	case IR_OP_NOT: return LLVMBuildNot(g->b, a, "");
+	case IR_OP_AND: return LLVMBuildAnd(g->b, a, bv, "");
+	case IR_OP_OR: return LLVMBuildOr(g->b, a, bv, "");
+	case IR_OP_XOR: return LLVMBuildXor(g->b, a, bv, "");
+	case IR_OP_WHERE: return sel(g, a, bv, g->xv[x->in[2]]);
+	case IR_OP_ISNAN: return fcmp(g, LLVMRealUNO, a, a);
+	case IR_OP_ISINF: {
+		LLVMTypeRef t = LLVMTypeOf(a);
+		LLVMValueRef inf = fconst(g, t, INFINITY), ninf = fconst(g, t, -INFINITY);
+		LLVMValueRef pos = fcmp(g, LLVMRealOEQ, a, inf),
+		             neg = fcmp(g, LLVMRealOEQ, a, ninf);
+		LLVMValueRef no = LLVMConstInt(g->i1, 0, 0);
+		return LLVMBuildOr(g->b, ir_attr_i(n, "detect_positive") ? pos : no,
+		                   ir_attr_i(n, "detect_negative") ? neg : no, "");
+	}
+	case IR_OP_EQUAL:
+	case IR_OP_LESS:
+	case IR_OP_LESS_EQUAL:
+	case IR_OP_GREATER:
+	case IR_OP_GREATER_EQUAL:
+		if (t0 == IR_BOOL)
+			return LLVMBuildICmp(g->b, LLVMIntEQ, a, bv, "");
+		return emit_compare(g, n->op, a, bv, t0);
+	default: break;
+	}
+	if (x->nin == 2)
+		r = emit_binary(g, n, a, bv, x->dtype, t1);
+	else if (isf(x->dtype))
+		r = emit_float_unary(g, n, a);
+	else
+		r = emit_int_unary(g, n, a, x->dtype);
+	return isf(x->dtype) ? round_to(g, r, x->dtype) : r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static LLVMValueRef elem_ptr(struct gen *g, int arg, enum ir_dtype t, LLVMValueRef index)
+{
+	return LLVMBuildGEP2(g->b, store_type(g, t), g->base[arg], &index, 1, "");
+}
+
+static void gen_kernel(struct gen *g, const struct cg_kernel *k)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef params[3] = { g->ptr, g->i64, g->i64 };
+	LLVMTypeRef ft = LLVMFunctionType(g->voidt, params, 3, 0);
+	char name[160];
+	LLVMValueRef fn, args, begin, end, o, o1, i, i1, row, inner = i64c(g, k->dims[k->rank - 1]);
+	LLVMBasicBlockRef entry, ocond, obody, icond, ibody, oend, exit;
+	int r = k->rank;
+
+	snprintf(name, sizeof name, "%s_k%d", g->p->opt->name, k->id);
+	fn = LLVMAddFunction(g->mod, name, ft);
+	args = LLVMGetParam(fn, 0);
+	begin = LLVMGetParam(fn, 1);
+	end = LLVMGetParam(fn, 2);
+	entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
+	ocond = LLVMAppendBasicBlockInContext(g->cx, fn, "outer");
+	obody = LLVMAppendBasicBlockInContext(g->cx, fn, "row");
+	icond = LLVMAppendBasicBlockInContext(g->cx, fn, "inner");
+	ibody = LLVMAppendBasicBlockInContext(g->cx, fn, "elem");
+	oend = LLVMAppendBasicBlockInContext(g->cx, fn, "next_row");
+	exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
+
+	g->k = k;
+	g->base = calloc((size_t)k->nargs, sizeof *g->base);
+	g->xoff = calloc((size_t)k->nx, sizeof *g->xoff);
+	g->xv = calloc((size_t)k->nx, sizeof *g->xv);
+	IR_ASSERT(g->base && g->xoff && g->xv);
+
+	LLVMPositionBuilderAtEnd(b, entry);
+	for (int a = 0; a < k->nargs; a++) {
+		LLVMValueRef idx = i64c(g, a);
+		LLVMValueRef slot = LLVMBuildGEP2(b, g->ptr, args, &idx, 1, "");
+		g->base[a] = LLVMBuildLoad2(b, g->ptr, slot, "");
+	}
+	LLVMBuildBr(b, ocond);
+
+	LLVMPositionBuilderAtEnd(b, ocond);
+	o = LLVMBuildPhi(b, g->i64, "o");
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, o, end, ""), obody, exit);
+
+	/* per row: the outer multi-index, and each load's row offset */
+	LLVMPositionBuilderAtEnd(b, obody);
+	{
+		LLVMValueRef idx[IR_MAX_RANK];
+		int64_t span = 1;
+		for (int d = r - 2; d >= 0; d--) {
+			LLVMValueRef q = span > 1 ? LLVMBuildSDiv(b, o, i64c(g, span), "") : o;
+			idx[d] = d > 0 ? LLVMBuildSRem(b, q, i64c(g, k->dims[d]), "") : q;
+			span *= k->dims[d];
+		}
+		for (int e = 0; e < k->nx; e++) {
+			const struct cg_kx *x = &k->x[e];
+			LLVMValueRef off = i64c(g, x->view.offset);
+			if (x->kind != KX_LOAD)
+				continue;
+			for (int d = 0; d < r - 1; d++)
+				if (x->view.strides[d])
+					off = LLVMBuildAdd(b, off,
+					                   LLVMBuildMul(b, idx[d],
+					                                i64c(g, x->view.strides[d]),
+					                                ""),
+					                   "");
+			g->xoff[e] = off;
+		}
+		row = LLVMBuildMul(b, o, inner, "");
+	}
+	LLVMBuildBr(b, icond);
+
+	LLVMPositionBuilderAtEnd(b, icond);
+	i = LLVMBuildPhi(b, g->i64, "i");
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, inner, ""), ibody, oend);
+
+	LLVMPositionBuilderAtEnd(b, ibody);
+	for (int e = 0; e < k->nx; e++) {
+		const struct cg_kx *x = &k->x[e];
+		switch (x->kind) {
+		case KX_LOAD: {
+			int64_t st = x->view.strides[r - 1];
+			LLVMValueRef at = st ? LLVMBuildAdd(b, g->xoff[e],
+			                                    LLVMBuildMul(b, i, i64c(g, st), ""), "")
+			                     : g->xoff[e];
+			g->xv[e] = load_elem(g, x->dtype, elem_ptr(g, x->arg, x->dtype, at));
+			break;
+		}
+		case KX_CONST:
+			if (x->dtype == IR_BOOL)
+				g->xv[e] = LLVMConstInt(g->i1, x->i != 0, 0);
+			else if (isf(x->dtype))
+				g->xv[e] = fconst(g, comp_type(g, x->dtype), x->f);
+			else
+				g->xv[e] = LLVMConstInt(comp_type(g, x->dtype),
+				                        (unsigned long long)x->i, 1);
+			break;
+		case KX_OP: g->xv[e] = emit_op(g, x); break;
+		}
+	}
+	for (int j = 0; j < k->nout; j++) {
+		const struct cg_kx *x = &k->x[k->out_x[j]];
+		store_elem(g, x->dtype, g->xv[k->out_x[j]],
+		           elem_ptr(g, j, x->dtype, LLVMBuildAdd(b, row, i, "")));
+	}
+	i1 = LLVMBuildAdd(b, i, i64c(g, 1), "");
+	LLVMBuildBr(b, icond);
+	{
+		LLVMValueRef vals[2] = { i64c(g, 0), i1 };
+		LLVMBasicBlockRef from[2] = { obody, ibody };
+		LLVMAddIncoming(i, vals, from, 2);
+	}
+
+	LLVMPositionBuilderAtEnd(b, oend);
+	o1 = LLVMBuildAdd(b, o, i64c(g, 1), "");
+	LLVMBuildBr(b, ocond);
+	{
+		LLVMValueRef vals[2] = { begin, o1 };
+		LLVMBasicBlockRef from[2] = { entry, oend };
+		LLVMAddIncoming(o, vals, from, 2);
+	}
+	LLVMPositionBuilderAtEnd(b, exit);
+	LLVMBuildRetVoid(b);
+	free(g->base);
+	free(g->xoff);
+	free(g->xv);
+}
+
+static LLVMTargetMachineRef cpu_target(struct ir_ctx *ctx, const char *cpu)
+{
+	char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+	char *host_cpu = NULL, *features = NULL;
+	LLVMTargetRef target;
+	LLVMTargetMachineRef tm = NULL;
+	LLVMInitializeX86TargetInfo();
+	LLVMInitializeX86Target();
+	LLVMInitializeX86TargetMC();
+	LLVMInitializeX86AsmPrinter();
+	if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+		ir_error(ctx, "LLVM has no target for %s: %s", triple, err);
+		LLVMDisposeMessage(err);
+		LLVMDisposeMessage(triple);
+		return NULL;
+	}
+	if (!cpu || !strcmp(cpu, "native")) {
+		host_cpu = LLVMGetHostCPUName();
+		features = LLVMGetHostCPUFeatures();
+	}
+	tm = LLVMCreateTargetMachine(target, triple, host_cpu ? host_cpu : cpu,
+	                             features ? features : "", LLVMCodeGenLevelAggressive,
+	                             LLVMRelocPIC, LLVMCodeModelDefault);
+	LLVMDisposeMessage(triple);
+	if (host_cpu)
+		LLVMDisposeMessage(host_cpu);
+	if (features)
+		LLVMDisposeMessage(features);
+	if (!tm)
+		ir_error(ctx, "LLVM cannot create a target machine for CPU '%s'",
+		         cpu ? cpu : "native");
+	return tm;
+}
+
+bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path)
+{
+	struct gen g = { .p = p };
+	struct ir_ctx *ctx = p->m->ctx;
+	LLVMTargetMachineRef tm;
+	LLVMPassBuilderOptionsRef po;
+	LLVMErrorRef lerr;
+	char *err = NULL, *layout;
+	bool ok = false;
+
+	if (!(tm = cpu_target(ctx, p->opt->cpu)))
+		return false;
+	g.cx = LLVMContextCreate();
+	g.mod = LLVMModuleCreateWithNameInContext(p->opt->name, g.cx);
+	g.b = LLVMCreateBuilderInContext(g.cx);
+	g.i1 = LLVMInt1TypeInContext(g.cx);
+	g.i8 = LLVMInt8TypeInContext(g.cx);
+	g.i16 = LLVMInt16TypeInContext(g.cx);
+	g.i32 = LLVMInt32TypeInContext(g.cx);
+	g.i64 = LLVMInt64TypeInContext(g.cx);
+	g.f16 = LLVMHalfTypeInContext(g.cx);
+	g.f32 = LLVMFloatTypeInContext(g.cx);
+	g.f64 = LLVMDoubleTypeInContext(g.cx);
+	g.ptr = LLVMPointerTypeInContext(g.cx, 0);
+	g.voidt = LLVMVoidTypeInContext(g.cx);
+	{
+		char *triple = LLVMGetTargetMachineTriple(tm);
+		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+		LLVMSetTarget(g.mod, triple);
+		layout = LLVMCopyStringRepOfTargetData(td);
+		LLVMSetDataLayout(g.mod, layout);
+		LLVMDisposeMessage(layout);
+		LLVMDisposeTargetData(td);
+		LLVMDisposeMessage(triple);
+	}
+	for (int i = 0; i < p->nkernels; i++)
+		gen_kernel(&g, p->kernels[i]);
+	if (LLVMVerifyModule(g.mod, LLVMReturnStatusAction, &err))
+		ir_panic(__FILE__, __LINE__, "generated LLVM IR is invalid: %s", err);
+	LLVMDisposeMessage(err);
+	err = NULL;
+	po = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+	lerr = LLVMRunPasses(g.mod, "default<O3>", tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (lerr) {
+		char *msg = LLVMGetErrorMessage(lerr);
+		ir_error(ctx, "LLVM optimization failed: %s", msg);
+		LLVMDisposeErrorMessage(msg);
+		goto out;
+	}
+	if (ll_path && LLVMPrintModuleToFile(g.mod, ll_path, &err)) {
+		ir_error(ctx, "cannot write %s: %s", ll_path, err);
+		goto out;
+	}
+	if (LLVMTargetMachineEmitToFile(tm, g.mod, (char *)path, LLVMObjectFile, &err)) {
+		ir_error(ctx, "LLVM cannot write %s: %s", path, err);
+		goto out;
+	}
+	ok = true;
+out:
+	if (err)
+		LLVMDisposeMessage(err);
+	LLVMDisposeBuilder(g.b);
+	LLVMDisposeModule(g.mod);
+	LLVMContextDispose(g.cx);
+	LLVMDisposeTargetMachine(tm);
+	return ok;
+}
+
+bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *symbol,
+                       const void *data, size_t size)
+{
+	struct ir_ctx *ctx = p->m->ctx;
+	LLVMTargetMachineRef tm = cpu_target(ctx, p->opt->cpu);
+	LLVMContextRef cx;
+	LLVMModuleRef mod;
+	LLVMValueRef g, init;
+	char *err = NULL, *triple;
+	bool ok;
+	if (!tm)
+		return false;
+	cx = LLVMContextCreate();
+	mod = LLVMModuleCreateWithNameInContext(symbol, cx);
+	triple = LLVMGetTargetMachineTriple(tm);
+	LLVMSetTarget(mod, triple);
+	LLVMDisposeMessage(triple);
+	init = LLVMConstStringInContext(cx, data, (unsigned)size, 1);
+	g = LLVMAddGlobal(mod, LLVMTypeOf(init), symbol);
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetAlignment(g, 64);
+	ok = !LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &err);
+	if (!ok) {
+		ir_error(ctx, "LLVM cannot write %s: %s", path, err);
+		LLVMDisposeMessage(err);
+	}
+	LLVMDisposeModule(mod);
+	LLVMContextDispose(cx);
+	LLVMDisposeTargetMachine(tm);
+	return ok;
+}

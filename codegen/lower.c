@@ -1,0 +1,1089 @@
+/*
+ * lower.c - from the IR to a kernel plan.
+ *
+ * Three sweeps over the node list:
+ *   1. epilogues: a convolution or GEMM whose single consumer chain is a
+ *      bias add, a residual add and/or an activation absorbs them, so
+ *      "Conv -> Add -> Relu" is one library call that finishes each output
+ *      tile while it is in cache;
+ *   2. fusion: elementwise nodes join their single-use elementwise
+ *      producers of the same shape (union-find), so each maximal chain -
+ *      broadcasts, casts, selects included - becomes one generated kernel;
+ *   3. steps: every remaining node becomes a step through a per-op lowering
+ *      function (the table at the end), which fills the runtime descriptor.
+ *      Reshapes emit nothing: they alias their source.
+ *
+ * Lowering never fails on a valid module: every IR op has a runtime path.
+ * Empty tensors produce no step.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct lower {
+	struct cg_plan *p;
+	int *pos;       /* node id -> position in the list */
+	int *group;     /* node id -> union-find parent (eltwise) */
+	bool *absorbed; /* node id -> folded into another step */
+	struct ir_node **by_id;
+	int nids;
+};
+
+#define ARENA(l) (&(l)->p->m->arena)
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int64_t elems(const struct ir_value *v) { return ir_type_elems(&v->type); }
+static int esize(const struct ir_value *v) { return ir_dtype_size(v->type.dtype); }
+static int rt_dtype(enum ir_dtype t) { return ir_dtypes[t].onnx; }
+
+static void strides_of(const struct ir_type *t, int64_t *st)
+{
+	int64_t s = 1;
+	for (int i = t->rank - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= t->dims[i];
+	}
+}
+
+static int64_t prod(const int64_t *d, int from, int to)
+{
+	int64_t n = 1;
+	for (int i = from; i < to; i++)
+		n *= d[i];
+	return n;
+}
+
+static bool is_output(const struct ir_module *m, const struct ir_value *v)
+{
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->outputs[i] == v)
+			return true;
+	return false;
+}
+
+/* The single node using v, if v has exactly one use and is not an output. */
+static struct ir_node *sole_user(const struct lower *l, const struct ir_value *v)
+{
+	if (v->nuses != 1 || is_output(l->p->m, v))
+		return NULL;
+	return v->uses[0].node;
+}
+
+static struct cg_step *new_step(struct lower *l, const struct ir_node *n)
+{
+	struct cg_plan *p = l->p;
+	struct cg_step *s;
+	if (p->nsteps == p->cap_steps) {
+		int cap = p->cap_steps ? 2 * p->cap_steps : 64;
+		struct cg_step *ns = ir_arena_alloc(ARENA(l), sizeof *ns * (size_t)cap);
+		if (p->nsteps)
+			memcpy(ns, p->steps, sizeof *ns * (size_t)p->nsteps);
+		p->steps = ns;
+		p->cap_steps = cap;
+	}
+	s = &p->steps[p->nsteps++];
+	memset(s, 0, sizeof *s);
+	s->node = n;
+	s->covers = n->name;
+	return s;
+}
+
+/* A library step with its tensors (outputs first). */
+static struct cg_step *lib_step(struct lower *l, const struct ir_node *n, enum cg_lib lib, int nout,
+                                int nargs, ...)
+{
+	struct cg_step *s = new_step(l, n);
+	va_list ap;
+	s->lib = lib;
+	s->nout = nout;
+	s->nargs = nargs;
+	s->args = ir_arena_alloc(ARENA(l), sizeof *s->args * (size_t)(nargs ? nargs : 1));
+	va_start(ap, nargs);
+	for (int i = 0; i < nargs; i++)
+		s->args[i] = va_arg(ap, struct ir_value *);
+	va_end(ap);
+	return s;
+}
+
+static void add_cover(struct lower *l, struct cg_step *s, const struct ir_node *n)
+{
+	if (strcmp(s->covers, n->name))
+		s->covers = ir_arena_printf(ARENA(l), "%s, %s", s->covers, n->name);
+}
+
+static struct ir_value *in(const struct ir_node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
+
+/* ------------------------------------------------------------------------ */
+/* Epilogues                                                                */
+/* ------------------------------------------------------------------------ */
+
+struct epi {
+	struct rt_epilogue ep;
+	struct ir_value *bias; /* gemm: a [n] row bias */
+	struct ir_value *residual;
+	struct ir_value *result;  /* the value the step finally writes */
+	struct ir_node *nodes[3]; /* absorbed nodes */
+	int nnodes;
+};
+
+static bool defined_before(const struct lower *l, const struct ir_value *v, const struct ir_node *n)
+{
+	return v->kind != IR_VAL_NODE || l->pos[v->def->id] < l->pos[n->id];
+}
+
+static bool act_of(const struct ir_node *n, struct rt_epilogue *ep)
+{
+	switch (n->op) {
+	case IR_OP_RELU: ep->act = RT_ACT_RELU; break;
+	case IR_OP_SIGMOID: ep->act = RT_ACT_SIGMOID; break;
+	case IR_OP_TANH: ep->act = RT_ACT_TANH; break;
+	case IR_OP_HARD_SWISH: ep->act = RT_ACT_HARD_SWISH; break;
+	case IR_OP_LEAKY_RELU:
+		ep->act = RT_ACT_LEAKY_RELU;
+		ep->alpha = ir_attr_f(n, "alpha");
+		break;
+	case IR_OP_CLIP:
+		ep->act = RT_ACT_CLIP;
+		ep->alpha = ir_attr_f(n, "min");
+		ep->beta = ir_attr_f(n, "max");
+		break;
+	case IR_OP_HARD_SIGMOID:
+		ep->act = RT_ACT_HARD_SIGMOID;
+		ep->alpha = ir_attr_f(n, "alpha");
+		ep->beta = ir_attr_f(n, "beta");
+		break;
+	default: return false;
+	}
+	return true;
+}
+
+/* Is c a constant of n elements shaped [n] or [1,...,1,n]? */
+static bool row_vector(const struct ir_value *c, int64_t n)
+{
+	if (c->kind != IR_VAL_CONST || !c->data || elems(c) != n || c->type.rank < 1)
+		return false;
+	return c->type.dims[c->type.rank - 1] == n;
+}
+
+/* Collects what the producer P can absorb; marks nothing yet. */
+static void match_epilogue(struct lower *l, struct ir_node *p, bool can_bias, struct epi *e)
+{
+	struct ir_value *r = p->out[0];
+	struct ir_node *a;
+	memset(e, 0, sizeof *e);
+	e->result = r;
+	if (r->type.dtype != IR_F32)
+		return;
+	a = sole_user(l, r);
+	if (a && a->op == IR_OP_ADD && can_bias) {
+		struct ir_value *o = a->in[0] == r ? a->in[1] : a->in[0];
+		int64_t n = r->type.dims[r->type.rank - 1];
+		if (a->in[0] != a->in[1] && row_vector(o, n) &&
+		    ir_type_eq(&a->out[0]->type, &r->type)) {
+			e->bias = o;
+			e->nodes[e->nnodes++] = a;
+			r = a->out[0];
+			a = sole_user(l, r);
+		}
+	}
+	if (a && a->op == IR_OP_ADD) {
+		struct ir_value *o = a->in[0] == r ? a->in[1] : a->in[0];
+		if (a->in[0] != a->in[1] && ir_type_eq(&o->type, &r->type) &&
+		    defined_before(l, o, p)) {
+			e->residual = o;
+			e->ep.has_residual = 1;
+			e->nodes[e->nnodes++] = a;
+			r = a->out[0];
+			a = sole_user(l, r);
+		}
+	}
+	if (a && ir_type_eq(&a->out[0]->type, &r->type) && act_of(a, &e->ep)) {
+		e->nodes[e->nnodes++] = a;
+		r = a->out[0];
+	}
+	e->result = r;
+}
+
+static void take_epilogue(struct lower *l, struct cg_step *s, const struct epi *e)
+{
+	for (int i = 0; i < e->nnodes; i++) {
+		l->absorbed[e->nodes[i]->id] = true;
+		add_cover(l, s, e->nodes[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Library ops                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef bool (*lower_fn)(struct lower *l, struct ir_node *n);
+
+/* MatMul (numpy semantics with batch broadcasting) and Gemm. */
+static void gemm_batch(struct rt_gemm_desc *d, const struct ir_type *o, const struct ir_type *a,
+                       const struct ir_type *b, int orank_mat)
+{
+	int br = o->rank - orank_mat;
+	int ar = a->rank >= 2 ? a->rank - 2 : 0, bbr = b->rank >= 2 ? b->rank - 2 : 0;
+	int64_t sa = a->rank >= 2 ? a->dims[a->rank - 2] * a->dims[a->rank - 1] : 0;
+	int64_t sb = b->rank >= 2 ? b->dims[b->rank - 2] * b->dims[b->rank - 1] : 0;
+	d->batch_rank = br;
+	for (int i = br - 1; i >= 0; i--) {
+		int ia = i - (br - ar), ib = i - (br - bbr);
+		d->batch_dims[i] = o->dims[i];
+		d->a_strides[i] = ia >= 0 && a->dims[ia] != 1 ? sa : 0;
+		d->b_strides[i] = ib >= 0 && b->dims[ib] != 1 ? sb : 0;
+		if (ia >= 0)
+			sa *= a->dims[ia];
+		if (ib >= 0)
+			sb *= b->dims[ib];
+	}
+}
+
+static bool lower_matmul(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *a = &n->in[0]->type, *b = &n->in[1]->type, *o = &n->out[0]->type;
+	struct epi e;
+	struct cg_step *s;
+	struct rt_gemm_desc *d;
+	match_epilogue(l, n, true, &e);
+	s = lib_step(l, n, CG_LIB_GEMM, 1, 5, e.result, n->in[0], n->in[1], e.bias, e.residual);
+	d = &s->d.gemm;
+	d->dtype = rt_dtype(a->dtype);
+	d->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+	d->k = a->dims[a->rank - 1];
+	d->n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+	gemm_batch(d, o, a, b, (a->rank >= 2) + (b->rank >= 2));
+	d->alpha = 1;
+	d->beta = e.bias ? 1 : 0;
+	d->bias = e.bias ? RT_BIAS_ROW : RT_BIAS_NONE;
+	d->ep = e.ep;
+	take_epilogue(l, s, &e);
+	return true;
+}
+
+static bool lower_gemm(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *a = &n->in[0]->type, *o = &n->out[0]->type;
+	struct ir_value *c = in(n, 2);
+	struct epi e;
+	struct cg_step *s;
+	struct rt_gemm_desc *d;
+	match_epilogue(l, n, c == NULL, &e);
+	if (e.bias)
+		c = e.bias;
+	s = lib_step(l, n, CG_LIB_GEMM, 1, 5, e.result, n->in[0], n->in[1], c, e.residual);
+	d = &s->d.gemm;
+	d->dtype = rt_dtype(a->dtype);
+	d->trans_a = (int)ir_attr_i(n, "trans_a");
+	d->trans_b = (int)ir_attr_i(n, "trans_b");
+	d->m = o->dims[0];
+	d->n = o->dims[1];
+	d->k = d->trans_a ? a->dims[0] : a->dims[1];
+	d->alpha = ir_attr_f(n, "alpha");
+	d->beta = e.bias ? 1 : ir_attr_f(n, "beta");
+	if (!c) {
+		d->bias = RT_BIAS_NONE;
+	} else {
+		const struct ir_type *ct = &c->type;
+		int64_t ce = ir_type_elems(ct);
+		if (ce == 1)
+			d->bias = RT_BIAS_SCALAR;
+		else if (ce == d->m * d->n)
+			d->bias = RT_BIAS_FULL;
+		else if (ct->dims[ct->rank - 1] == d->n)
+			d->bias = RT_BIAS_ROW;
+		else
+			d->bias = RT_BIAS_COL;
+	}
+	d->ep = e.ep;
+	take_epilogue(l, s, &e);
+	return true;
+}
+
+static void window(struct rt_conv_desc *d, const struct ir_node *n, const struct ir_type *x,
+                   const struct ir_type *w, const struct ir_type *y)
+{
+	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pd = ir_attr_ints(n, "pads", NULL);
+	const int64_t *dl = ir_attr_ints(n, "dilations", NULL);
+	d->dtype = rt_dtype(x->dtype);
+	d->nsp = x->rank - 2;
+	d->n = x->dims[0];
+	d->c = x->dims[1];
+	d->m = y->dims[1];
+	d->group = ir_attr_i(n, "group");
+	for (int i = 0; i < d->nsp; i++) {
+		d->in[i] = x->dims[2 + i];
+		d->k[i] = w->dims[2 + i];
+		d->out[i] = y->dims[2 + i];
+		d->stride[i] = st[i];
+		d->dil[i] = dl[i];
+		d->pad_begin[i] = pd[i];
+		d->pad_end[i] = pd[d->nsp + i];
+	}
+}
+
+static bool lower_conv(struct lower *l, struct ir_node *n)
+{
+	struct epi e;
+	struct cg_step *s;
+	match_epilogue(l, n, false, &e);
+	s = lib_step(l, n, CG_LIB_CONV, 1, 5, e.result, n->in[0], n->in[1], in(n, 2), e.residual);
+	window(&s->d.conv, n, &n->in[0]->type, &n->in[1]->type, &n->out[0]->type);
+	s->d.conv.ep = e.ep;
+	s->ws_bytes = (int64_t)rt_conv_workspace(&s->d.conv);
+	take_epilogue(l, s, &e);
+	return true;
+}
+
+static bool lower_conv_transpose(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_CONV_TRANSPOSE, 1, 4, n->out[0], n->in[0],
+	                             n->in[1], in(n, 2));
+	window(&s->d.conv, n, &n->in[0]->type, &n->in[1]->type, &n->out[0]->type);
+	s->ws_bytes = (int64_t)rt_conv_transpose_workspace(&s->d.conv);
+	return true;
+}
+
+static bool lower_pool(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+	struct ir_value *idx = n->nout > 1 ? n->out[1] : NULL;
+	struct cg_step *s = lib_step(l, n, CG_LIB_POOL, 2, 3, n->out[0], idx, n->in[0]);
+	struct rt_pool_desc *d = &s->d.pool;
+	bool global = n->op == IR_OP_GLOBAL_AVG_POOL || n->op == IR_OP_GLOBAL_MAX_POOL ||
+	              n->op == IR_OP_GLOBAL_LP_POOL;
+	d->dtype = rt_dtype(x->dtype);
+	d->kind = n->op == IR_OP_MAX_POOL || n->op == IR_OP_GLOBAL_MAX_POOL ? RT_POOL_MAX
+	          : n->op == IR_OP_LP_POOL || n->op == IR_OP_GLOBAL_LP_POOL ? RT_POOL_LP
+	                                                                    : RT_POOL_AVG;
+	d->nsp = x->rank - 2;
+	d->n = x->dims[0];
+	d->c = x->dims[1];
+	for (int i = 0; i < d->nsp; i++) {
+		d->in[i] = x->dims[2 + i];
+		d->out[i] = y->dims[2 + i];
+		d->k[i] = global ? x->dims[2 + i] : ir_attr_ints(n, "kernel", NULL)[i];
+		d->stride[i] = global ? 1 : ir_attr_ints(n, "strides", NULL)[i];
+		d->dil[i] = n->op == IR_OP_MAX_POOL ? ir_attr_ints(n, "dilations", NULL)[i] : 1;
+		d->pad_begin[i] = global ? 0 : ir_attr_ints(n, "pads", NULL)[i];
+		d->pad_end[i] = global ? 0 : ir_attr_ints(n, "pads", NULL)[d->nsp + i];
+	}
+	if (n->op == IR_OP_AVG_POOL)
+		d->count_include_pad = (int)ir_attr_i(n, "count_include_pad");
+	if (n->op == IR_OP_LP_POOL || n->op == IR_OP_GLOBAL_LP_POOL)
+		d->p = (int)ir_attr_i(n, "p");
+	if (n->op == IR_OP_MAX_POOL)
+		d->storage_order = (int)ir_attr_i(n, "storage_order");
+	return true;
+}
+
+/* [outer, axis, inner] around axis a of t. */
+static void split3(const struct ir_type *t, int a, int64_t *outer, int64_t *axis, int64_t *inner)
+{
+	*outer = prod(t->dims, 0, a);
+	*axis = t->dims[a];
+	*inner = prod(t->dims, a + 1, t->rank);
+}
+
+static bool lower_softmax(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_SOFTMAX, 1, 2, n->out[0], n->in[0]);
+	struct rt_softmax_desc *d = &s->d.softmax;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->kind = n->op == IR_OP_SOFTMAX       ? RT_SOFTMAX
+	          : n->op == IR_OP_LOG_SOFTMAX ? RT_LOG_SOFTMAX
+	                                       : RT_HARDMAX;
+	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
+	return true;
+}
+
+/* A constant broadcast to want elements at compile time, or v itself. */
+static struct ir_value *dense_param(struct lower *l, struct ir_value *v, const struct ir_type *to)
+{
+	struct ir_node *e;
+	char err[256];
+	if (!v || elems(v) == ir_type_elems(to))
+		return v;
+	IR_ASSERT(v->kind == IR_VAL_CONST && v->data);
+	e = ir_add_node(l->p->m, IR_OP_EXPAND, "expand", &v, 1, NULL, 1);
+	ir_set_ints(l->p->m, e, "shape", to->dims, to->rank);
+	IR_ASSERT(ir_infer_node(l->p->m, e, err, sizeof err));
+	IR_ASSERT(ir_fold_node(l->p->m, e, INT64_MAX, err, sizeof err) == 1);
+	return e->out[0];
+}
+
+static bool lower_layer_norm(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	int axis = (int)ir_attr_i(n, "axis");
+	struct ir_type norm = *x;
+	struct cg_step *s;
+	norm.rank = x->rank - axis;
+	memmove(norm.dims, x->dims + axis, sizeof(int64_t) * (size_t)norm.rank);
+	s = lib_step(l, n, CG_LIB_LAYERNORM, 3, 6, n->out[0], n->nout > 1 ? n->out[1] : NULL,
+	             n->nout > 2 ? n->out[2] : NULL, n->in[0], dense_param(l, n->in[1], &norm),
+	             dense_param(l, in(n, 2), &norm));
+	s->d.layernorm.dtype = rt_dtype(x->dtype);
+	s->d.layernorm.rows = prod(x->dims, 0, axis);
+	s->d.layernorm.cols = prod(x->dims, axis, x->rank);
+	s->d.layernorm.eps = ir_attr_f(n, "epsilon");
+	return true;
+}
+
+static bool lower_instance_norm(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	struct cg_step *s =
+	        lib_step(l, n, CG_LIB_INSTNORM, 1, 4, n->out[0], n->in[0], n->in[1], n->in[2]);
+	s->d.instnorm.dtype = rt_dtype(x->dtype);
+	s->d.instnorm.n = x->dims[0];
+	s->d.instnorm.c = x->dims[1];
+	s->d.instnorm.spatial = prod(x->dims, 2, x->rank);
+	s->d.instnorm.eps = ir_attr_f(n, "epsilon");
+	return true;
+}
+
+static bool lower_lrn(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	struct cg_step *s = lib_step(l, n, CG_LIB_LRN, 1, 2, n->out[0], n->in[0]);
+	s->d.lrn.dtype = rt_dtype(x->dtype);
+	s->d.lrn.n = x->dims[0];
+	s->d.lrn.c = x->dims[1];
+	s->d.lrn.spatial = prod(x->dims, 2, x->rank);
+	s->d.lrn.size = ir_attr_i(n, "size");
+	s->d.lrn.alpha = ir_attr_f(n, "alpha");
+	s->d.lrn.beta = ir_attr_f(n, "beta");
+	s->d.lrn.bias = ir_attr_f(n, "bias");
+	return true;
+}
+
+static bool lower_reduce(struct lower *l, struct ir_node *n)
+{
+	static const int kinds[] = {
+		[IR_OP_REDUCE_SUM] = RT_REDUCE_SUM,
+		[IR_OP_REDUCE_MEAN] = RT_REDUCE_MEAN,
+		[IR_OP_REDUCE_MAX] = RT_REDUCE_MAX,
+		[IR_OP_REDUCE_MIN] = RT_REDUCE_MIN,
+		[IR_OP_REDUCE_PROD] = RT_REDUCE_PROD,
+		[IR_OP_REDUCE_L1] = RT_REDUCE_L1,
+		[IR_OP_REDUCE_L2] = RT_REDUCE_L2,
+		[IR_OP_REDUCE_SUM_SQUARE] = RT_REDUCE_SUM_SQUARE,
+		[IR_OP_REDUCE_LOG_SUM] = RT_REDUCE_LOG_SUM,
+		[IR_OP_REDUCE_LOG_SUM_EXP] = RT_REDUCE_LOG_SUM_EXP,
+	};
+	const struct ir_type *x = &n->in[0]->type;
+	int na;
+	const int64_t *axes = ir_attr_ints(n, "axes", &na);
+	struct cg_step *s = lib_step(l, n, CG_LIB_REDUCE, 1, 2, n->out[0], n->in[0]);
+	struct rt_reduce_desc *d = &s->d.reduce;
+	d->dtype = rt_dtype(x->dtype);
+	d->kind = kinds[n->op];
+	d->rank = x->rank;
+	memcpy(d->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+	for (int i = 0; i < na; i++)
+		d->axes_mask |= 1u << axes[i];
+	return true;
+}
+
+static bool lower_arg(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_ARG, 1, 2, n->out[0], n->in[0]);
+	struct rt_arg_desc *d = &s->d.arg;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->is_min = n->op == IR_OP_ARGMIN;
+	d->select_last = (int)ir_attr_i(n, "select_last_index");
+	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
+	return true;
+}
+
+static bool lower_cumsum(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_CUMSUM, 1, 2, n->out[0], n->in[0]);
+	struct rt_cumsum_desc *d = &s->d.cumsum;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->exclusive = (int)ir_attr_i(n, "exclusive");
+	d->reverse = (int)ir_attr_i(n, "reverse");
+	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A dense copy step out <- in through a view of in (dims are out's). */
+static struct cg_step *copy_step(struct lower *l, struct ir_node *n, struct ir_value *out,
+                                 struct ir_value *src, int rank, const int64_t *dims,
+                                 int64_t offset, const int64_t *strides)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_COPY, 1, 2, out, src);
+	struct rt_copy_desc *d = &s->d.copy;
+	d->esize = esize(src);
+	d->rank = rank;
+	d->offset = offset;
+	d->dst_dense = 1;
+	memcpy(d->dims, dims, sizeof(int64_t) * (size_t)rank);
+	memcpy(d->strides, strides, sizeof(int64_t) * (size_t)rank);
+	return s;
+}
+
+static bool lower_copy(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	int64_t st[IR_MAX_RANK];
+	strides_of(x, st);
+	copy_step(l, n, n->out[0], n->in[0], x->rank, x->dims, 0, st);
+	return true;
+}
+
+static bool lower_transpose(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	const int64_t *perm = ir_attr_ints(n, "perm", NULL);
+	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK];
+	strides_of(x, s);
+	for (int i = 0; i < x->rank; i++)
+		st[i] = s[perm[i]];
+	copy_step(l, n, n->out[0], n->in[0], x->rank, n->out[0]->type.dims, 0, st);
+	return true;
+}
+
+static bool lower_slice(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	const int64_t *starts = ir_attr_ints(n, "starts", NULL),
+	              *steps = ir_attr_ints(n, "steps", NULL);
+	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK], off = 0;
+	strides_of(x, s);
+	for (int i = 0; i < x->rank; i++) {
+		off += starts[i] * s[i];
+		st[i] = steps[i] * s[i];
+	}
+	copy_step(l, n, n->out[0], n->in[0], x->rank, n->out[0]->type.dims, off, st);
+	return true;
+}
+
+static bool lower_expand(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type, *o = &n->out[0]->type;
+	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK];
+	strides_of(x, s);
+	for (int i = 0; i < o->rank; i++) {
+		int j = i - (o->rank - x->rank);
+		st[i] = j < 0 || x->dims[j] == 1 ? 0 : s[j];
+	}
+	copy_step(l, n, n->out[0], n->in[0], o->rank, o->dims, 0, st);
+	return true;
+}
+
+/*
+ * DepthToSpace and SpaceToDepth are a reshape and a transpose: one strided
+ * copy over a 6-D view of the input.
+ */
+static bool lower_depth_space(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	int64_t b = ir_attr_i(n, "blocksize"), N = x->dims[0], C = x->dims[1], H = x->dims[2],
+	        W = x->dims[3];
+	int64_t v[6], vs[6], dims[6], st[6];
+	int perm[6];
+	struct ir_type view = { .rank = 6 };
+	if (n->op == IR_OP_DEPTH_TO_SPACE) {
+		bool dcr = !strcmp(ir_attr_s(n, "mode"), "DCR");
+		int64_t vd[6] = { N, b, b, C / (b * b), H, W },
+		        vc[6] = { N, C / (b * b), b, b, H, W };
+		int pd[6] = { 0, 3, 4, 1, 5, 2 }, pc[6] = { 0, 1, 4, 2, 5, 3 };
+		memcpy(v, dcr ? vd : vc, sizeof v);
+		memcpy(perm, dcr ? pd : pc, sizeof perm);
+	} else {
+		int64_t vv[6] = { N, C, H / b, b, W / b, b };
+		int pp[6] = { 0, 3, 5, 1, 2, 4 };
+		memcpy(v, vv, sizeof v);
+		memcpy(perm, pp, sizeof perm);
+	}
+	memcpy(view.dims, v, sizeof v);
+	strides_of(&view, vs);
+	for (int i = 0; i < 6; i++) {
+		dims[i] = v[perm[i]];
+		st[i] = vs[perm[i]];
+	}
+	copy_step(l, n, n->out[0], n->in[0], 6, dims, 0, st);
+	return true;
+}
+
+/* Concat and Split: one strided copy per piece (copies[i] is piece i, empty
+ * pieces included: a copy of nothing does nothing), in a single step. */
+static bool lower_concat_split(struct lower *l, struct ir_node *n)
+{
+	bool split = n->op == IR_OP_SPLIT;
+	const struct ir_value *whole = split ? n->in[0] : n->out[0];
+	int axis = (int)ir_attr_i(n, "axis"), npieces = split ? n->nout : n->nin;
+	int64_t ws[IR_MAX_RANK], at = 0;
+	struct cg_step *s = new_step(l, n);
+	s->lib = CG_LIB_COPY;
+	s->split = split;
+	s->nout = split ? n->nout : 1;
+	s->nargs = npieces + 1;
+	s->args = ir_arena_alloc(ARENA(l), sizeof *s->args * (size_t)s->nargs);
+	s->copies = ir_arena_alloc(ARENA(l), sizeof *s->copies * (size_t)npieces);
+	strides_of(&whole->type, ws);
+	if (split) {
+		for (int i = 0; i < n->nout; i++)
+			s->args[i] = n->out[i];
+		s->args[n->nout] = n->in[0];
+	} else {
+		s->args[0] = n->out[0];
+		for (int i = 0; i < n->nin; i++)
+			s->args[1 + i] = n->in[i];
+	}
+	for (int i = 0; i < npieces; i++) {
+		const struct ir_value *piece = split ? n->out[i] : n->in[i];
+		struct rt_copy_desc *d = &s->copies[s->ncopies++];
+		int64_t ps[IR_MAX_RANK];
+		strides_of(&piece->type, ps);
+		d->esize = esize(piece);
+		d->rank = piece->type.rank;
+		memcpy(d->dims, piece->type.dims, sizeof(int64_t) * (size_t)d->rank);
+		if (split) { /* dense piece <- strided region of the whole */
+			d->offset = at * ws[axis];
+			memcpy(d->strides, ws, sizeof(int64_t) * (size_t)d->rank);
+			d->dst_dense = 1;
+		} else { /* strided region of the whole <- dense piece */
+			memcpy(d->strides, ps, sizeof(int64_t) * (size_t)d->rank);
+			d->dst_offset = at * ws[axis];
+			memcpy(d->dst_strides, ws, sizeof(int64_t) * (size_t)d->rank);
+		}
+		at += piece->type.dims[axis];
+	}
+	return true;
+}
+
+static bool lower_gather(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_GATHER, 1, 3, n->out[0], n->in[0], n->in[1]);
+	struct rt_gather_desc *d = &s->d.gather;
+	d->esize = esize(n->in[0]);
+	d->index_dtype = rt_dtype(n->in[1]->type.dtype);
+	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
+	d->nidx = elems(n->in[1]);
+	return true;
+}
+
+static bool lower_gather_elements(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s =
+	        lib_step(l, n, CG_LIB_GATHER_ELEMENTS, 1, 3, n->out[0], n->in[0], n->in[1]);
+	struct rt_gather_elements_desc *d = &s->d.gather_elements;
+	d->esize = esize(n->in[0]);
+	d->index_dtype = rt_dtype(n->in[1]->type.dtype);
+	d->rank = n->in[0]->type.rank;
+	d->axis = (int)ir_attr_i(n, "axis");
+	memcpy(d->data_dims, n->in[0]->type.dims, sizeof(int64_t) * (size_t)d->rank);
+	memcpy(d->index_dims, n->in[1]->type.dims, sizeof(int64_t) * (size_t)d->rank);
+	return true;
+}
+
+static bool lower_pad(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	const char *mode = ir_attr_s(n, "mode");
+	struct cg_step *s = lib_step(l, n, CG_LIB_PAD, 1, 2, n->out[0], n->in[0]);
+	struct rt_pad_desc *d = &s->d.pad;
+	d->esize = esize(n->in[0]);
+	d->mode = !strcmp(mode, "reflect") ? RT_PAD_REFLECT
+	          : !strcmp(mode, "edge")  ? RT_PAD_EDGE
+	                                   : RT_PAD_CONSTANT;
+	d->rank = x->rank;
+	memcpy(d->in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+	memcpy(d->pads, ir_attr_ints(n, "pads", NULL), sizeof(int64_t) * 2 * (size_t)x->rank);
+	if (ir_dtypes[x->dtype].is_float)
+		ir_store_f64(x->dtype, d->value, 0, ir_attr_f(n, "value"));
+	else
+		ir_store_i64(x->dtype, d->value, 0, (int64_t)ir_attr_f(n, "value"));
+	return true;
+}
+
+static bool lower_tile(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	struct cg_step *s = lib_step(l, n, CG_LIB_TILE, 1, 2, n->out[0], n->in[0]);
+	s->d.tile.esize = esize(n->in[0]);
+	s->d.tile.rank = x->rank;
+	memcpy(s->d.tile.in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+	memcpy(s->d.tile.repeats, ir_attr_ints(n, "repeats", NULL),
+	       sizeof(int64_t) * (size_t)x->rank);
+	return true;
+}
+
+static bool lower_trilu(struct lower *l, struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	struct cg_step *s = lib_step(l, n, CG_LIB_TRILU, 1, 2, n->out[0], n->in[0]);
+	s->d.trilu.esize = esize(n->in[0]);
+	s->d.trilu.upper = (int)ir_attr_i(n, "upper");
+	s->d.trilu.k = ir_attr_i(n, "k");
+	s->d.trilu.rows = x->dims[x->rank - 2];
+	s->d.trilu.cols = x->dims[x->rank - 1];
+	s->d.trilu.batch = prod(x->dims, 0, x->rank - 2);
+	return true;
+}
+
+static int name_index(const char *s, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	ir_panic(__FILE__, __LINE__, "unknown resize mode '%s'", s);
+}
+
+static bool lower_resize(struct lower *l, struct ir_node *n)
+{
+	static const char *const modes[] = { "nearest", "linear", "cubic", NULL };
+	static const char *const coords[] = { "half_pixel",
+		                              "half_pixel_symmetric",
+		                              "pytorch_half_pixel",
+		                              "align_corners",
+		                              "asymmetric",
+		                              "tf_crop_and_resize",
+		                              NULL };
+	static const char *const nearests[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
+		                                "ceil", NULL };
+	const struct ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+	struct cg_step *s = lib_step(l, n, CG_LIB_RESIZE, 1, 2, n->out[0], n->in[0]);
+	struct rt_resize_desc *d = &s->d.resize;
+	int nroi;
+	const float *roi = ir_attr_floats(n, "roi", &nroi);
+	d->dtype = rt_dtype(x->dtype);
+	d->mode = name_index(ir_attr_s(n, "mode"), modes);
+	d->coord = name_index(ir_attr_s(n, "coord"), coords);
+	d->nearest = name_index(ir_attr_s(n, "nearest"), nearests);
+	d->rank = x->rank;
+	memcpy(d->in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+	memcpy(d->out_dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+	{
+		int ns;
+		const float *sc = ir_attr_floats(n, "scales", &ns);
+		for (int i = 0; i < x->rank; i++)
+			d->scales[i] = ns           ? sc[i]
+			               : x->dims[i] ? (double)y->dims[i] / (double)x->dims[i]
+			                            : 1;
+	}
+	if (nroi)
+		memcpy(d->roi, roi, sizeof(float) * (size_t)nroi);
+	d->cubic_a = ir_attr_f(n, "cubic_a");
+	d->exclude_outside = (int)ir_attr_i(n, "exclude_outside");
+	d->extrapolation = ir_attr_f(n, "extrapolation");
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fused elementwise kernels                                                */
+/* ------------------------------------------------------------------------ */
+
+static int find(struct lower *l, int id)
+{
+	while (l->group[id] != id)
+		id = l->group[id] = l->group[l->group[id]];
+	return id;
+}
+
+static bool fusible(const struct lower *l, const struct ir_node *n)
+{
+	return ir_ops[n->op].kind == IR_KIND_ELTWISE && !l->absorbed[n->id];
+}
+
+/* Unions each elementwise node with its single-use same-shape producers. */
+static void group_eltwise(struct lower *l)
+{
+	IR_FOR_EACH_NODE(l->p->m, n)
+	{
+		if (!fusible(l, n))
+			continue;
+		for (int i = 0; i < n->nin; i++) {
+			struct ir_value *v = n->in[i];
+			struct ir_node *p = v->kind == IR_VAL_NODE ? v->def : NULL;
+			if (!p || !fusible(l, p) || sole_user(l, v) != n ||
+			    !ir_type_eq(&v->type, &n->out[0]->type) ||
+			    !ir_dtypes[v->type.dtype].size)
+				continue;
+			if (memcmp(v->type.dims, n->out[0]->type.dims,
+			           sizeof(int64_t) * (size_t)v->type.rank))
+				continue;
+			l->group[find(l, p->id)] = find(l, n->id);
+		}
+	}
+}
+
+struct kbuild {
+	struct lower *l;
+	struct cg_kernel *k;
+	int root;                    /* union-find root of the group */
+	const struct ir_type *space; /* the kernel's index space (root output) */
+	struct ir_value **memo_v;    /* value -> expression */
+	int *memo_x;
+	int nmemo;
+};
+
+static int add_x(struct kbuild *b, const struct cg_kx *x)
+{
+	struct cg_kernel *k = b->k;
+	if (k->nx == k->cap_x) {
+		int cap = k->cap_x ? 2 * k->cap_x : 16;
+		struct cg_kx *nx = ir_arena_alloc(ARENA(b->l), sizeof *nx * (size_t)cap);
+		if (k->nx)
+			memcpy(nx, k->x, sizeof *nx * (size_t)k->nx);
+		k->x = nx;
+		k->cap_x = cap;
+	}
+	k->x[k->nx] = *x;
+	return k->nx++;
+}
+
+static int add_arg(struct kbuild *b, struct ir_value *v)
+{
+	struct cg_kernel *k = b->k;
+	for (int i = k->nout; i < k->nargs; i++)
+		if (k->args[i] == v)
+			return i;
+	if (k->nargs == k->cap_args) {
+		int cap = k->cap_args ? 2 * k->cap_args : 8;
+		struct ir_value **na = ir_arena_alloc(ARENA(b->l), sizeof *na * (size_t)cap);
+		if (k->nargs)
+			memcpy(na, k->args, sizeof *na * (size_t)k->nargs);
+		k->args = na;
+		k->cap_args = cap;
+	}
+	k->args[k->nargs] = v;
+	return k->nargs++;
+}
+
+/* The expression computing value v inside the kernel. */
+static int build_x(struct kbuild *b, struct ir_value *v)
+{
+	struct cg_kx x = { .dtype = v->type.dtype };
+	for (int i = 0; i < b->nmemo; i++)
+		if (b->memo_v[i] == v)
+			return b->memo_x[i];
+	if (v->kind == IR_VAL_NODE && fusible(b->l, v->def) && find(b->l, v->def->id) == b->root) {
+		struct ir_node *n = v->def;
+		x.kind = KX_OP;
+		x.node = n;
+		x.nin = n->nin;
+		for (int i = 0; i < n->nin; i++)
+			x.in[i] = build_x(b, n->in[i]);
+	} else if (v->kind == IR_VAL_CONST && v->data && elems(v) == 1) {
+		x.kind = KX_CONST; /* scalars become immediates */
+		if (ir_dtypes[v->type.dtype].is_float)
+			x.f = ir_load_f64(v->type.dtype, v->data, 0);
+		else
+			x.i = ir_load_i64(v->type.dtype, v->data, 0);
+	} else {
+		int64_t s[IR_MAX_RANK];
+		const struct ir_type *t = &v->type, *o = b->space;
+		x.kind = KX_LOAD;
+		x.arg = add_arg(b, v);
+		strides_of(t, s);
+		for (int i = 0; i < o->rank; i++) {
+			int j = i - (o->rank - t->rank);
+			x.view.strides[i] = j < 0 || t->dims[j] == 1 ? 0 : s[j];
+		}
+	}
+	{
+		int id = add_x(b, &x);
+		b->memo_v[b->nmemo] = v;
+		b->memo_x[b->nmemo++] = id;
+		return id;
+	}
+}
+
+/* Merges adjacent dimensions along which every access is contiguous. */
+static void collapse(struct cg_kernel *k)
+{
+	int64_t out_st[IR_MAX_RANK];
+	struct ir_type t = { .rank = k->rank };
+	memcpy(t.dims, k->dims, sizeof t.dims);
+	strides_of(&t, out_st);
+	for (int d = k->rank - 1; d > 0; d--) {
+		bool ok = true;
+		for (int i = 0; i < k->nx && ok; i++)
+			if (k->x[i].kind == KX_LOAD)
+				ok = k->x[i].view.strides[d - 1] ==
+				     k->x[i].view.strides[d] * k->dims[d];
+		if (!ok)
+			continue;
+		/* merge d into d-1 (output strides always merge: it is dense) */
+		k->dims[d - 1] *= k->dims[d];
+		for (int i = 0; i < k->nx; i++)
+			if (k->x[i].kind == KX_LOAD) {
+				k->x[i].view.strides[d - 1] = k->x[i].view.strides[d];
+				memmove(&k->x[i].view.strides[d], &k->x[i].view.strides[d + 1],
+				        sizeof(int64_t) * (size_t)(k->rank - d - 1));
+			}
+		memmove(&k->dims[d], &k->dims[d + 1], sizeof(int64_t) * (size_t)(k->rank - d - 1));
+		k->rank--;
+	}
+	(void)out_st;
+	if (k->rank == 0) { /* a scalar: one iteration */
+		k->rank = 1;
+		k->dims[0] = 1;
+	}
+}
+
+static bool lower_kernel(struct lower *l, struct ir_node *root)
+{
+	struct cg_plan *p = l->p;
+	struct kbuild b = { .l = l, .root = find(l, root->id), .space = &root->out[0]->type };
+	struct cg_kernel *k = ir_arena_alloc(ARENA(l), sizeof *k);
+	struct cg_step *s;
+	b.k = k;
+	b.memo_v = ir_arena_alloc(ARENA(l), sizeof *b.memo_v * (size_t)(p->m->nvalues + 1));
+	b.memo_x = ir_arena_alloc(ARENA(l), sizeof *b.memo_x * (size_t)(p->m->nvalues + 1));
+	k->id = p->nkernels;
+	k->nout = 1;
+	add_arg(&b, root->out[0]);
+	k->out_x[0] = build_x(&b, root->out[0]);
+	k->rank = b.space->rank;
+	memcpy(k->dims, b.space->dims, sizeof k->dims);
+	collapse(k);
+	if (p->nkernels == p->cap_kernels) {
+		int cap = p->cap_kernels ? 2 * p->cap_kernels : 32;
+		struct cg_kernel **nk = ir_arena_alloc(ARENA(l), sizeof *nk * (size_t)cap);
+		if (p->nkernels)
+			memcpy(nk, p->kernels, sizeof *nk * (size_t)p->nkernels);
+		p->kernels = nk;
+		p->cap_kernels = cap;
+	}
+	p->kernels[p->nkernels++] = k;
+	s = new_step(l, root);
+	s->is_kernel = true;
+	s->k = k;
+	s->nout = 1;
+	s->nargs = k->nargs;
+	s->args = k->args;
+	s->inner = k->dims[k->rank - 1];
+	s->outer = prod(k->dims, 0, k->rank - 1);
+	for (int i = 0; i < k->nx; i++)
+		if (k->x[i].kind == KX_OP && k->x[i].node != root)
+			add_cover(l, s, k->x[i].node);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static const lower_fn lowerers[IR_OP_COUNT] = {
+	[IR_OP_MATMUL] = lower_matmul,
+	[IR_OP_GEMM] = lower_gemm,
+	[IR_OP_CONV] = lower_conv,
+	[IR_OP_CONV_TRANSPOSE] = lower_conv_transpose,
+	[IR_OP_MAX_POOL] = lower_pool,
+	[IR_OP_AVG_POOL] = lower_pool,
+	[IR_OP_LP_POOL] = lower_pool,
+	[IR_OP_GLOBAL_AVG_POOL] = lower_pool,
+	[IR_OP_GLOBAL_MAX_POOL] = lower_pool,
+	[IR_OP_GLOBAL_LP_POOL] = lower_pool,
+	[IR_OP_SOFTMAX] = lower_softmax,
+	[IR_OP_LOG_SOFTMAX] = lower_softmax,
+	[IR_OP_HARDMAX] = lower_softmax,
+	[IR_OP_LAYER_NORM] = lower_layer_norm,
+	[IR_OP_INSTANCE_NORM] = lower_instance_norm,
+	[IR_OP_LRN] = lower_lrn,
+	[IR_OP_REDUCE_SUM] = lower_reduce,
+	[IR_OP_REDUCE_MEAN] = lower_reduce,
+	[IR_OP_REDUCE_MAX] = lower_reduce,
+	[IR_OP_REDUCE_MIN] = lower_reduce,
+	[IR_OP_REDUCE_PROD] = lower_reduce,
+	[IR_OP_REDUCE_L1] = lower_reduce,
+	[IR_OP_REDUCE_L2] = lower_reduce,
+	[IR_OP_REDUCE_SUM_SQUARE] = lower_reduce,
+	[IR_OP_REDUCE_LOG_SUM] = lower_reduce,
+	[IR_OP_REDUCE_LOG_SUM_EXP] = lower_reduce,
+	[IR_OP_ARGMAX] = lower_arg,
+	[IR_OP_ARGMIN] = lower_arg,
+	[IR_OP_CUMSUM] = lower_cumsum,
+	[IR_OP_TRANSPOSE] = lower_transpose,
+	[IR_OP_CONCAT] = lower_concat_split,
+	[IR_OP_SPLIT] = lower_concat_split,
+	[IR_OP_SLICE] = lower_slice,
+	[IR_OP_GATHER] = lower_gather,
+	[IR_OP_GATHER_ELEMENTS] = lower_gather_elements,
+	[IR_OP_EXPAND] = lower_expand,
+	[IR_OP_TILE] = lower_tile,
+	[IR_OP_PAD] = lower_pad,
+	[IR_OP_DEPTH_TO_SPACE] = lower_depth_space,
+	[IR_OP_SPACE_TO_DEPTH] = lower_depth_space,
+	[IR_OP_TRILU] = lower_trilu,
+	[IR_OP_RESIZE] = lower_resize,
+};
+
+struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v)
+{
+	while (p->vals[v->id].alias_of)
+		v = p->vals[v->id].alias_of;
+	return v;
+}
+
+bool cg_lower(struct cg_plan *p)
+{
+	struct ir_module *m = p->m;
+	struct lower l = { .p = p };
+	int ids = m->next_node_id + 1, pos = 0;
+	l.pos = ir_arena_alloc(&m->arena, sizeof *l.pos * (size_t)ids);
+	l.group = ir_arena_alloc(&m->arena, sizeof *l.group * (size_t)ids);
+	l.absorbed = ir_arena_alloc(&m->arena, sizeof *l.absorbed * (size_t)ids);
+	for (int i = 0; i < ids; i++)
+		l.group[i] = i;
+	IR_FOR_EACH_NODE(m, n)
+	l.pos[n->id] = pos++;
+	p->vals = ir_arena_alloc(&m->arena, sizeof *p->vals * (size_t)(m->nvalues + 1));
+
+	/* 1. epilogues claim their nodes before fusion can */
+	IR_FOR_EACH_NODE(m, n)
+	{
+		struct epi e;
+		if (n->op == IR_OP_CONV || n->op == IR_OP_GEMM || n->op == IR_OP_MATMUL) {
+			match_epilogue(&l, n,
+			               n->op != IR_OP_CONV && (n->op == IR_OP_MATMUL || n->nin < 3),
+			               &e);
+			for (int i = 0; i < e.nnodes; i++)
+				l.absorbed[e.nodes[i]->id] = true;
+		}
+	}
+	/* 2. elementwise groups */
+	group_eltwise(&l);
+	/* 3. steps */
+	IR_FOR_EACH_NODE(m, n)
+	{
+		bool empty = true;
+		if (n->op == IR_OP_RESHAPE) {
+			p->vals[n->out[0]->id].alias_of = n->in[0];
+			continue;
+		}
+		if (fusible(&l, n)) {
+			/* a group is emitted where its root (last node) stands */
+			if (find(&l, n->id) == n->id && elems(n->out[0]))
+				lower_kernel(&l, n);
+			continue;
+		}
+		if (l.absorbed[n->id])
+			continue;
+		for (int i = 0; i < n->nout; i++)
+			empty &= elems(n->out[i]) == 0;
+		if (empty)
+			continue;
+		if (n->op == IR_OP_COPY) {
+			lower_copy(&l, n);
+			continue;
+		}
+		if (!lowerers[n->op])
+			ir_panic(__FILE__, __LINE__, "no lowering for op %s", ir_ops[n->op].name);
+		/* epilogues are matched again here, with the same result as in
+		 * sweep 1: the graph has not changed */
+		lowerers[n->op](&l, n);
+	}
+	return true;
+}

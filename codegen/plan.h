@@ -1,0 +1,191 @@
+/*
+ * plan.h - the kernel plan: what lower.c produces and the rest of codegen
+ * consumes. Internal to codegen/.
+ *
+ * A plan is a list of steps over tensors (IR values). Each step either calls
+ * a runtime library kernel with a descriptor (struct rt_*_desc from
+ * onnxc_rt.h, filled here at compile time) or runs a generated kernel. Each
+ * tensor has a storage (struct cg_buf) assigned by the memory planner;
+ * reshapes do not get storage of their own, they alias their source.
+ */
+#ifndef ONNXC_PLAN_H
+#define ONNXC_PLAN_H
+
+#include "cg.h"
+#include "runtime/onnxc_rt.h"
+
+/* ------------------------------------------------------------------------ */
+/* Generated (fused elementwise) kernels                                    */
+/* ------------------------------------------------------------------------ */
+
+/* How a kernel reads one of its arguments: element offset + strides per
+ * dimension of the kernel's index space (0 where broadcast). */
+struct cg_view {
+	int64_t offset;
+	int64_t strides[IR_MAX_RANK];
+};
+
+enum cg_kx_kind { KX_LOAD, KX_CONST, KX_OP };
+
+/* One node of a kernel's per-element expression DAG (operands come first). */
+struct cg_kx {
+	enum cg_kx_kind kind;
+	enum ir_dtype dtype; /* the value's dtype */
+	/* KX_OP */
+	const struct ir_node *node; /* op and attributes */
+	int in[3], nin;             /* operand expression indices */
+	/* KX_LOAD */
+	int arg;
+	struct cg_view view;
+	/* KX_CONST: the value in the representation of its dtype */
+	double f;
+	int64_t i;
+};
+
+struct cg_kernel {
+	int id;   /* function NAME_k<id> */
+	int rank; /* index space, dims collapsed */
+	int64_t dims[IR_MAX_RANK];
+	struct cg_kx *x;
+	int nx, cap_x;
+	int nout;               /* outputs are args 0..nout-1, dense */
+	int out_x[8];           /* the expression each output stores */
+	struct ir_value **args; /* outputs, then inputs */
+	int nargs, cap_args;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Steps                                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum cg_lib {
+	CG_LIB_GEMM,
+	CG_LIB_CONV,
+	CG_LIB_CONV_TRANSPOSE,
+	CG_LIB_POOL,
+	CG_LIB_SOFTMAX,
+	CG_LIB_LAYERNORM,
+	CG_LIB_INSTNORM,
+	CG_LIB_LRN,
+	CG_LIB_REDUCE,
+	CG_LIB_ARG,
+	CG_LIB_CUMSUM,
+	CG_LIB_COPY,
+	CG_LIB_GATHER,
+	CG_LIB_GATHER_ELEMENTS,
+	CG_LIB_PAD,
+	CG_LIB_TILE,
+	CG_LIB_TRILU,
+	CG_LIB_RESIZE,
+	CG_LIB_COUNT
+};
+
+union cg_desc {
+	struct rt_gemm_desc gemm;
+	struct rt_conv_desc conv;
+	struct rt_pool_desc pool;
+	struct rt_softmax_desc softmax;
+	struct rt_layernorm_desc layernorm;
+	struct rt_instnorm_desc instnorm;
+	struct rt_lrn_desc lrn;
+	struct rt_reduce_desc reduce;
+	struct rt_arg_desc arg;
+	struct rt_cumsum_desc cumsum;
+	struct rt_copy_desc copy;
+	struct rt_gather_desc gather;
+	struct rt_gather_elements_desc gather_elements;
+	struct rt_pad_desc pad;
+	struct rt_tile_desc tile;
+	struct rt_trilu_desc trilu;
+	struct rt_resize_desc resize;
+};
+
+struct cg_step {
+	bool is_kernel;
+	const struct ir_node *node; /* the node it stands for (names, comments) */
+	const char *covers;         /* the ONNX node names it covers */
+	/* library steps */
+	enum cg_lib lib;
+	union cg_desc d;
+	/* The call's tensors in the kernel's order, NULL where absent. Outputs
+	 * are args[0..nout). A COPY step with several pieces (concat, split)
+	 * has one descriptor per piece in copies[] and, for piece i, reads
+	 * args[nout + i] into args[0] (concat) or args[nout] into args[i]
+	 * (split). */
+	struct ir_value **args;
+	int nargs, nout;
+	struct rt_copy_desc *copies;
+	int ncopies;
+	bool split;
+	int64_t ws_bytes; /* workspace, planned in the arena */
+	int64_t ws_offset;
+	/* kernel steps */
+	struct cg_kernel *k;
+	int64_t outer, inner; /* iteration split for rt_launch */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Storage                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum cg_where { CG_NOWHERE, CG_INPUT, CG_OUTPUT, CG_WEIGHT, CG_ARENA };
+
+struct cg_buf {
+	enum cg_where where;
+	int index;      /* CG_INPUT / CG_OUTPUT: which */
+	int64_t offset; /* CG_WEIGHT / CG_ARENA: bytes */
+};
+
+/* Per IR value (indexed by value id). */
+struct cg_val {
+	struct ir_value *alias_of; /* a reshape aliases its source's storage */
+	struct cg_buf buf;
+	int first, last;             /* steps defining and last reading it */
+	bool needed;                 /* read by some step or an output */
+	struct ir_value *inplace_of; /* shares the block of this dying input */
+};
+
+struct cg_plan {
+	struct ir_module *m;
+	const struct cg_options *opt;
+	struct ir_arena *arena; /* the module's arena */
+	struct cg_step *steps;
+	int nsteps, cap_steps;
+	struct cg_kernel **kernels;
+	int nkernels, cap_kernels;
+	struct cg_val *vals; /* by value id */
+	int64_t arena_bytes, naive_bytes, weight_bytes;
+	uint64_t model_id;
+};
+
+/* lower.c */
+bool cg_lower(struct cg_plan *p);
+/* The storage root of v (following reshape aliases). */
+struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
+
+/* memplan.c */
+bool cg_plan_memory(struct cg_plan *p);
+/* Checks that no two tensors alive at once overlap in the arena; returns
+ * the number of conflicts (reported). */
+int cg_check_memory(const struct cg_plan *p);
+
+/* llvm.c: writes path (an object file for the CPU target). */
+bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path);
+
+/* emit_c.c */
+bool cg_emit_header(const struct cg_plan *p, const char *path);
+bool cg_emit_source(const struct cg_plan *p, const char *path);
+
+/* weights.c */
+bool cg_write_weights(const struct cg_plan *p, const char *path);
+unsigned char *cg_weights_image(const struct cg_plan *p, size_t *size);
+void cg_model_id(struct cg_plan *p);
+
+/* llvm.c: an object defining `const unsigned char symbol[]` holding data. */
+bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *symbol,
+                       const void *data, size_t size);
+
+/* build.c */
+bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * cli.h - what the onnxc subcommands share: option parsing, loading a model
+ * (ONNX or IR text) with its shape bindings, and the exit-status convention.
+ * One file per subcommand family (cmd_*.c); main.c dispatches.
+ */
+#ifndef ONNXC_CLI_H
+#define ONNXC_CLI_H
+
+#include "fe.h"
+#include "passes/passes.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Matches argv[*i] against --name / --name=value (or -o / -o VALUE); takes
+ * the value from the next argument when needed. Returns the value, "" for a
+ * flag, NULL when it does not match; sets *bad on a missing value.
+ */
+const char *opt_value(int argc, char **argv, int *i, const char *name, bool takes_value, bool *bad);
+
+/* Options every model-loading command accepts. */
+struct model_opts {
+	struct fe_options fe;
+	struct fe_dim_binding dims[64];
+	struct fe_shape_binding shapes[64];
+	struct fe_const_input consts[64];
+	struct pass_options passes;
+};
+
+/* Parses --shape, --dim, --const, --verify, --dump-after: 1 if argv[*i] was
+ * one, 0 if not, -1 after a usage error. */
+int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo);
+void free_model_opts(struct model_opts *mo);
+
+bool is_ir_text(const char *path);
+/* Imports an ONNX model or parses IR text, then runs the import pipeline.
+ * NULL after diagnostics. */
+struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
+
+/* The commands. */
+int cmd_ir(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+#endif

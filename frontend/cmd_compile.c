@@ -1,0 +1,134 @@
+/*
+ * cmd_compile.c - `onnxc compile`: a model into a linkable C library.
+ */
+#include "cli.h"
+#include "codegen/cg.h"
+
+#include <string.h>
+
+static const char compile_help[] =
+        "usage: onnxc compile MODEL.onnx -o OUTDIR [options]\n"
+        "\n"
+        "Compiles a model into OUTDIR: NAME.h (the API), NAME.c (the launch code),\n"
+        "NAME_kernels.o (generated kernels), NAME.weights and libNAME.a. Link\n"
+        "libNAME.a with the onnxc runtime (libonnxc_rt.a, -lopenblas -lpthread -lm).\n"
+        "\n"
+        "options:\n"
+        "  -o OUTDIR            where the files go (created if missing)\n"
+        "  --name NAME          C identifier prefix and file names (default: the model\n"
+        "                       file's name)\n"
+        "  --target cpu         the target (cpu)\n"
+        "  --cpu CPU            LLVM CPU name for the kernels, e.g. x86-64-v3\n"
+        "                       (default: native, the CPU onnxc runs on)\n"
+        "  --embed-weights      link the weights into the library instead of NAME.weights\n"
+        "  --emit-llvm          also write the kernels' LLVM IR (NAME_kernels.ll)\n"
+        "  --shape INPUT=DIMS   bind the shape of a graph input, e.g. input=8x3x224x224\n"
+        "  --dim NAME=N         bind a symbolic dimension, e.g. batch=8\n"
+        "  --const INPUT=FILE   make a graph input a constant (.npy or .pb)\n"
+        "  --verify             run the IR verifier after every pass\n"
+        "  --dump-after=PASS    print the IR after PASS (or 'all') to standard error\n"
+        "  -q, --quiet          print nothing on success\n";
+
+static void print_stats(const char *name, const char *dir, const struct cg_options *o,
+                        const struct cg_stats *s)
+{
+	printf("compiled %s for %s: %d steps (%d library calls, %d generated kernels)\n", name,
+	       o->target, s->steps, s->lib_calls, s->kernels);
+	printf("  arena %.2f MB (the intermediates take %.2f MB without reuse), weights %.2f MB\n",
+	       s->arena_bytes / 1e6, s->naive_bytes / 1e6, s->weight_bytes / 1e6);
+	printf("  %s/%s.h, %s/lib%s.a", dir, name, dir, name);
+	if (o->embed_weights)
+		printf(" (weights embedded)\n");
+	else
+		printf(", %s/%s.weights\n", dir, name);
+	printf("  %.0f ms (planning %.0f, LLVM and weights %.0f, cc %.0f)\n", s->ms_total,
+	       s->ms_lower, s->ms_llvm, s->ms_cc);
+}
+
+int cmd_compile(int argc, char **argv)
+{
+	struct model_opts mo = { 0 };
+	struct cg_options co = { .target = "cpu", .cpu = "native" };
+	struct cg_stats stats;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	const char *input = NULL;
+	char name[128];
+	bool bad = false;
+	int status = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int r;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(compile_help, stdout);
+			free_model_opts(&mo);
+			return 0;
+		}
+		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
+			if (r < 0)
+				goto usage;
+			continue;
+		}
+		if ((v = opt_value(argc, argv, &i, "-o", true, &bad)))
+			co.out_dir = v;
+		else if ((v = opt_value(argc, argv, &i, "--name", true, &bad)))
+			co.name = v;
+		else if ((v = opt_value(argc, argv, &i, "--target", true, &bad)))
+			co.target = v;
+		else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad)))
+			co.cpu = v;
+		else if (opt_value(argc, argv, &i, "--embed-weights", false, &bad))
+			co.embed_weights = true;
+		else if (opt_value(argc, argv, &i, "--emit-llvm", false, &bad))
+			co.emit_llvm = true;
+		else if (opt_value(argc, argv, &i, "--quiet", false, &bad) ||
+		         opt_value(argc, argv, &i, "-q", false, &bad))
+			co.quiet = true;
+		else if (bad)
+			goto usage;
+		else if (argv[i][0] == '-' && argv[i][1]) {
+			usage_error("compile: unknown option '%s'", argv[i]);
+			goto usage;
+		} else if (!input) {
+			input = argv[i];
+		} else {
+			usage_error("compile: more than one model given");
+			goto usage;
+		}
+	}
+	if (!input || !co.out_dir) {
+		usage_error("compile: %s",
+		            !input ? "no model given" : "no output folder given (-o OUTDIR)");
+		goto usage;
+	}
+	if (strcmp(co.target, "cpu")) {
+		usage_error("compile: unknown target '%s' (this onnxc supports: cpu)", co.target);
+		goto usage;
+	}
+	if (!co.name) {
+		cg_default_name(input, name, sizeof name);
+		co.name = name;
+	} else if (!cg_valid_name(co.name)) {
+		usage_error("compile: --name %s is not a valid C identifier", co.name);
+		goto usage;
+	}
+	co.source = input;
+	ir_ctx_init(&ctx);
+	m = load_model(&ctx, input, &mo);
+	if (!m) {
+		free_model_opts(&mo);
+		return EXIT_INPUT;
+	}
+	ctx.file = input;
+	if (!cg_compile(m, &co, &stats))
+		status = EXIT_INPUT;
+	else if (!co.quiet)
+		print_stats(co.name, co.out_dir, &co, &stats);
+	ir_module_free(m);
+	free_model_opts(&mo);
+	return status;
+usage:
+	free_model_opts(&mo);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""Runs `onnxc check` over the ONNX backend node tests and reports.
+
+Usage:
+  scripts/conformance.py [--onnxc build/onnxc] [--data DIR] [--jobs N]
+                         [--expect tests/node/expected.txt] [--update-expect]
+                         [--markdown docs/conformance.md] [--only SUBSTRING]
+
+DIR holds the generated node tests (tests/models/onnx_node_tests.py writes
+DIR/node/<case>/). Every case is checked with the suite's own tolerances
+(rtol 1e-3, atol 1e-7) and classified:
+
+  pass         compiled, ran, every output within tolerance
+  fail         compiled and ran, but an output is outside the tolerance
+  unsupported  refused at import with a diagnostic (an op, dtype, opset or
+               dynamic shape onnxc does not support)
+  error        anything else: a compile error after import, a run failure,
+               a crash, a timeout
+
+With --expect, the run fails (exit 1) when a case's class differs from the
+one the file records: a case that should pass no longer does, or a case
+listed as failing now passes (update the list with --update-expect).
+--markdown writes the per-op table (docs/conformance.md).
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+UNSUPPORTED = ("not supported", "does not exist in opset", "must be a constant",
+               "older than onnxc supports", "newer than onnxc supports",
+               "imports no version of the default ONNX opset", "is not a tensor",
+               "onnxc does not support", "must be a constant bool")
+
+
+def case_ops(model_path):
+    """The op types of a test model (the ONNX python package parses it)."""
+    import onnx
+    try:
+        m = onnx.load(model_path, load_external_data=False)
+    except Exception:  # noqa: BLE001 - a model onnx cannot load has no ops to list
+        return []
+    return [n.op_type for n in m.graph.node]
+
+
+def run_case(onnxc, case_dir, timeout):
+    start = time.time()
+    try:
+        p = subprocess.run([onnxc, "check", case_dir, "--json"], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"class": "error", "reason": "timeout after %d s" % timeout}
+    elapsed = time.time() - start
+    out = p.stdout.strip().splitlines()
+    try:
+        res = json.loads(out[-1]) if out else None
+    except json.JSONDecodeError:
+        res = None
+    if p.returncode not in (0, 1) or res is None:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"class": "error", "reason": "status %d: %s" % (p.returncode, tail[:200]),
+                "seconds": elapsed}
+    if res.get("passed"):
+        return {"class": "pass", "seconds": elapsed, "compile_ms": res.get("compile_ms"),
+                "frozen": res.get("frozen_inputs", 0)}
+    err = res.get("error")
+    if err:
+        first = err.strip().splitlines()[0]
+        reason = first.split("error: ", 1)[-1][:240]
+        cls = "unsupported" if any(u in err for u in UNSUPPORTED) and res.get("compile_ms", 0) == 0 \
+            else "error"
+        return {"class": cls, "reason": reason, "seconds": elapsed}
+    worst = max(res.get("outputs", []), key=lambda o: o.get("max_abs_err", 0), default={})
+    return {"class": "fail", "seconds": elapsed,
+            "reason": "output %s: max abs err %.3g, max rel err %.3g" % (
+                worst.get("name", "?"), worst.get("max_abs_err", 0), worst.get("max_rel_err", 0))}
+
+
+def read_expect(path):
+    exp = {}
+    if not path or not os.path.exists(path):
+        return exp
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, cls = line.split()[:2]
+            exp[name] = cls
+    return exp
+
+
+def write_expect(path, results):
+    with open(path, "w") as f:
+        f.write("# Expected outcome of every ONNX backend node test under `onnxc check`\n"
+                "# (scripts/conformance.py --update-expect rewrites this file).\n"
+                "# case class [reason]; classes: pass fail unsupported error\n")
+        for name in sorted(results):
+            r = results[name]
+            f.write("%s %s%s\n" % (name, r["class"], "  # " + r["reason"] if r.get("reason") else ""))
+
+
+def write_markdown(path, results, ops):
+    per_op = collections.defaultdict(collections.Counter)
+    for name, r in results.items():
+        key = ops[name][0] if len(ops[name]) == 1 else (
+            "(expanded) " + name[5:].replace("_expanded", "") if name.endswith("_expanded")
+            else "(multi-node) " + ", ".join(sorted(set(ops[name]))[:3]))
+        per_op[key][r["class"]] += 1
+    total = collections.Counter(r["class"] for r in results.values())
+    with open(path, "w") as f:
+        f.write("# ONNX backend node test conformance\n\n"
+                "Generated by `scripts/conformance.py --markdown docs/conformance.md` from the\n"
+                "node tests of Debian's python3-onnx (ONNX 1.12), each run with\n"
+                "`onnxc check --json` on the CPU target with the suite's tolerances\n"
+                "(rtol 1e-3, atol 1e-7). Classes: *pass*; *fail* (ran, outputs out of\n"
+                "tolerance); *unsupported* (refused at import with a diagnostic); *error*\n"
+                "(anything else). The reason for every case that does not pass is in\n"
+                "tests/node/expected.txt.\n\n")
+        f.write("**Total: %d cases: %d pass, %d fail, %d unsupported, %d error.**\n\n" % (
+            len(results), total["pass"], total["fail"], total["unsupported"], total["error"]))
+        f.write("| op | cases | pass | fail | unsupported | error |\n|---|---|---|---|---|---|\n")
+        for op in sorted(per_op):
+            c = per_op[op]
+            f.write("| %s | %d | %d | %d | %d | %d |\n" % (op, sum(c.values()), c["pass"], c["fail"],
+                                                          c["unsupported"], c["error"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--onnxc", default="build/onnxc")
+    ap.add_argument("--data", default="build/tests/data/onnx")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--expect")
+    ap.add_argument("--update-expect", action="store_true")
+    ap.add_argument("--markdown")
+    ap.add_argument("--only")
+    args = ap.parse_args()
+
+    root = os.path.join(args.data, "node")
+    cases = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    if args.only:
+        cases = [c for c in cases if args.only in c]
+    start = time.time()
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futs = {pool.submit(run_case, args.onnxc, os.path.join(root, c), args.timeout): c
+                for c in cases}
+        for fut in concurrent.futures.as_completed(futs):
+            results[futs[fut]] = fut.result()
+    ops = {c: case_ops(os.path.join(root, c, "model.onnx")) for c in cases}
+    total = collections.Counter(r["class"] for r in results.values())
+    print("%d cases in %.0f s: %d pass, %d fail, %d unsupported, %d error" % (
+        len(cases), time.time() - start, total["pass"], total["fail"], total["unsupported"],
+        total["error"]))
+    if args.markdown:
+        write_markdown(args.markdown, results, ops)
+    if args.update_expect and args.expect:
+        write_expect(args.expect, results)
+        return 0
+    status = 0
+    if args.expect:
+        exp = read_expect(args.expect)
+        for c in cases:
+            want, got = exp.get(c, "pass"), results[c]["class"]
+            if want != got:
+                status = 1
+                print("UNEXPECTED %s: expected %s, got %s%s" % (
+                    c, want, got, " (" + results[c]["reason"] + ")" if results[c].get("reason") else ""))
+    else:
+        for c in cases:
+            r = results[c]
+            if r["class"] in ("fail", "error"):
+                print("%s %s: %s" % (r["class"].upper(), c, r.get("reason", "")))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
