@@ -102,8 +102,20 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		return false;
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	{
-		char *argv[] = { (char *)cc(), "-std=c11", "-O2", "-fPIC", "-w", incflag,
-			         "-c",         src,        "-o",  obj,     NULL };
+		/* a sanitizer build of onnxc links a sanitized runtime: the
+		 * generated code gets the same instrumentation (run/check in CI) */
+		char *argv[] = { (char *)cc(),
+			         "-std=c11",
+			         "-O2",
+			         "-fPIC",
+			         "-w",
+			         incflag,
+			         "-c",
+			         src,
+			         "-o",
+			         obj,
+			         ONNXC_SANITIZE_FLAGS[0] ? ONNXC_SANITIZE_FLAGS : NULL,
+			         NULL };
 		if (!run(ctx, argv))
 			return false;
 	}
@@ -139,6 +151,8 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		argv[k++] = "-lopenblas";
 		argv[k++] = "-lpthread";
 		argv[k++] = "-lm";
+		if (ONNXC_SANITIZE_FLAGS[0])
+			argv[k++] = ONNXC_SANITIZE_FLAGS;
 		argv[k] = NULL;
 		if (!run(ctx, argv))
 			return false;

@@ -156,6 +156,8 @@ bool fe_inputs(struct fe_node *nd, int min, int max);
  * not a constant. *v is arena memory. */
 int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v);
 int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v);
+/* Input i must be a constant with data: reports (naming what) if not. */
+bool fe_need_const(struct fe_node *nd, int i, const char *what);
 bool fe_is_const(struct fe_node *nd, int i);
 
 /* Building. Names a new IR value after the node's k-th ONNX output. */

@@ -243,19 +243,28 @@ bool fe_is_const(struct fe_node *nd, int i)
 	return v && v->kind == IR_VAL_CONST && v->data;
 }
 
-static bool need_const(struct fe_node *nd, int i, const char *what)
+/* Records the graph inputs v is computed from (for onnxc check's retry). */
+static void want_inputs(struct fe_wanted *w, struct ir_value *v, int depth)
+{
+	if (v->kind == IR_VAL_INPUT) {
+		for (int k = 0; k < w->n; k++)
+			if (!strcmp(w->names[k], v->name))
+				return;
+		if (w->n < 16)
+			snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
+	} else if (v->kind == IR_VAL_NODE && depth < 64) {
+		for (int i = 0; i < v->def->nin; i++)
+			want_inputs(w, v->def->in[i], depth + 1);
+	}
+}
+
+bool fe_need_const(struct fe_node *nd, int i, const char *what)
 {
 	struct ir_value *v = fe_in(nd, i);
 	if (!v)
 		return fe_fail(nd, "input %d (%s) is missing", i, what);
-	if (v->kind == IR_VAL_INPUT && nd->fe->opt && nd->fe->opt->wanted) {
-		struct fe_wanted *w = nd->fe->opt->wanted;
-		bool seen = false;
-		for (int k = 0; k < w->n; k++)
-			seen |= !strcmp(w->names[k], v->name);
-		if (!seen && w->n < 16)
-			snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
-	}
+	if (nd->fe->opt && nd->fe->opt->wanted && (v->kind != IR_VAL_CONST || !v->data))
+		want_inputs(nd->fe->opt->wanted, v, 0);
 	if (v->kind != IR_VAL_CONST || !v->data)
 		return fe_fail(nd,
 		               "input %d (%s) '%s' must be a constant, but it is computed at run "
@@ -269,7 +278,7 @@ int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v)
 {
 	struct ir_value *c = fe_in(nd, i);
 	int64_t n;
-	if (!need_const(nd, i, what))
+	if (!fe_need_const(nd, i, what))
 		return -1;
 	if (!ir_dtypes[c->type.dtype].is_int) {
 		fe_fail(nd, "input %d (%s) must be integers, not %s", i, what,
@@ -291,7 +300,7 @@ int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v)
 {
 	struct ir_value *c = fe_in(nd, i);
 	int64_t n;
-	if (!need_const(nd, i, what))
+	if (!fe_need_const(nd, i, what))
 		return -1;
 	n = ir_type_elems(&c->type);
 	if (n > (1 << 24)) {

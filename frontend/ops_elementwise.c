@@ -183,9 +183,10 @@ static bool imp_dropout(struct fe_node *nd)
 		if (!fe_inputs(nd, 1, 3))
 			return false;
 		if ((mode = fe_in(nd, 2))) {
-			if (!fe_is_const(nd, 2) || mode->type.dtype != IR_BOOL ||
-			    ir_type_elems(&mode->type) != 1)
-				return fe_fail(nd, "training_mode must be a constant bool scalar");
+			if (!fe_need_const(nd, 2, "training_mode"))
+				return false;
+			if (mode->type.dtype != IR_BOOL || ir_type_elems(&mode->type) != 1)
+				return fe_fail(nd, "training_mode must be a bool scalar");
 			training = *(const uint8_t *)mode->data != 0;
 		}
 	}

@@ -229,11 +229,11 @@ static bool imp_range(struct fe_node *nd)
 	if (!fe_inputs(nd, 3, 3))
 		return false;
 	t.dtype = nd->in[0]->type.dtype;
+	for (int i = 0; i < 3; i++) /* all three, so each is reported */
+		fe_need_const(nd, i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
+	if (nd->failed)
+		return false;
 	for (int i = 0; i < 3; i++) {
-		if (!fe_is_const(nd, i))
-			return fe_fail(
-			        nd, "start, limit and delta must be constants; this Range depends "
-			            "on run-time data, which would make shapes dynamic");
 		if (nd->in[i]->type.dtype != t.dtype || ir_type_elems(&nd->in[i]->type) != 1)
 			return fe_fail(nd, "start, limit and delta must be scalars of one type");
 	}

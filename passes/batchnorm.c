@@ -35,19 +35,31 @@ static bool is_output(const struct ir_module *m, const struct ir_value *v)
 	return false;
 }
 
-/* A new node before `at`, typed by inference. */
-static struct ir_value *emit(struct ir_module *m, struct ir_node *at, enum ir_op op,
-                             struct ir_value *a, struct ir_value *b, const char *suffix)
+/* A new node before `at` (attributes set by the caller, then typed). */
+static struct ir_node *add_before(struct ir_module *m, struct ir_node *at, enum ir_op op,
+                                  struct ir_value *a, struct ir_value *b, const char *suffix)
 {
 	struct ir_value *in[2] = { a, b };
 	const char *name =
 	        ir_unique_name(m, ir_arena_printf(&m->arena, "%s.%s", at->out[0]->name, suffix));
 	struct ir_node *n = ir_add_node(m, op, at->name, in, b ? 2 : 1, &name, 1);
-	char err[256];
 	ir_move_before(m, n, at);
+	return n;
+}
+
+static struct ir_value *typed(struct ir_module *m, struct ir_node *n)
+{
+	char err[256];
 	if (!ir_infer_node(m, n, err, sizeof err))
 		ir_panic(__FILE__, __LINE__, "batchnorm rewrite: %s", err);
 	return n->out[0];
+}
+
+/* An elementwise node before `at`, typed by inference. */
+static struct ir_value *emit(struct ir_module *m, struct ir_node *at, enum ir_op op,
+                             struct ir_value *a, struct ir_value *b, const char *suffix)
+{
+	return typed(m, add_before(m, at, op, a, b, suffix));
 }
 
 /* A [C,1,...,1] view of a [C] parameter for a rank-r input. */
@@ -55,17 +67,13 @@ static struct ir_value *channel_view(struct ir_module *m, struct ir_node *at, st
                                      int r)
 {
 	int64_t shape[IR_MAX_RANK];
-	struct ir_value *out;
+	struct ir_node *n;
 	shape[0] = v->type.dims[0];
 	for (int i = 1; i < r - 1; i++)
 		shape[i] = 1;
-	out = emit(m, at, IR_OP_RESHAPE, v, NULL, "chan");
-	ir_set_ints(m, out->def, "shape", shape, r - 1);
-	{
-		char err[256];
-		IR_ASSERT(ir_infer_node(m, out->def, err, sizeof err));
-	}
-	return out;
+	n = add_before(m, at, IR_OP_RESHAPE, v, NULL, "chan");
+	ir_set_ints(m, n, "shape", shape, r - 1);
+	return typed(m, n);
 }
 
 static struct ir_value *new_const(struct ir_module *m, const char *base, enum ir_dtype dt, int rank,

@@ -35,7 +35,8 @@ import time
 UNSUPPORTED = ("not supported", "does not exist in opset", "must be a constant",
                "older than onnxc supports", "newer than onnxc supports",
                "imports no version of the default ONNX opset", "is not a tensor",
-               "onnxc does not support", "must be a constant bool")
+               "onnxc does not support", "must be a constant bool",
+               "cannot be compiled for inference")
 
 
 def case_ops(model_path):
@@ -82,6 +83,7 @@ def run_case(onnxc, case_dir, timeout):
 
 
 def read_expect(path):
+    """{case: (class, comment)} from an expectations file."""
     exp = {}
     if not path or not os.path.exists(path):
         return exp
@@ -90,27 +92,39 @@ def read_expect(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            name, cls = line.split()[:2]
-            exp[name] = cls
+            body, _, comment = line.partition("#")
+            name, cls = body.split()[:2]
+            exp[name] = (cls, comment.strip())
     return exp
 
 
 def write_expect(path, results):
+    """Rewrites the file; a case whose class is unchanged keeps its comment
+    (a human-written reason survives regeneration)."""
+    old = read_expect(path)
     with open(path, "w") as f:
         f.write("# Expected outcome of every ONNX backend node test under `onnxc check`\n"
-                "# (scripts/conformance.py --update-expect rewrites this file).\n"
-                "# case class [reason]; classes: pass fail unsupported error\n")
+                "# (scripts/conformance.py --update-expect rewrites this file, keeping the\n"
+                "# comment of every case whose class did not change).\n"
+                "# case class  # reason; classes: pass fail unsupported error\n")
         for name in sorted(results):
             r = results[name]
-            f.write("%s %s%s\n" % (name, r["class"], "  # " + r["reason"] if r.get("reason") else ""))
+            note = old[name][1] if name in old and old[name][0] == r["class"] and old[name][1] \
+                else r.get("reason", "")
+            f.write("%s %s%s\n" % (name, r["class"], "  # " + note if note else ""))
 
 
 def write_markdown(path, results, ops):
     per_op = collections.defaultdict(collections.Counter)
     for name, r in results.items():
-        key = ops[name][0] if len(ops[name]) == 1 else (
-            "(expanded) " + name[5:].replace("_expanded", "") if name.endswith("_expanded")
-            else "(multi-node) " + ", ".join(sorted(set(ops[name]))[:3]))
+        base = name[:-len("_expanded")] if name.endswith("_expanded") else None
+        if len(ops[name]) == 1:
+            key = ops[name][0]
+        elif base and len(ops.get(base, [])) == 1:
+            # a function op's test with the function body inlined
+            key = ops[base][0] + " (expanded)"
+        else:
+            key = "(graph) " + ", ".join(sorted(set(ops[name]) - {"Constant"})[:3])
         per_op[key][r["class"]] += 1
     total = collections.Counter(r["class"] for r in results.values())
     with open(path, "w") as f:
@@ -168,7 +182,7 @@ def main():
     if args.expect:
         exp = read_expect(args.expect)
         for c in cases:
-            want, got = exp.get(c, "pass"), results[c]["class"]
+            want, got = exp.get(c, ("pass", ""))[0], results[c]["class"]
             if want != got:
                 status = 1
                 print("UNEXPECTED %s: expected %s, got %s%s" % (
