@@ -374,6 +374,14 @@ static void arg_list(FILE *f, const struct cg_plan *p, const struct cg_step *s, 
 	}
 }
 
+/* "nodes (op)": what a step computes, for comments and profiles. */
+static void step_label(const struct cg_plan *p, int s, char *buf, size_t n)
+{
+	const struct cg_step *st = &p->steps[s];
+	snprintf(buf, n, "%s (%s)", st->covers,
+	         st->is_kernel ? "fused" : ir_ops[st->node ? st->node->op : IR_OP_COPY].name);
+}
+
 /* The call for library step s (its descriptor is d<index>). */
 static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, int index)
 {
@@ -525,7 +533,10 @@ bool cg_emit_source(const struct cg_plan *p, const char *path)
 	fprintf(f, "\n#define IN(i) ((void *)inputs[i])\n#define OUT(i) (outputs[i])\n"
 	           "#define W(off) ((void *)(model->m.weights + (off)))\n"
 	           "#define A(off) ((void *)(model->m.arena + (off)))\n"
-	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n\n");
+	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n"
+	           "#define BEGIN do { if (prof) t0 = rt_now_ms(); } while (0)\n"
+	           "#define END(s) do { if (prof) rt_profile_step(&model->m, (s), t0); } while "
+	           "(0)\n\n");
 	/* descriptors */
 	for (int s = 0; s < p->nsteps; s++) {
 		const struct cg_step *st = &p->steps[s];
@@ -547,11 +558,24 @@ bool cg_emit_source(const struct cg_plan *p, const char *path)
 		}
 		ndesc++;
 	}
+	/* step names, for ONNXC_PROFILE=1 */
+	fprintf(f, "\nstatic const char *const step_names[] = {\n");
+	for (int s = 0; s < p->nsteps; s++) {
+		char what[1024];
+		step_label(p, s, what, sizeof what);
+		fputc('\t', f);
+		c_string(f, what);
+		fputs(",\n", f);
+	}
+	if (!p->nsteps)
+		fputs("\t\"\",\n", f);
+	fprintf(f, "};\n");
 	fprintf(f,
 	        "\nint %s_run(struct %s *model, const void *const inputs[], void *const "
 	        "outputs[])\n{\n",
 	        n, n);
-	fprintf(f, "\tstruct rt_ctx *ctx;\n\tif (!model || !inputs || !outputs)\n\t\treturn "
+	fprintf(f, "\tstruct rt_ctx *ctx;\n\tconst int prof = model ? model->m.profile : 0;\n"
+	           "\tdouble t0 = 0;\n\tif (!model || !inputs || !outputs)\n\t\treturn "
 	           "RT_ERR_ARGUMENT;\n");
 	if (m->ninputs || m->noutputs) {
 		fprintf(f,
@@ -567,11 +591,10 @@ bool cg_emit_source(const struct cg_plan *p, const char *path)
 	for (int s = 0; s < p->nsteps; s++) {
 		const struct cg_step *st = &p->steps[s];
 		char what[1024];
-		snprintf(what, sizeof what, "%s (%s)", st->covers,
-		         st->is_kernel ? "fused"
-		                       : ir_ops[st->node ? st->node->op : IR_OP_COPY].name);
+		step_label(p, s, what, sizeof what);
 		fputc('\n', f);
 		comment(f, "\t", what);
+		fputs("\tBEGIN;\n", f);
 		if (st->is_kernel) {
 			fputs("\t{\n\t\tvoid *const a[] = { ", f);
 			for (int i = 0; i < st->nargs; i++) {
@@ -583,6 +606,7 @@ bool cg_emit_source(const struct cg_plan *p, const char *path)
 		} else {
 			lib_call(f, p, st, s);
 		}
+		fprintf(f, "\tEND(%d);\n", s);
 	}
 	fprintf(f, "\treturn RT_OK;\n}\n\n");
 
@@ -639,8 +663,11 @@ bool cg_emit_source(const struct cg_plan *p, const char *path)
 		        "%s_MODEL_ID,\n"
 		        "\t                   %s_WEIGHT_BYTES);\n",
 		        N, n, N, N, N);
-	fprintf(f, "\t(void)path;\n\tif (st) {\n\t\tfree(model);\n\t\treturn st;\n\t}\n"
-	           "\t*out = model;\n\treturn RT_OK;\n}\n\n");
+	fprintf(f,
+	        "\t(void)path;\n\tif (st) {\n\t\tfree(model);\n\t\treturn st;\n\t}\n"
+	        "\trt_model_steps(&model->m, %d, step_names);\n",
+	        p->nsteps);
+	fprintf(f, "\t*out = model;\n\treturn RT_OK;\n}\n\n");
 	fprintf(f,
 	        "void %s_destroy(struct %s *model)\n{\n\tif (!model)\n\t\treturn;\n"
 	        "\trt_model_close(&model->m);\n\tfree(model);\n}\n\n",

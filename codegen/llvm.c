@@ -246,12 +246,107 @@ static LLVMValueRef neg_branch(struct gen *g, LLVMValueRef x, LLVMValueRef fneg)
 	return sel(g, fcmp(g, LLVMRealOLT, x, zero), fneg, x);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Vectorizable math                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * exp, tanh and erf for f32 as straight-line IR (no calls), so the loop
+ * vectorizer turns them into AVX-512 / AVX2 code: a libm call per element
+ * cost ~20 ns and kept GELU's loop scalar. The approximations are the
+ * classic ones (Cephes expf and tanhf, Eigen's rational erf), within a few
+ * ulp over the whole range; NaN propagates. f64 keeps the C library.
+ */
+static LLVMValueRef fc(struct gen *g, double v) { return LLVMConstReal(g->f32, v); }
+
+static LLVMValueRef fmadd(struct gen *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+	LLVMTypeRef t = LLVMTypeOf(a);
+	LLVMValueRef args[3] = { a, b, c };
+	return call_intrinsic(g, "llvm.fma", &t, 1, args, 3);
+}
+
+/* p(x) = c[0] + c[1] x + ... by Horner's rule with fused multiply-adds. */
+static LLVMValueRef horner(struct gen *g, LLVMValueRef x, const double *c, int n)
+{
+	LLVMValueRef r = fc(g, c[n - 1]);
+	for (int i = n - 2; i >= 0; i--)
+		r = fmadd(g, r, x, fc(g, c[i]));
+	return r;
+}
+
+static LLVMValueRef vexp_f32(struct gen *g, LLVMValueRef x)
+{
+	static const double poly[] = { 5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2,
+		                       8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4 };
+	LLVMBuilderRef b = g->b;
+	/* clamp: beyond these exp is inf or 0 in f32 (the clamp keeps the
+	 * exponent arithmetic in range); NaN is restored at the end */
+	LLVMValueRef c = fintr2(g, "llvm.minnum", fintr2(g, "llvm.maxnum", x, fc(g, -87.3365f)),
+	                        fc(g, 88.3762626647949f));
+	LLVMValueRef n = fintr(g, "llvm.rint", LLVMBuildFMul(b, c, fc(g, 1.44269504088896341), ""));
+	/* r = c - n ln2, in two parts for accuracy */
+	LLVMValueRef r = fmadd(g, n, fc(g, -0.693359375), c);
+	LLVMValueRef r2, p, scale, e;
+	r = fmadd(g, n, fc(g, 2.12194440e-4), r);
+	r2 = LLVMBuildFMul(b, r, r, "");
+	p = fmadd(g, horner(g, r, poly, 6), r2, LLVMBuildFAdd(b, r, fc(g, 1), ""));
+	/* 2^n from the exponent bits */
+	scale = LLVMBuildFPToSI(b, n, g->i32, "");
+	scale = LLVMBuildShl(b, LLVMBuildAdd(b, scale, LLVMConstInt(g->i32, 127, 0), ""),
+	                     LLVMConstInt(g->i32, 23, 0), "");
+	e = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, scale, g->f32, ""), "");
+	e = sel(g, fcmp(g, LLVMRealOGT, x, fc(g, 88.72283935546875)), fc(g, INFINITY), e);
+	e = sel(g, fcmp(g, LLVMRealOLT, x, fc(g, -103.972076416015625)), fc(g, 0), e);
+	return sel(g, fcmp(g, LLVMRealUNO, x, x), x, e);
+}
+
+static LLVMValueRef vtanh_f32(struct gen *g, LLVMValueRef x)
+{
+	static const double poly[] = { -3.33332819422e-1, 1.33314422036e-1, -5.37397155531e-2,
+		                       2.06390887954e-2, -5.70498872745e-3 };
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef ax = fintr(g, "llvm.fabs", x), z = LLVMBuildFMul(b, x, x, "");
+	/* small |x|: x + x^3 P(x^2) */
+	LLVMValueRef small = fmadd(g, LLVMBuildFMul(b, horner(g, z, poly, 5), z, ""), x, x);
+	/* large |x|: 1 - 2 / (exp(2|x|) + 1), with x's sign */
+	LLVMValueRef e = vexp_f32(g, LLVMBuildFAdd(b, ax, ax, ""));
+	LLVMValueRef large = LLVMBuildFSub(
+	        b, fc(g, 1), LLVMBuildFDiv(b, fc(g, 2), LLVMBuildFAdd(b, e, fc(g, 1), ""), ""), "");
+	LLVMTypeRef t = g->f32;
+	LLVMValueRef args[2] = { large, x };
+	large = call_intrinsic(g, "llvm.copysign", &t, 1, args, 2);
+	return sel(g, fcmp(g, LLVMRealOLT, ax, fc(g, 0.625)), small, large);
+}
+
+static LLVMValueRef verf_f32(struct gen *g, LLVMValueRef x)
+{
+	static const double num[] = { -1.60960333262415e-02, -2.95459980854025e-03,
+		                      -7.34990630326855e-04, -5.69250639462346e-05,
+		                      -2.10102402082508e-06, 2.77068142495902e-08,
+		                      -2.72614225801306e-10 };
+	static const double den[] = { -1.42647390514189e-02, -7.37332916720468e-03,
+		                      -1.68282697438203e-03, -2.13374055278905e-04,
+		                      -1.45660718464996e-05 };
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef c = fintr2(g, "llvm.minnum", fintr2(g, "llvm.maxnum", x, fc(g, -4)), fc(g, 4));
+	LLVMValueRef z = LLVMBuildFMul(b, c, c, "");
+	LLVMValueRef r = LLVMBuildFDiv(b, LLVMBuildFMul(b, c, horner(g, z, num, 7), ""),
+	                               horner(g, z, den, 5), "");
+	return sel(g, fcmp(g, LLVMRealUNO, x, x), x, r);
+}
+
+static LLVMValueRef vexp(struct gen *g, LLVMValueRef x)
+{
+	return LLVMTypeOf(x) == g->f32 ? vexp_f32(g, x) : fintr(g, "llvm.exp", x);
+}
+
 /* log(1 + exp(x)) computed without overflow: max(x,0) + log1p(exp(-|x|)). */
 static LLVMValueRef softplus(struct gen *g, LLVMValueRef x)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
 	LLVMValueRef ax = fintr(g, "llvm.fabs", x);
-	LLVMValueRef e = libm(g, "log1p", fintr(g, "llvm.exp", LLVMBuildFNeg(g->b, ax, "")));
+	LLVMValueRef e = libm(g, "log1p", vexp(g, LLVMBuildFNeg(g->b, ax, "")));
 	return LLVMBuildFAdd(g->b, fintr2(g, "llvm.maxnum", x, LLVMConstNull(t)), e, "");
 }
 
@@ -272,15 +367,13 @@ static LLVMValueRef emit_float_unary(struct gen *g, const struct ir_node *n, LLV
 	case IR_OP_ROUND: return fintr(g, "llvm.roundeven", x);
 	case IR_OP_SQRT: return fintr(g, "llvm.sqrt", x);
 	case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
-	case IR_OP_EXP: return fintr(g, "llvm.exp", x);
+	case IR_OP_EXP: return vexp(g, x);
 	case IR_OP_LOG: return fintr(g, "llvm.log", x);
-	case IR_OP_ERF: return libm(g, "erf", x);
-	case IR_OP_TANH: return libm(g, "tanh", x);
+	case IR_OP_ERF: return t == g->f32 ? verf_f32(g, x) : libm(g, "erf", x);
+	case IR_OP_TANH: return t == g->f32 ? vtanh_f32(g, x) : libm(g, "tanh", x);
 	case IR_OP_SIGMOID:
 		return LLVMBuildFDiv(
-		        b, one,
-		        LLVMBuildFAdd(b, one, fintr(g, "llvm.exp", LLVMBuildFNeg(b, x, "")), ""),
-		        "");
+		        b, one, LLVMBuildFAdd(b, one, vexp(g, LLVMBuildFNeg(b, x, "")), ""), "");
 	case IR_OP_SIN: return fintr(g, "llvm.sin", x);
 	case IR_OP_COS: return fintr(g, "llvm.cos", x);
 	case IR_OP_TAN: return libm(g, "tan", x);
@@ -295,7 +388,11 @@ static LLVMValueRef emit_float_unary(struct gen *g, const struct ir_node *n, LLV
 	case IR_OP_SOFTPLUS: return softplus(g, x);
 	case IR_OP_SOFTSIGN:
 		return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, fintr(g, "llvm.fabs", x), ""), "");
-	case IR_OP_MISH: return LLVMBuildFMul(b, x, libm(g, "tanh", softplus(g, x)), "");
+	case IR_OP_MISH:
+		return LLVMBuildFMul(b, x,
+		                     t == g->f32 ? vtanh_f32(g, softplus(g, x))
+		                                 : libm(g, "tanh", softplus(g, x)),
+		                     "");
 	case IR_OP_HARD_SWISH: {
 		LLVMValueRef h = LLVMBuildFAdd(b, LLVMBuildFMul(b, x, fconst(g, t, 1.0 / 6), ""),
 		                               fconst(g, t, 0.5), "");
@@ -490,6 +587,29 @@ static LLVMValueRef emit_compare(struct gen *g, enum ir_op op, LLVMValueRef a, L
 	return LLVMBuildICmp(g->b, issigned(t) ? sp[k] : up[k], a, bv, "");
 }
 
+/* a^e for the exponents models use, exactly as pow would give them; NULL
+ * for any other exponent. */
+static LLVMValueRef small_pow(struct gen *g, LLVMValueRef a, double e)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef t = LLVMTypeOf(a);
+	if (e == 1)
+		return a;
+	if (e == 2)
+		return LLVMBuildFMul(b, a, a, "");
+	if (e == 3)
+		return LLVMBuildFMul(b, LLVMBuildFMul(b, a, a, ""), a, "");
+	if (e == 4) {
+		LLVMValueRef sq = LLVMBuildFMul(b, a, a, "");
+		return LLVMBuildFMul(b, sq, sq, "");
+	}
+	if (e == 0.5)
+		return fintr(g, "llvm.sqrt", a);
+	if (e == -1)
+		return LLVMBuildFDiv(b, LLVMConstReal(t, 1), a, "");
+	return NULL;
+}
+
 /* The value of expression x, given its operands' values. */
 static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 {
@@ -525,6 +645,12 @@ static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 		if (t0 == IR_BOOL)
 			return LLVMBuildICmp(g->b, LLVMIntEQ, a, bv, "");
 		return emit_compare(g, n->op, a, bv, t0);
+	case IR_OP_POW:
+		/* x^2, x^3 (tanh-GELU), sqrt: multiplies, not a pow() call */
+		if (isf(x->dtype) && xs[x->in[1]].kind == KX_CONST &&
+		    (r = small_pow(g, a, xs[x->in[1]].f)))
+			return round_to(g, r, x->dtype);
+		break;
 	default: break;
 	}
 	if (x->nin == 2)
@@ -543,6 +669,33 @@ static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 static LLVMValueRef elem_ptr(struct gen *g, int arg, enum ir_dtype t, LLVMValueRef index)
 {
 	return LLVMBuildGEP2(g->b, store_type(g, t), g->base[arg], &index, 1, "");
+}
+
+/* Does x read its argument densely, element for element like the output? */
+static bool dense_view(const struct cg_kernel *k, const struct cg_kx *x)
+{
+	int64_t st = 1;
+	if (x->view.offset)
+		return false;
+	for (int d = k->rank - 1; d >= 0; d--) {
+		if (x->view.strides[d] != st && k->dims[d] != 1)
+			return false;
+		st *= k->dims[d];
+	}
+	return true;
+}
+
+/* The output whose storage argument a shares (in place), or -1. */
+static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
+{
+	struct cg_buf in = p->vals[cg_root(p, k->args[a])->id].buf;
+	for (int o = 0; o < k->nout; o++) {
+		struct cg_buf out = p->vals[cg_root(p, k->args[o])->id].buf;
+		if (in.where == out.where && in.index == out.index && in.offset == out.offset &&
+		    in.where == CG_ARENA)
+			return o;
+	}
+	return -1;
 }
 
 static void gen_kernel(struct gen *g, const struct cg_kernel *k)
@@ -578,7 +731,14 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 	for (int a = 0; a < k->nargs; a++) {
 		LLVMValueRef idx = i64c(g, a);
 		LLVMValueRef slot = LLVMBuildGEP2(b, g->ptr, args, &idx, 1, "");
-		g->base[a] = LLVMBuildLoad2(b, g->ptr, slot, "");
+		/*
+		 * An input the memory plan put in place of an output is read
+		 * through the output's pointer: then LLVM sees each element read
+		 * and written at one address and vectorizes; with two pointers
+		 * its runtime overlap check fails and it runs the scalar loop.
+		 */
+		int same = a >= k->nout ? same_storage_output(g->p, k, a) : -1;
+		g->base[a] = same >= 0 ? g->base[same] : LLVMBuildLoad2(b, g->ptr, slot, "");
 	}
 	LLVMBuildBr(b, ocond);
 
@@ -624,9 +784,17 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 		switch (x->kind) {
 		case KX_LOAD: {
 			int64_t st = x->view.strides[r - 1];
-			LLVMValueRef at = st ? LLVMBuildAdd(b, g->xoff[e],
-			                                    LLVMBuildMul(b, i, i64c(g, st), ""), "")
-			                     : g->xoff[e];
+			/*
+			 * A dense load uses the store's very address expression
+			 * (row + i): LLVM then sees element i read and written at
+			 * one place even in place, and vectorizes without a
+			 * runtime overlap check, which failed for in-place kernels.
+			 */
+			LLVMValueRef at =
+			        dense_view(k, x) ? LLVMBuildAdd(b, row, i, "")
+			        : st             ? LLVMBuildAdd(b, g->xoff[e],
+			                                        LLVMBuildMul(b, i, i64c(g, st), ""), "")
+			                         : g->xoff[e];
 			g->xv[e] = load_elem(g, x->dtype, elem_ptr(g, x->arg, x->dtype, at));
 			break;
 		}

@@ -242,7 +242,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
  */
 static char *cache_dir(struct ir_ctx *ctx, const char *base, const char *model, const char *config)
 {
-	static const char build[] = ONNXC_VERSION " " __DATE__ " " __TIME__;
+	static const char version[] = ONNXC_VERSION;
 	const char *err, *inc, *rtlib;
 	size_t len;
 	unsigned char *bytes = ir_read_file(ctx, model, &len, &err);
@@ -255,8 +255,13 @@ static char *cache_dir(struct ir_ctx *ctx, const char *base, const char *model, 
 	}
 	h = fnv(h, bytes, len);
 	ir_free(ctx, bytes);
-	h = fnv(h, build, sizeof build);
+	h = fnv(h, version, sizeof version);
 	h = fnv(h, config, strlen(config));
+	/* this onnxc build: its executable's size and time */
+	if (stat("/proc/self/exe", &st) == 0) {
+		h = fnv(h, &st.st_mtime, sizeof st.st_mtime);
+		h = fnv(h, &st.st_size, sizeof st.st_size);
+	}
 	if (cg_runtime_paths(ctx, &inc, &rtlib) && stat(rtlib, &st) == 0) {
 		h = fnv(h, &st.st_mtime, sizeof st.st_mtime);
 		h = fnv(h, &st.st_size, sizeof st.st_size);

@@ -444,6 +444,12 @@ struct rt_model {
 	size_t map_bytes;
 	void *heap_weights; /* or the weights read into memory */
 	int poison_arena;   /* fill the arena with NaN before each run (tests) */
+	/* ONNXC_PROFILE=1: time per step, reported on close */
+	int profile;
+	int nsteps;
+	const char *const *step_names;
+	double *step_ms;
+	int64_t runs;
 };
 
 /*
@@ -455,6 +461,13 @@ struct rt_model {
  */
 int rt_model_open(struct rt_model *m, size_t arena_bytes, const char *path, const void *embedded,
                   uint64_t model_id, size_t weights_bytes);
+/* The steps' names (the generated code's comments), for ONNXC_PROFILE=1:
+ * the time of each step is accumulated and printed to stderr on close,
+ * largest first. */
+void rt_model_steps(struct rt_model *m, int nsteps, const char *const *names);
+double rt_now_ms(void);
+/* Adds the time since t0 (rt_now_ms) to step s. */
+void rt_profile_step(struct rt_model *m, int s, double t0);
 void rt_model_close(struct rt_model *m);
 /* The default weights file: file next to the running executable if it is
  * there, otherwise file in the current directory. Returns buf. */

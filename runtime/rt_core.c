@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
@@ -349,8 +350,64 @@ fail:
 	return status;
 }
 
+double rt_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void rt_model_steps(struct rt_model *m, int nsteps, const char *const *names)
+{
+	const char *p = getenv("ONNXC_PROFILE");
+	if (!p || !*p || *p == '0' || nsteps <= 0)
+		return;
+	if (!(m->step_ms = calloc((size_t)nsteps, sizeof *m->step_ms)))
+		return; /* profiling is best effort */
+	m->profile = 1;
+	m->nsteps = nsteps;
+	m->step_names = names;
+}
+
+void rt_profile_step(struct rt_model *m, int s, double t0) { m->step_ms[s] += rt_now_ms() - t0; }
+
+struct step_time {
+	double ms;
+	int step;
+};
+
+static int by_time(const void *a, const void *b)
+{
+	double x = ((const struct step_time *)a)->ms, y = ((const struct step_time *)b)->ms;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void profile_report(const struct rt_model *m)
+{
+	struct step_time *t = malloc(sizeof *t * (size_t)m->nsteps);
+	double total = 0;
+	if (!t || !m->runs) {
+		free(t);
+		return;
+	}
+	for (int i = 0; i < m->nsteps; i++) {
+		t[i] = (struct step_time){ m->step_ms[i], i };
+		total += m->step_ms[i];
+	}
+	qsort(t, (size_t)m->nsteps, sizeof *t, by_time);
+	fprintf(stderr, "onnxc profile: %lld runs, %.3f ms per run\n", (long long)m->runs,
+	        total / (double)m->runs);
+	for (int i = 0; i < m->nsteps; i++)
+		fprintf(stderr, "%8.3f ms %5.1f%%  step %d: %s\n", t[i].ms / (double)m->runs,
+		        total > 0 ? 100 * t[i].ms / total : 0, t[i].step, m->step_names[t[i].step]);
+	free(t);
+}
+
 void rt_model_close(struct rt_model *m)
 {
+	if (m->profile)
+		profile_report(m);
+	free(m->step_ms);
 	rt_ctx_destroy(m->ctx);
 	free(m->arena);
 	if (m->map)
@@ -380,6 +437,7 @@ const char *rt_default_weights(const char *file, char *buf, size_t n)
 
 void rt_model_begin_run(struct rt_model *m)
 {
+	m->runs++;
 	if (m->poison_arena) {
 		float nan = NAN;
 		for (size_t i = 0; i + 4 <= m->arena_bytes; i += 4)
