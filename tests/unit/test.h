@@ -50,7 +50,7 @@ struct test_case {
 	test_fn fn;
 };
 
-static int test_main(const struct test_case *cases, int n, int argc, char **argv)
+static inline int test_main(const struct test_case *cases, int n, int argc, char **argv)
 {
 	for (int i = 0; i < n; i++) {
 		if (argc > 1 && strcmp(argv[1], cases[i].name))
