@@ -70,6 +70,17 @@ enum rt_dtype {
 };
 int rt_dtype_size(int dtype);
 
+/*
+ * Converts n elements between float types (RT_F32, RT_F16, RT_BF16; one of
+ * the two is RT_F32), rounding to nearest even, NaN kept NaN, overflow to
+ * infinity: the conversion a half-precision store does. The CPU target uses
+ * it around library kernels, which compute in FP32, when they read or write
+ * half tensors. RT_ERR_ARGUMENT for any other pair.
+ */
+struct rt_ctx;
+int rt_convert(struct rt_ctx *ctx, void *dst, int dst_dtype, const void *src, int src_dtype,
+               int64_t n);
+
 /* ------------------------------------------------------------------------ */
 /* Context: threads and per-instance state                                  */
 /* ------------------------------------------------------------------------ */
