@@ -40,6 +40,8 @@ struct cg_options {
 /* Figures from a compile, for reports. */
 struct cg_stats {
 	int steps, kernels, lib_calls, aliases;
+	int cast_kernels;    /* generated kernels that only cast */
+	int casts_fused;     /* casts inside other kernels or library calls */
 	int64_t arena_bytes; /* the planned arena */
 	int64_t naive_bytes; /* the sum of every intermediate it replaced */
 	int64_t weight_bytes;
@@ -49,6 +51,10 @@ struct cg_stats {
 /* Compiles m (which it modifies: lowering passes run on it). Returns false
  * after reporting through m->ctx. */
 bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats);
+
+/* Plans m without writing anything: the lowering and memory figures of
+ * cg_compile (onnxc report). */
+bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats);
 
 /* Where the runtime's header folder and static library are (installed next
  * to onnxc, or in the build tree). */

@@ -49,6 +49,34 @@ static bool make_dir(struct ir_ctx *ctx, const char *dir)
 	return false;
 }
 
+static void plan_stats(const struct cg_plan *p, struct cg_stats *st)
+{
+	for (int s = 0; s < p->nsteps; s++) {
+		if (p->steps[s].is_kernel)
+			st->kernels++;
+		else
+			st->lib_calls++;
+	}
+	st->steps = p->nsteps;
+	st->arena_bytes = p->arena_bytes;
+	st->naive_bytes = p->naive_bytes;
+	st->weight_bytes = p->weight_bytes;
+	st->cast_kernels = p->cast_kernels;
+	st->casts_fused = p->casts_fused;
+}
+
+bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats)
+{
+	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
+	memset(stats, 0, sizeof *stats);
+	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
+		return false;
+	if (!cg_lower(&p) || !cg_plan_memory(&p))
+		return false;
+	plan_stats(&p, stats);
+	return true;
+}
+
 bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats)
 {
 	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
@@ -96,16 +124,7 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	if (!cg_build(&p, objs, nobjs))
 		return false;
 	t3 = now_ms();
-	for (int s = 0; s < p.nsteps; s++) {
-		if (p.steps[s].is_kernel)
-			st.kernels++;
-		else
-			st.lib_calls++;
-	}
-	st.steps = p.nsteps;
-	st.arena_bytes = p.arena_bytes;
-	st.naive_bytes = p.naive_bytes;
-	st.weight_bytes = p.weight_bytes;
+	plan_stats(&p, &st);
 	st.ms_lower = t1 - t0;
 	st.ms_llvm = t2 - t1;
 	st.ms_cc = t3 - t2;

@@ -365,12 +365,51 @@ static void ref(FILE *f, const struct cg_plan *p, struct ir_value *v)
 	}
 }
 
+static const struct cg_stage *stage_of(const struct cg_step *s, int arg)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i].arg == arg)
+			return &s->stages[i];
+	return NULL;
+}
+
+/* Argument i of library step s: its FP32 copy when it is staged. */
+static void arg_ref(FILE *f, const struct cg_plan *p, const struct cg_step *s, int i)
+{
+	const struct cg_stage *st = i < s->nargs ? stage_of(s, i) : NULL;
+	if (st)
+		fprintf(f, "A(%lld)", (long long)(s->ws_offset + st->ws_offset));
+	else
+		ref(f, p, i < s->nargs ? s->args[i] : NULL);
+}
+
 static void arg_list(FILE *f, const struct cg_plan *p, const struct cg_step *s, const int *order,
                      int n)
 {
 	for (int i = 0; i < n; i++) {
 		fputs(", ", f);
-		ref(f, p, order[i] < s->nargs ? s->args[order[i]] : NULL);
+		arg_ref(f, p, s, order[i]);
+	}
+}
+
+/* The conversions of s's staged inputs (before) or outputs (after). */
+static void stage_calls(FILE *f, const struct cg_plan *p, const struct cg_step *s, bool outputs)
+{
+	for (int i = 0; i < s->nstages; i++) {
+		const struct cg_stage *st = &s->stages[i];
+		const char *half = s->args[st->arg]->type.dtype == IR_F16 ? "RT_F16" : "RT_BF16";
+		if ((st->arg < s->nout) != outputs)
+			continue;
+		fputs("\tCALL(rt_convert(ctx, ", f);
+		if (outputs) {
+			ref(f, p, s->args[st->arg]);
+			fprintf(f, ", %s, A(%lld), RT_F32, %lld));\n", half,
+			        (long long)(s->ws_offset + st->ws_offset), (long long)st->elems);
+		} else {
+			fprintf(f, "A(%lld), RT_F32, ", (long long)(s->ws_offset + st->ws_offset));
+			ref(f, p, s->args[st->arg]);
+			fprintf(f, ", %s, %lld));\n", half, (long long)st->elems);
+		}
 	}
 }
 
@@ -401,6 +440,7 @@ static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, 
 		}
 		return;
 	}
+	stage_calls(f, p, s, false);
 	fprintf(f, "\tCALL(%s(ctx, &d%d", fn, index);
 	switch (s->lib) {
 	case CG_LIB_GEMM: arg_list(f, p, s, gemm, 5); break;
@@ -416,6 +456,7 @@ static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, 
 	if (s->lib == CG_LIB_CONV || s->lib == CG_LIB_CONV_TRANSPOSE)
 		fprintf(f, ", A(%lld)", (long long)s->ws_offset);
 	fputs("));\n", f);
+	stage_calls(f, p, s, true);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
  * Lowering never fails on a valid module: every IR op has a runtime path.
  * Empty tensors produce no step.
  */
+#include "passes/amp.h"
 #include "plan.h"
 
 #include <stdlib.h>
@@ -23,9 +24,10 @@
 
 struct lower {
 	struct cg_plan *p;
-	int *pos;       /* node id -> position in the list */
-	int *group;     /* node id -> union-find parent (eltwise) */
-	bool *absorbed; /* node id -> folded into another step */
+	int *pos;                  /* node id -> position in the list */
+	int *group;                /* node id -> union-find parent (eltwise) */
+	bool *absorbed;            /* node id -> folded into another step */
+	struct ir_node **out_cast; /* node id -> the cast its library step absorbs */
 	struct ir_node **by_id;
 	int nids;
 };
@@ -57,18 +59,10 @@ static int64_t prod(const int64_t *d, int from, int to)
 	return n;
 }
 
-static bool is_output(const struct ir_module *m, const struct ir_value *v)
-{
-	for (int i = 0; i < m->noutputs; i++)
-		if (m->outputs[i] == v)
-			return true;
-	return false;
-}
-
 /* The single node using v, if v has exactly one use and is not an output. */
 static struct ir_node *sole_user(const struct lower *l, const struct ir_value *v)
 {
-	if (v->nuses != 1 || is_output(l->p->m, v))
+	if (v->nuses != 1 || ir_is_output(l->p->m, v))
 		return NULL;
 	return v->uses[0].node;
 }
@@ -126,9 +120,19 @@ struct epi {
 	struct ir_value *bias; /* gemm: a [n] row bias */
 	struct ir_value *residual;
 	struct ir_value *result;  /* the value the step finally writes */
-	struct ir_node *nodes[3]; /* absorbed nodes */
+	struct ir_node *nodes[4]; /* absorbed nodes */
 	int nnodes;
 };
+
+static bool float_storage(enum ir_dtype t) { return t == IR_F32 || t == IR_F16 || t == IR_BF16; }
+
+/* A cast between FP32 and a half format, which a library step can absorb
+ * by writing its result in the cast's type. */
+static bool float_cast(const struct ir_node *a)
+{
+	return a && a->op == IR_OP_CAST && float_storage(a->in[0]->type.dtype) &&
+	       float_storage(a->out[0]->type.dtype);
+}
 
 static bool defined_before(const struct lower *l, const struct ir_value *v, const struct ir_node *n)
 {
@@ -176,7 +180,7 @@ static void match_epilogue(struct lower *l, struct ir_node *p, bool can_bias, st
 	struct ir_node *a;
 	memset(e, 0, sizeof *e);
 	e->result = r;
-	if (r->type.dtype != IR_F32)
+	if (!float_storage(r->type.dtype))
 		return;
 	a = sole_user(l, r);
 	if (a && a->op == IR_OP_ADD && can_bias) {
@@ -204,6 +208,11 @@ static void match_epilogue(struct lower *l, struct ir_node *p, bool can_bias, st
 	if (a && ir_type_eq(&a->out[0]->type, &r->type) && act_of(a, &e->ep)) {
 		e->nodes[e->nnodes++] = a;
 		r = a->out[0];
+		a = sole_user(l, r);
+	}
+	if (float_cast(a)) {
+		e->nodes[e->nnodes++] = a;
+		r = a->out[0];
 	}
 	e->result = r;
 }
@@ -213,6 +222,7 @@ static void take_epilogue(struct lower *l, struct cg_step *s, const struct epi *
 	for (int i = 0; i < e->nnodes; i++) {
 		l->absorbed[e->nodes[i]->id] = true;
 		add_cover(l, s, e->nodes[i]);
+		l->p->casts_fused += e->nodes[i]->op == IR_OP_CAST;
 	}
 }
 
@@ -807,9 +817,9 @@ static void group_eltwise(struct lower *l)
 		for (int i = 0; i < n->nin; i++) {
 			struct ir_value *v = n->in[i];
 			struct ir_node *p = v->kind == IR_VAL_NODE ? v->def : NULL;
+			/* same shape; the dtypes may differ (casts, comparisons) */
 			if (!p || !fusible(l, p) || sole_user(l, v) != n ||
-			    !ir_type_eq(&v->type, &n->out[0]->type) ||
-			    !ir_dtypes[v->type.dtype].size)
+			    v->type.rank != n->out[0]->type.rank || !ir_dtypes[v->type.dtype].size)
 				continue;
 			if (memcmp(v->type.dims, n->out[0]->type.dims,
 			           sizeof(int64_t) * (size_t)v->type.rank))
@@ -974,6 +984,137 @@ static bool lower_kernel(struct lower *l, struct ir_node *root)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Half precision around library kernels                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Library kernels that compute on their elements (the others move bytes and
+ * take any element type). */
+static bool computes(enum cg_lib lib)
+{
+	switch (lib) {
+	case CG_LIB_COPY:
+	case CG_LIB_GATHER:
+	case CG_LIB_GATHER_ELEMENTS:
+	case CG_LIB_PAD:
+	case CG_LIB_TILE:
+	case CG_LIB_TRILU: return false;
+	default: return true;
+	}
+}
+
+static void compute_in_f32(struct cg_step *s)
+{
+	int *dt;
+	switch (s->lib) {
+	case CG_LIB_GEMM: dt = &s->d.gemm.dtype; break;
+	case CG_LIB_CONV:
+	case CG_LIB_CONV_TRANSPOSE: dt = &s->d.conv.dtype; break;
+	case CG_LIB_POOL: dt = &s->d.pool.dtype; break;
+	case CG_LIB_SOFTMAX: dt = &s->d.softmax.dtype; break;
+	case CG_LIB_LAYERNORM: dt = &s->d.layernorm.dtype; break;
+	case CG_LIB_INSTNORM: dt = &s->d.instnorm.dtype; break;
+	case CG_LIB_LRN: dt = &s->d.lrn.dtype; break;
+	case CG_LIB_REDUCE: dt = &s->d.reduce.dtype; break;
+	case CG_LIB_ARG: dt = &s->d.arg.dtype; break;
+	case CG_LIB_CUMSUM: dt = &s->d.cumsum.dtype; break;
+	case CG_LIB_RESIZE: dt = &s->d.resize.dtype; break;
+	default: ir_panic(__FILE__, __LINE__, "library %d has no dtype", (int)s->lib);
+	}
+	*dt = RT_F32;
+}
+
+/* The step's half tensors get FP32 copies in its workspace. */
+static bool is_half(const struct ir_value *v)
+{
+	return v && (v->type.dtype == IR_F16 || v->type.dtype == IR_BF16);
+}
+
+/* The FP32 twin of half constant v (every value of v is exact in FP32). */
+static struct ir_value *f32_copy(struct lower *l, struct ir_value *v)
+{
+	struct ir_module *m = l->p->m;
+	struct ir_type t = v->type;
+	int64_t n = elems(v);
+	float *data;
+	const char *name = ir_arena_printf(ARENA(l), "%s.f32", v->name);
+	struct ir_value *c = ir_find_value(m, name);
+	if (c && c->kind == IR_VAL_CONST && c->type.dtype == IR_F32)
+		return c; /* another step made it */
+	data = ir_arena_alloc_big(ARENA(l), sizeof *data * (size_t)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++)
+		data[i] = (float)ir_load_f64(v->type.dtype, v->data, (size_t)i);
+	t.dtype = IR_F32;
+	return ir_add_const(m, ir_unique_name(m, name), &t, data);
+}
+
+static void stage_half(struct lower *l, struct cg_step *s)
+{
+	bool any = false;
+	if (s->is_kernel || !computes(s->lib))
+		return;
+	for (int i = 0; i < s->nargs; i++)
+		any |= is_half(s->args[i]);
+	if (!any)
+		return;
+	compute_in_f32(s);
+	if (s->lib == CG_LIB_CONV)
+		s->ws_bytes = (int64_t)rt_conv_workspace(&s->d.conv);
+	else if (s->lib == CG_LIB_CONV_TRANSPOSE)
+		s->ws_bytes = (int64_t)rt_conv_transpose_workspace(&s->d.conv);
+	s->stages = ir_arena_alloc(ARENA(l), sizeof *s->stages * (size_t)s->nargs);
+	for (int i = 0; i < s->nargs; i++) {
+		struct cg_stage *st;
+		if (!is_half(s->args[i]))
+			continue;
+		if (s->args[i]->kind == IR_VAL_CONST && s->args[i]->data) {
+			/* a half weight: its FP32 copy, made once here (exact) */
+			s->args[i] = f32_copy(l, s->args[i]);
+			continue;
+		}
+		st = &s->stages[s->nstages++];
+		st->arg = i;
+		st->ws_offset = (s->ws_bytes + 63) / 64 * 64;
+		st->elems = elems(s->args[i]);
+		s->ws_bytes = st->ws_offset + 4 * st->elems;
+	}
+}
+
+/* Library computations other than GEMM and convolution (whose epilogues
+ * take casts) absorb a cast that is their result's only reader. */
+static void claim_output_cast(struct lower *l, struct ir_node *n)
+{
+	struct ir_node *c;
+	if (n->op == IR_OP_CONV || n->op == IR_OP_GEMM || n->op == IR_OP_MATMUL ||
+	    !amp_fuses_output_cast(n->op) || ir_ops[n->op].kind == IR_KIND_ELTWISE ||
+	    n->op == IR_OP_RESHAPE || !float_storage(n->out[0]->type.dtype))
+		return;
+	c = sole_user(l, n->out[0]);
+	if (float_cast(c)) {
+		l->out_cast[n->id] = c;
+		l->absorbed[c->id] = true;
+	}
+}
+
+/* Counts the casts generated kernels carry: alone (a kernel of its own) or
+ * fused with other work. */
+static void count_casts(struct cg_plan *p)
+{
+	for (int i = 0; i < p->nkernels; i++) {
+		const struct cg_kernel *k = p->kernels[i];
+		int casts = 0, ops = 0;
+		for (int x = 0; x < k->nx; x++)
+			if (k->x[x].kind == KX_OP) {
+				ops++;
+				casts += k->x[x].node->op == IR_OP_CAST;
+			}
+		if (casts && casts == ops)
+			p->cast_kernels++;
+		else
+			p->casts_fused += casts;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const lower_fn lowerers[IR_OP_COUNT] = {
 	[IR_OP_MATMUL] = lower_matmul,
@@ -1031,15 +1172,17 @@ bool cg_lower(struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
 	struct lower l = { .p = p };
-	int ids = m->next_node_id + 1, pos = 0;
+	int ids = m->next_node_id + 1, pos = 0, nvals;
 	l.pos = ir_arena_alloc(&m->arena, sizeof *l.pos * (size_t)ids);
 	l.group = ir_arena_alloc(&m->arena, sizeof *l.group * (size_t)ids);
 	l.absorbed = ir_arena_alloc(&m->arena, sizeof *l.absorbed * (size_t)ids);
+	l.out_cast = ir_arena_alloc(&m->arena, sizeof *l.out_cast * (size_t)ids);
 	for (int i = 0; i < ids; i++)
 		l.group[i] = i;
 	IR_FOR_EACH_NODE(m, n)
 	l.pos[n->id] = pos++;
 	p->vals = ir_arena_alloc(&m->arena, sizeof *p->vals * (size_t)(m->nvalues + 1));
+	nvals = m->nvalues;
 
 	/* 1. epilogues claim their nodes before fusion can */
 	IR_FOR_EACH_NODE(m, n)
@@ -1051,6 +1194,8 @@ bool cg_lower(struct cg_plan *p)
 			               &e);
 			for (int i = 0; i < e.nnodes; i++)
 				l.absorbed[e.nodes[i]->id] = true;
+		} else if (lowerers[n->op] && !l.absorbed[n->id]) {
+			claim_output_cast(&l, n);
 		}
 	}
 	/* 2. elementwise groups */
@@ -1084,6 +1229,23 @@ bool cg_lower(struct cg_plan *p)
 		/* epilogues are matched again here, with the same result as in
 		 * sweep 1: the graph has not changed */
 		lowerers[n->op](&l, n);
+		if (l.out_cast[n->id]) {
+			struct cg_step *s = &p->steps[p->nsteps - 1];
+			IR_ASSERT(s->node == n && s->args[0] == n->out[0]);
+			s->args[0] = l.out_cast[n->id]->out[0];
+			add_cover(&l, s, l.out_cast[n->id]);
+			p->casts_fused++;
+		}
+	}
+	for (int i = 0; i < p->nsteps; i++)
+		stage_half(&l, &p->steps[i]);
+	count_casts(p);
+	/* constants made while lowering (dense parameters, FP32 twins of half
+	 * weights) need their entries too */
+	if (m->nvalues > nvals) {
+		struct cg_val *v = ir_arena_alloc(&m->arena, sizeof *v * (size_t)(m->nvalues + 1));
+		memcpy(v, p->vals, sizeof *v * (size_t)nvals);
+		p->vals = v;
 	}
 	return true;
 }

@@ -80,6 +80,12 @@ enum cg_lib {
 	CG_LIB_COUNT
 };
 
+struct cg_stage {
+	int arg;           /* index into args */
+	int64_t ws_offset; /* of the FP32 copy, from the step's workspace */
+	int64_t elems;
+};
+
 union cg_desc {
 	struct rt_gemm_desc gemm;
 	struct rt_conv_desc conv;
@@ -119,6 +125,11 @@ struct cg_step {
 	bool split;
 	int64_t ws_bytes; /* workspace, planned in the arena */
 	int64_t ws_offset;
+	/* Half tensors a library kernel reads or writes: the CPU kernels
+	 * compute in FP32, so the step converts them through FP32 copies in
+	 * its workspace (the GPU libraries read and write half directly) */
+	struct cg_stage *stages;
+	int nstages;
 	/* kernel steps */
 	struct cg_kernel *k;
 	int64_t outer, inner; /* iteration split for rt_launch */
@@ -155,6 +166,7 @@ struct cg_plan {
 	int nkernels, cap_kernels;
 	struct cg_val *vals; /* by value id */
 	int64_t arena_bytes, naive_bytes, weight_bytes;
+	int cast_kernels, casts_fused; /* cg_stats */
 	uint64_t model_id;
 };
 

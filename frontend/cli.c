@@ -47,11 +47,198 @@ const char *opt_value(int argc, char **argv, int *i, const char *name, bool take
 /* Model loading shared by the subcommands                                  */
 /* ------------------------------------------------------------------------ */
 
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Precision options                                                        */
+/* ------------------------------------------------------------------------ */
+
+const char precision_help[] =
+        "  --precision P        fp32 (default) or mixed: half precision where the\n"
+        "                       mixed-precision pass decides (docs/precision.md)\n"
+        "  --half H             fp16 (default) or bf16, with --precision mixed\n"
+        "  --amp-policy P       cost (default: casts priced by the cost model) or\n"
+        "                       greedy (TensorFlow's AutoMixedPrecision)\n"
+        "  --gpu GPU            the cost model's GPU: v100, t4, rtx2080ti, a100,\n"
+        "                       rtx4090, h100, h200 (default) or a profile file\n"
+        "  --keep-fp32 N,...    keep these ONNX nodes in FP32\n"
+        "  --force-half N,...   run these ONNX nodes in half precision\n"
+        "  --amp-lists FILE     move ops between the allow/infer/deny/clear lists\n"
+        "  --no-tc-pad          no zero padding for Tensor Cores\n";
+
+/* Appends the comma-separated names in v to list (strdup'd). */
+static int add_names(const char *opt, const char *v, const char **list, int *n)
+{
+	const char *s = v;
+	while (*s) {
+		const char *e = strchr(s, ',');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (len && *n == 64) {
+			usage_error("%s: at most 64 names", opt);
+			return -1;
+		}
+		if (len)
+			list[(*n)++] = strndup(s, len);
+		s += len + (e != NULL);
+	}
+	return 1;
+}
+
+static int parse_precision_opt(int argc, char **argv, int *i, struct model_opts *mo)
+{
+	bool bad = false;
+	const char *v, *arg = argv[*i];
+	int r = 1;
+	if ((v = opt_value(argc, argv, i, "--precision", true, &bad))) {
+		if (strcmp(v, "fp32") && strcmp(v, "mixed")) {
+			usage_error("--precision takes fp32 or mixed, not '%s'", v);
+			return -1;
+		}
+		mo->mixed = !strcmp(v, "mixed");
+		return 1;
+	}
+	if ((v = opt_value(argc, argv, i, "--half", true, &bad))) {
+		if (strcmp(v, "fp16") && strcmp(v, "bf16")) {
+			usage_error("--half takes fp16 or bf16, not '%s'", v);
+			return -1;
+		}
+		mo->amp.half = !strcmp(v, "fp16") ? IR_F16 : IR_BF16;
+	} else if ((v = opt_value(argc, argv, i, "--amp-policy", true, &bad))) {
+		if (strcmp(v, "cost") && strcmp(v, "greedy")) {
+			usage_error("--amp-policy takes cost or greedy, not '%s'", v);
+			return -1;
+		}
+		mo->amp.policy = !strcmp(v, "cost") ? AMP_COST : AMP_GREEDY;
+	} else if ((v = opt_value(argc, argv, i, "--gpu", true, &bad))) {
+		mo->gpu_arg = v;
+	} else if ((v = opt_value(argc, argv, i, "--amp-lists", true, &bad))) {
+		mo->lists_arg = v;
+	} else if ((v = opt_value(argc, argv, i, "--keep-fp32", true, &bad))) {
+		r = add_names("--keep-fp32", v, mo->keep, &mo->amp.nkeep);
+	} else if ((v = opt_value(argc, argv, i, "--force-half", true, &bad))) {
+		r = add_names("--force-half", v, mo->force, &mo->amp.nforce);
+	} else if (opt_value(argc, argv, i, "--no-tc-pad", false, &bad)) {
+		mo->amp.no_pad = true;
+	} else {
+		return bad ? -1 : 0;
+	}
+	if (!mo->amp_flag)
+		mo->amp_flag = arg;
+	return r;
+}
+
+/* The node named name, or NULL. */
+static bool has_node(const struct ir_module *m, const char *name)
+{
+	IR_FOR_EACH_NODE(m, n)
+	if (!strcmp(n->name, name))
+		return true;
+	return false;
+}
+
+bool prepare_model(struct ir_module *m, struct model_opts *mo)
+{
+	struct ir_ctx *ctx = m->ctx;
+	int errors = ctx->nerrors;
+	if (mo->amp_flag && !mo->mixed) {
+		ir_error(ctx, "%s applies to --precision mixed only", mo->amp_flag);
+		return false;
+	}
+	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, &mo->passes))
+		return false;
+	if (!mo->mixed)
+		return true;
+	mo->amp.keep_fp32 = mo->keep;
+	mo->amp.force_half = mo->force;
+	for (int i = 0; i < mo->amp.nkeep; i++)
+		if (!has_node(m, mo->keep[i]))
+			ir_error(ctx, "--keep-fp32: the model has no node named '%s'", mo->keep[i]);
+	for (int i = 0; i < mo->amp.nforce; i++)
+		if (!has_node(m, mo->force[i]))
+			ir_error(ctx, "--force-half: the model has no node named '%s'",
+			         mo->force[i]);
+	if (mo->gpu_arg) {
+		if (!cost_load_profile(ctx, mo->gpu_arg, &mo->gpu))
+			return false;
+		mo->amp.gpu = &mo->gpu;
+	}
+	if (mo->lists_arg && !amp_read_lists(ctx, mo->lists_arg, &mo->amp))
+		return false;
+	if (ctx->nerrors != errors || !pass_amp(m, &mo->amp, &mo->amp_result))
+		return false;
+	if (ir_verify(m)) {
+		ir_error(ctx, "internal error: the IR is invalid after the mixed-precision pass");
+		return false;
+	}
+	if (mo->passes.dump_after &&
+	    (!strcmp(mo->passes.dump_after, "amp") || !strcmp(mo->passes.dump_after, "all"))) {
+		FILE *f = mo->passes.dump ? mo->passes.dump : stderr;
+		fprintf(f, "# after pass amp\n");
+		ir_print(m, f);
+	}
+	return true;
+}
+
+/* FNV-1a of a file's bytes (0 if unreadable). */
+static unsigned long long file_hash(const char *path)
+{
+	struct ir_ctx ctx;
+	const char *err;
+	size_t len;
+	unsigned char *b;
+	ir_ctx_init(&ctx);
+	if (!(b = ir_read_file(&ctx, path, &len, &err)))
+		return 0;
+	{
+		unsigned long long h = ir_checksum(b, len);
+		ir_free(&ctx, b);
+		return h;
+	}
+}
+
+void precision_config(const struct model_opts *mo, char *buf, size_t n)
+{
+	size_t at;
+	if (!mo->mixed) {
+		snprintf(buf, n, "%s", "");
+		return;
+	}
+	at = (size_t)snprintf(
+	        buf, n, ";mixed half=%d policy=%d pad=%d gpu=%s:%016llx lists=%016llx",
+	        (int)mo->amp.half, (int)mo->amp.policy, !mo->amp.no_pad,
+	        mo->gpu_arg ? mo->gpu_arg : "", mo->gpu_arg ? file_hash(mo->gpu_arg) : 0,
+	        mo->lists_arg ? file_hash(mo->lists_arg) : 0);
+	for (int i = 0; i < mo->amp.nkeep && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, " keep=%s", mo->keep[i]);
+	for (int i = 0; i < mo->amp.nforce && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, " force=%s", mo->force[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Model loading shared by the subcommands                                  */
+/* ------------------------------------------------------------------------ */
+
 /* Parses --shape / --dim; returns 1 if argv[*i] was one, 0 if not, -1 on error. */
 int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 {
 	bool bad = false;
 	const char *v;
+	int r;
+	if ((r = parse_precision_opt(argc, argv, i, mo)) != 0)
+		return r;
 	if ((v = opt_value(argc, argv, i, "--shape", true, &bad))) {
 		const char *eq = strrchr(v, '=');
 		struct fe_shape_binding *sb = &mo->shapes[mo->fe.nshapes];
@@ -108,7 +295,7 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 		return 1;
 	}
 	if ((v = opt_value(argc, argv, i, "--dump-after", true, &bad))) {
-		if (strcmp(v, "all") && !pass_find(v)) {
+		if (strcmp(v, "all") && strcmp(v, "amp") && !pass_find(v)) {
 			usage_error("--dump-after: no pass named '%s'", v);
 			return -1;
 		}
@@ -126,6 +313,10 @@ void free_model_opts(struct model_opts *mo)
 		free((char *)mo->dims[i].name);
 	for (int i = 0; i < mo->fe.nconsts; i++)
 		free((char *)mo->consts[i].name);
+	for (int i = 0; i < mo->amp.nkeep; i++)
+		free((char *)mo->keep[i]);
+	for (int i = 0; i < mo->amp.nforce; i++)
+		free((char *)mo->force[i]);
 }
 
 bool is_ir_text(const char *path)

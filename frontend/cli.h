@@ -7,11 +7,14 @@
 #define ONNXC_CLI_H
 
 #include "fe.h"
+#include "passes/amp.h"
 #include "passes/passes.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* s as a JSON string literal. */
+void json_string(FILE *f, const char *s);
 
 /*
  * Matches argv[*i] against --name / --name=value (or -o / -o VALUE); takes
@@ -27,10 +30,21 @@ struct model_opts {
 	struct fe_shape_binding shapes[64];
 	struct fe_const_input consts[64];
 	struct pass_options passes;
+	/* mixed precision: --precision mixed and the options that shape it */
+	bool mixed;
+	const char *amp_flag; /* the first of those options given */
+	struct amp_options amp;
+	const char *gpu_arg;    /* --gpu NAME|FILE */
+	const char *lists_arg;  /* --amp-lists FILE */
+	struct gpu_profile gpu; /* loaded by prepare_model */
+	const char *keep[64], *force[64];
+	struct amp_result amp_result; /* what prepare_model decided */
 };
 
-/* Parses --shape, --dim, --const, --verify, --dump-after: 1 if argv[*i] was
- * one, 0 if not, -1 after a usage error. */
+/* Parses --shape, --dim, --const, --verify, --dump-after and the precision
+ * options (--precision, --half, --amp-policy, --gpu, --keep-fp32,
+ * --force-half, --amp-lists, --no-tc-pad): 1 if argv[*i] was one, 0 if not,
+ * -1 after a usage error. */
 int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo);
 void free_model_opts(struct model_opts *mo);
 
@@ -38,6 +52,15 @@ bool is_ir_text(const char *path);
 /* Imports an ONNX model or parses IR text, then runs the import pipeline.
  * NULL after diagnostics. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
+/* Prepares a loaded module for what consumes it (code generation, export,
+ * reports): runs the code generation pipeline, then mixed precision when
+ * asked. false after diagnostics. */
+bool prepare_model(struct ir_module *m, struct model_opts *mo);
+/* The help lines for the precision options. */
+extern const char precision_help[];
+/* What decides the compiled code among mo's precision options, for cache
+ * keys ("" for FP32). */
+void precision_config(const struct model_opts *mo, char *buf, size_t n);
 
 /* The commands. */
 int cmd_ir(int argc, char **argv);
@@ -45,5 +68,7 @@ int cmd_ops(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

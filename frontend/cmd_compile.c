@@ -45,6 +45,19 @@ static void print_stats(const char *name, const char *dir, const struct cg_optio
 	       s->ms_lower, s->ms_llvm, s->ms_cc);
 }
 
+static void print_amp(const struct model_opts *mo, const struct cg_stats *s)
+{
+	const struct amp_result *r = &mo->amp_result;
+	printf("  mixed precision (%s, %s policy): %d half and %d FP32 nodes, %d cast kernels "
+	       "(%d casts fused, %d folded into weights), %d padded for Tensor Cores\n",
+	       mo->amp.half == IR_BF16 ? "bf16" : "fp16",
+	       mo->amp.policy == AMP_GREEDY ? "greedy" : "cost", r->half_nodes, r->fp32_nodes,
+	       s->cast_kernels, s->casts_fused, r->casts_folded, r->padded_ops);
+	printf("  predicted on %s: %.3f ms mixed, %.3f ms FP32 (onnxc report explains)\n",
+	       mo->amp.gpu ? mo->amp.gpu->name : "h200", r->predicted_us_mixed / 1e3,
+	       r->predicted_us_fp32 / 1e3);
+}
+
 int cmd_compile(int argc, char **argv)
 {
 	struct model_opts mo = { 0 };
@@ -62,6 +75,7 @@ int cmd_compile(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(compile_help, stdout);
+			fputs(precision_help, stdout);
 			free_model_opts(&mo);
 			return 0;
 		}
@@ -121,10 +135,13 @@ int cmd_compile(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	ctx.file = input;
-	if (!cg_compile(m, &co, &stats))
+	if (!prepare_model(m, &mo) || !cg_compile(m, &co, &stats)) {
 		status = EXIT_INPUT;
-	else if (!co.quiet)
+	} else if (!co.quiet) {
 		print_stats(co.name, co.out_dir, &co, &stats);
+		if (mo.mixed)
+			print_amp(&mo, &stats);
+	}
 	ir_module_free(m);
 	free_model_opts(&mo);
 	return status;

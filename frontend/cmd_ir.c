@@ -20,7 +20,10 @@ static const char ir_help[] =
         "  -o FILE              write the IR to FILE instead of standard output\n"
         "  --summary            print a summary instead of the IR\n"
         "  --verify             run the IR verifier after every pass\n"
-        "  --dump-after=PASS    print the IR after PASS (or 'all') to standard error\n";
+        "  --dump-after=PASS    print the IR after PASS (or 'all') to standard error\n"
+        "\n"
+        "With --precision mixed, prints the IR code generation sees: after the\n"
+        "code generation passes and the mixed-precision pass, whose options follow.\n";
 
 static void print_summary(const struct ir_module *m, FILE *f)
 {
@@ -64,6 +67,7 @@ int cmd_ir(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(ir_help, stdout);
+			fputs(precision_help, stdout);
 			free_model_opts(&mo);
 			return 0;
 		}
@@ -97,6 +101,11 @@ int cmd_ir(int argc, char **argv)
 	if (!m) {
 		free_model_opts(&mo);
 		return ctx.nerrors || !is_ir_text(input) ? EXIT_INPUT : EXIT_USAGE;
+	}
+	if ((mo.mixed || mo.amp_flag) && !prepare_model(m, &mo)) {
+		ir_module_free(m);
+		free_model_opts(&mo);
+		return EXIT_INPUT;
 	}
 	{
 		FILE *f = out ? fopen(out, "w") : stdout;
@@ -180,6 +189,13 @@ static void print_ops_markdown(void)
 		printf("| %s | %s | %s | %s | %s | %s | %s |\n", o->name, o->onnx, in, out,
 		       kind_names[o->kind], amp_names[o->amp], o->schema[0] ? o->schema : "");
 	}
+	printf("\n## Mixed-precision classes\n\n"
+	       "Why each IR op has its class (docs/precision.md explains the classes;\n"
+	       "`--amp-lists` moves ops between them).\n\n"
+	       "| op | class | why |\n|---|---|---|\n");
+	for (int i = 0; i < IR_OP_COUNT; i++)
+		printf("| %s | %s | %s |\n", ir_ops[i].name, amp_names[ir_ops[i].amp],
+		       amp_class_reason((enum ir_op)i));
 }
 
 int cmd_ops(int argc, char **argv)

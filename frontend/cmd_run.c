@@ -309,6 +309,7 @@ int cmd_run(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(run_help, stdout);
+			fputs(precision_help, stdout);
 			status = 0;
 			goto out;
 		}
@@ -374,7 +375,7 @@ int cmd_run(int argc, char **argv)
 		if (!(tensors[k] = fe_load_tensor(&ctx, data, files[k], names[k])))
 			goto out;
 	bind_shapes(&mo, tensors, (const char(*)[256])names, nin);
-	if (!(m = load_model(&ctx, model, &mo)))
+	if (!(m = load_model(&ctx, model, &mo)) || !prepare_model(m, &mo))
 		goto out;
 	ctx.file = model;
 	if (!gather_inputs(&ctx, m, tensors, (const char(*)[256])names, nin, in))
@@ -390,6 +391,9 @@ int cmd_run(int argc, char **argv)
 				at += (size_t)snprintf(config + at, sizeof config - at, "%lld,",
 				                       (long long)mo.shapes[i].dims[d]);
 		}
+		if (at < sizeof config)
+			precision_config(&mo, config + at, sizeof config - at);
+		at += strlen(config + at);
 		for (int i = 0; i < mo.fe.ndims && at < sizeof config; i++)
 			at += (size_t)snprintf(config + at, sizeof config - at, ";dim %s=%lld",
 			                       mo.dims[i].name, (long long)mo.dims[i].value);
@@ -479,11 +483,15 @@ static const char check_help[] =
         "DIR is an ONNX backend test case: model.onnx and test_data_set_N/ folders\n"
         "holding input_K.pb and output_K.pb. Compiles the model for the CPU, runs it\n"
         "on every data set and compares the outputs: passes when every element\n"
-        "satisfies |y - ref| <= atol + rtol * |ref| (NaN matches NaN).\n"
+        "satisfies |y - ref| <= atol + rtol * |ref| (NaN matches NaN), or, with\n"
+        "--max-rel-l2, when every float output's relative L2 error\n"
+        "||y - ref|| / ||ref|| is at most that bound. With --precision mixed and\n"
+        "no tolerance given, the bound is 1e-2 for fp16 and 5e-2 for bf16.\n"
         "\n"
         "options:\n"
         "  --rtol R             relative tolerance (default 1e-3)\n"
         "  --atol A             absolute tolerance (default 1e-7)\n"
+        "  --max-rel-l2 E       judge float outputs by relative L2 error instead\n"
         "  --json               print one JSON object (see docs/cli.md)\n"
         "  --keep DIR           compile into DIR and keep the files\n"
         "  --cpu CPU            LLVM CPU name for the kernels (default native)\n"
@@ -493,6 +501,11 @@ struct cmp {
 	double max_abs, max_rel, l2_num, l2_den;
 	int64_t bad; /* elements outside the tolerance */
 };
+
+static double rel_l2(const struct cmp *c)
+{
+	return c->l2_den > 0 ? sqrt(c->l2_num / c->l2_den) : sqrt(c->l2_num);
+}
 
 static void compare(enum ir_dtype t, const void *y, const void *ref, int64_t n, double rtol,
                     double atol, struct cmp *c)
@@ -527,21 +540,6 @@ static void compare(enum ir_dtype t, const void *y, const void *ref, int64_t n, 
 		c->l2_num += d * d;
 		c->l2_den += b * b;
 	}
-}
-
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
 }
 
 struct diag_lines {
@@ -604,7 +602,8 @@ int cmd_check(int argc, char **argv)
 	char model[4200];
 	const char *dir = NULL, *keep = NULL, *cpu = "native";
 	char *work = NULL;
-	double rtol = 1e-3, atol = 1e-7, compile_ms = 0, run_ms = 0;
+	double rtol = 1e-3, atol = 1e-7, max_l2 = -1, compile_ms = 0, run_ms = 0;
+	bool tolerance_given = false;
 	bool json = false, bad = false, passed = false;
 	struct cg_stats cs = { 0 };
 	struct loaded l = { 0 };
@@ -620,6 +619,7 @@ int cmd_check(int argc, char **argv)
 		int r;
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(check_help, stdout);
+			fputs(precision_help, stdout);
 			status = 0;
 			goto out;
 		}
@@ -628,11 +628,21 @@ int cmd_check(int argc, char **argv)
 				goto usage;
 			continue;
 		}
-		if ((v = opt_value(argc, argv, &i, "--rtol", true, &bad)))
+		if ((v = opt_value(argc, argv, &i, "--rtol", true, &bad))) {
 			rtol = atof(v);
-		else if ((v = opt_value(argc, argv, &i, "--atol", true, &bad)))
+			tolerance_given = true;
+		} else if ((v = opt_value(argc, argv, &i, "--atol", true, &bad))) {
 			atol = atof(v);
-		else if (opt_value(argc, argv, &i, "--json", false, &bad))
+			tolerance_given = true;
+		} else if ((v = opt_value(argc, argv, &i, "--max-rel-l2", true, &bad))) {
+			char *e;
+			max_l2 = strtod(v, &e);
+			if (*e || !(max_l2 >= 0)) {
+				usage_error("check: --max-rel-l2 takes a non-negative number");
+				goto usage;
+			}
+			tolerance_given = true;
+		} else if (opt_value(argc, argv, &i, "--json", false, &bad))
 			json = true;
 		else if ((v = opt_value(argc, argv, &i, "--keep", true, &bad)))
 			keep = v;
@@ -654,6 +664,8 @@ int cmd_check(int argc, char **argv)
 		usage_error("check: no test folder given");
 		goto usage;
 	}
+	if (mo.mixed && !tolerance_given)
+		max_l2 = mo.amp.half == IR_BF16 ? 5e-2 : 1e-2;
 	diag.echo = !json;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
 	if ((nsets = data_sets(dir, sets, 64)) == 0) {
@@ -728,7 +740,7 @@ int cmd_check(int argc, char **argv)
 		if (!m && diag.echo)
 			fputs(diag.text + mark, stderr);
 	}
-	if (!m)
+	if (!m || !prepare_model(m, &mo))
 		goto report;
 	ctx.file = model;
 	if (keep) {
@@ -795,6 +807,8 @@ int cmd_check(int argc, char **argv)
 			}
 			compare(ot->dtype, outs[i], refs[i]->data, ir_type_elems(ot), rtol, atol,
 			        &c);
+			if (max_l2 >= 0 && ir_dtypes[ot->dtype].is_float)
+				c.bad = 0; /* judged on the whole run below */
 			if (c.bad)
 				passed = false;
 			if (c.max_abs > worst[i].max_abs)
@@ -808,6 +822,11 @@ int cmd_check(int argc, char **argv)
 		free_outputs(m, outs);
 	}
 	run_ms /= nsets;
+	for (int i = 0; max_l2 >= 0 && i < nout; i++)
+		if (ir_dtypes[m->outputs[i]->type.dtype].is_float && rel_l2(&worst[i]) > max_l2) {
+			worst[i].bad = 1;
+			passed = false;
+		}
 	status = passed ? 0 : EXIT_INPUT;
 report:
 	if (ctx.nerrors) {
@@ -819,10 +838,9 @@ report:
 		printf("{\"passed\": %s, \"compile_ms\": %.1f, \"run_ms\": %.3f, \"outputs\": [",
 		       passed ? "true" : "false", compile_ms, run_ms);
 		for (int i = 0; m && i < nout; i++) {
-			double l2 = worst[i].l2_den > 0 ? sqrt(worst[i].l2_num / worst[i].l2_den)
-			                                : sqrt(worst[i].l2_num);
+			double l2 = rel_l2(&worst[i]);
 			printf("%s{\"name\": ", i ? ", " : "");
-			json_string(m->outputs[i]->name);
+			json_string(stdout, m->outputs[i]->name);
 			printf(", \"max_abs_err\": %.6g, \"max_rel_err\": %.6g, \"rel_l2_err\": "
 			       "%.6g, "
 			       "\"mismatches\": %lld}",
@@ -831,13 +849,12 @@ report:
 		printf("], \"frozen_inputs\": %d", mo.fe.nconsts);
 		if (error) {
 			printf(", \"error\": ");
-			json_string(error);
+			json_string(stdout, error);
 		}
 		printf("}\n");
 	} else if (!ctx.nerrors) {
 		for (int i = 0; m && i < nout; i++) {
-			double l2 = worst[i].l2_den > 0 ? sqrt(worst[i].l2_num / worst[i].l2_den)
-			                                : sqrt(worst[i].l2_num);
+			double l2 = rel_l2(&worst[i]);
 			printf("output %s: max abs err %.3g, max rel err %.3g, rel l2 err %.3g%s\n",
 			       m->outputs[i]->name, worst[i].max_abs, worst[i].max_rel, l2,
 			       worst[i].bad ? " - MISMATCH" : "");

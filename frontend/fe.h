@@ -1,10 +1,11 @@
 /*
  * fe.h - the ONNX frontend: load a ModelProto and lower it into the IR.
  *
- * Public entry point: fe_import(). The rest of this header is shared by the
- * frontend's own files: load.c (protobuf, tensors, external data), import.c
- * (graph walk, names, folding, diagnostics) and the per-family op importers
- * ops_*.c, which see one ONNX node at a time through struct fe_node.
+ * Public entry points: fe_import(), and fe_export_onnx() for the way back
+ * (export.c). The rest of this header is shared by the frontend's own
+ * files: load.c (protobuf, tensors, external data), import.c (graph walk,
+ * names, folding, diagnostics) and the per-family op importers ops_*.c,
+ * which see one ONNX node at a time through struct fe_node.
  *
  * Errors in the model are reported through the ir_ctx diagnostic sink as
  * "FILE: error: node 'NAME' (OpType): what is wrong". A node that fails is
@@ -75,6 +76,21 @@ int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int
 
 /* Parses "8x3x224x224" (or "8,3,224,224"; "" for a scalar) into dims. */
 bool fe_parse_dims(const char *s, int *rank, int64_t *dims);
+
+/* Export (export.c): an IR module written back as a standard ONNX model. */
+#define FE_EXPORT_MIN_OPSET     13
+#define FE_EXPORT_MAX_OPSET     17
+#define FE_EXPORT_DEFAULT_OPSET 17
+
+struct fe_export_options {
+	int64_t opset;        /* the ai.onnx opset to target (0: FE_EXPORT_DEFAULT_OPSET) */
+	const char *producer; /* ModelProto.producer_name (NULL: "onnxc") */
+};
+
+/* Writes m to path as an ONNX ModelProto (o may be NULL for the defaults).
+ * false after reporting through m->ctx: every node that cannot be expressed
+ * at the opset, constants without data, an unwritable file. */
+bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_export_options *o);
 
 /* ------------------------------------------------------------------------ */
 /* Internal                                                                 */

@@ -377,6 +377,31 @@ static void names_insert(struct ir_module *m, struct ir_value *v)
 	m->nnames++;
 }
 
+/* Rebuilds the name set: open addressing has no cheap delete. */
+static void names_rebuild(struct ir_module *m)
+{
+	m->names = NULL;
+	m->cap_names = m->nnames = 0;
+	for (int i = 0; i < m->nvalues; i++)
+		names_insert(m, m->values[i]);
+}
+
+bool ir_is_output(const struct ir_module *m, const struct ir_value *v)
+{
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->outputs[i] == v)
+			return true;
+	return false;
+}
+
+void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name)
+{
+	if (ir_find_value(m, name))
+		ir_panic(__FILE__, __LINE__, "duplicate value name '%s'", name);
+	v->name = ir_arena_strdup(&m->arena, name);
+	names_rebuild(m);
+}
+
 const char *ir_unique_name(struct ir_module *m, const char *base)
 {
 	const char *name = base;
@@ -776,9 +801,5 @@ void ir_compact(struct ir_module *m)
 		m->values[k++] = v;
 	}
 	m->nvalues = k;
-	/* rebuild the name set without the dead */
-	m->names = NULL;
-	m->cap_names = m->nnames = 0;
-	for (int i = 0; i < m->nvalues; i++)
-		names_insert(m, m->values[i]);
+	names_rebuild(m); /* without the dead */
 }

@@ -363,6 +363,10 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n);
 /* Unlinks n and drops its operand uses but leaves its results alone: the
  * caller turns them into something else (constant folding does). */
 void ir_detach_node(struct ir_module *m, struct ir_node *n);
+/* Whether v is one of m's graph outputs. */
+bool ir_is_output(const struct ir_module *m, const struct ir_value *v);
+/* Gives v a new name (unused so far). */
+void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name);
 /* Redirects every use of from to to. */
 void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to);
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);

@@ -93,8 +93,8 @@ IR_OP(CONV,              "conv",               "Conv",                2, 3,  1, 
 IR_OP(CONV_TRANSPOSE,    "conv_transpose",     "ConvTranspose",       2, 3,  1, 1, COMPUTE, ALLOW,   "strides:I pads:I dilations:I group:i output_padding:I", ir_infer_conv_transpose)
 /* normalization */
 IR_OP(BATCH_NORM,        "batch_norm",         "BatchNormalization",  5, 5,  1, 1, COMPUTE, INFER,   "epsilon:f",                            ir_infer_batch_norm)
-IR_OP(LAYER_NORM,        "layer_norm",         "LayerNormalization",  2, 3,  1, 3, COMPUTE, DENY,    "axis:i epsilon:f",                     ir_infer_layer_norm)
-IR_OP(INSTANCE_NORM,     "instance_norm",      "InstanceNormalization", 3, 3, 1, 1, COMPUTE, DENY,   "epsilon:f",                            ir_infer_instance_norm)
+IR_OP(LAYER_NORM,        "layer_norm",         "LayerNormalization",  2, 3,  1, 3, COMPUTE, INFER,   "axis:i epsilon:f",                     ir_infer_layer_norm)
+IR_OP(INSTANCE_NORM,     "instance_norm",      "InstanceNormalization", 3, 3, 1, 1, COMPUTE, INFER,  "epsilon:f",                            ir_infer_instance_norm)
 IR_OP(LRN,               "lrn",                "LRN",                 1, 1,  1, 1, COMPUTE, DENY,    "size:i alpha:f beta:f bias:f",         ir_infer_lrn)
 IR_OP(SOFTMAX,           "softmax",            "Softmax",             1, 1,  1, 1, COMPUTE, INFER,   "axis:i",                               ir_infer_axis_op)
 IR_OP(LOG_SOFTMAX,       "log_softmax",        "LogSoftmax",          1, 1,  1, 1, COMPUTE, INFER,   "axis:i",                               ir_infer_axis_op)
@@ -103,7 +103,7 @@ IR_OP(HARDMAX,           "hardmax",            "Hardmax",             1, 1,  1, 
 IR_OP(MAX_POOL,          "max_pool",           "MaxPool",             1, 1,  1, 2, COMPUTE, CLEAR,   "kernel:I strides:I pads:I dilations:I ceil_mode:i storage_order:i", ir_infer_pool)
 IR_OP(AVG_POOL,          "avg_pool",           "AveragePool",         1, 1,  1, 1, COMPUTE, INFER,   "kernel:I strides:I pads:I ceil_mode:i count_include_pad:i", ir_infer_pool)
 IR_OP(LP_POOL,           "lp_pool",            "LpPool",              1, 1,  1, 1, COMPUTE, DENY,    "kernel:I strides:I pads:I p:i",        ir_infer_pool)
-IR_OP(GLOBAL_AVG_POOL,   "global_avg_pool",    "GlobalAveragePool",   1, 1,  1, 1, COMPUTE, DENY,    "",                                     ir_infer_global_pool)
+IR_OP(GLOBAL_AVG_POOL,   "global_avg_pool",    "GlobalAveragePool",   1, 1,  1, 1, COMPUTE, INFER,   "",                                     ir_infer_global_pool)
 IR_OP(GLOBAL_MAX_POOL,   "global_max_pool",    "GlobalMaxPool",       1, 1,  1, 1, COMPUTE, CLEAR,   "",                                     ir_infer_global_pool)
 IR_OP(GLOBAL_LP_POOL,    "global_lp_pool",     "GlobalLpPool",        1, 1,  1, 1, COMPUTE, DENY,    "p:i",                                  ir_infer_global_pool)
 /* reductions (axes sorted, non-negative, non-empty) */

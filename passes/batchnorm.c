@@ -27,14 +27,6 @@ static bool all_const(const struct ir_node *n)
 	return true;
 }
 
-static bool is_output(const struct ir_module *m, const struct ir_value *v)
-{
-	for (int i = 0; i < m->noutputs; i++)
-		if (m->outputs[i] == v)
-			return true;
-	return false;
-}
-
 /* A new node before `at` (attributes set by the caller, then typed). */
 static struct ir_node *add_before(struct ir_module *m, struct ir_node *at, enum ir_op op,
                                   struct ir_value *a, struct ir_value *b, const char *suffix)
@@ -99,7 +91,7 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 	struct ir_value *w, *b;
 	int64_t C, per;
 	double *wv, *bv;
-	if (!conv || conv->op != IR_OP_CONV || x->nuses != 1 || is_output(m, x))
+	if (!conv || conv->op != IR_OP_CONV || x->nuses != 1 || ir_is_output(m, x))
 		return false;
 	w = conv->in[1];
 	b = conv->nin > 2 ? conv->in[2] : NULL;
@@ -107,10 +99,9 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 		return false;
 	C = w->type.dims[0];
 	per = ir_type_elems(&w->type) / (C ? C : 1);
-	wv = malloc(sizeof *wv * (size_t)(ir_type_elems(&w->type) + 1));
-	bv = malloc(sizeof *bv * (size_t)(C + 1));
-	if (!wv || !bv)
-		ir_oom(m->ctx);
+	/* scratch in the module's arena: nothing leaks if an allocation unwinds */
+	wv = ir_arena_alloc(&m->arena, sizeof *wv * (size_t)(ir_type_elems(&w->type) + 1));
+	bv = ir_arena_alloc(&m->arena, sizeof *bv * (size_t)(C + 1));
 	for (int64_t c = 0; c < C; c++) {
 		for (int64_t i = 0; i < per; i++)
 			wv[c * per + i] =
@@ -143,8 +134,6 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 			conv = nc;
 		}
 	}
-	free(wv);
-	free(bv);
 	ir_replace_uses(m, bn->out[0], conv->out[0]);
 	ir_remove_node(m, bn);
 	return true;

@@ -9,18 +9,10 @@
  */
 #include "passes.h"
 
-static bool is_output(const struct ir_module *m, const struct ir_value *v)
-{
-	for (int i = 0; i < m->noutputs; i++)
-		if (m->outputs[i] == v)
-			return true;
-	return false;
-}
-
 static bool node_dead(const struct ir_module *m, const struct ir_node *n)
 {
 	for (int i = 0; i < n->nout; i++)
-		if (n->out[i]->nuses || is_output(m, n->out[i]))
+		if (n->out[i]->nuses || ir_is_output(m, n->out[i]))
 			return false;
 	return true;
 }
@@ -36,7 +28,7 @@ bool pass_dce(struct ir_module *m, const struct pass_options *opt)
 	}
 	for (int i = 0; i < m->nvalues; i++) {
 		struct ir_value *v = m->values[i];
-		if (v->kind == IR_VAL_CONST && !v->nuses && !is_output(m, v))
+		if (v->kind == IR_VAL_CONST && !v->nuses && !ir_is_output(m, v))
 			ir_kill_value(m, v);
 	}
 	ir_compact(m);

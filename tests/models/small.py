@@ -183,6 +183,71 @@ def cases():
     outs = [helper.make_node("Identity", [t.name], [t.name + "_out"]) for t in inits]
     c["encodings"] = model(outs, [], [vi(t.name + "_out", t.data_type, list(t.dims))
                                       for t in inits], inits)
+    c.update(amp_cases())
+    return c
+
+
+def weights(shape, seed):
+    """Deterministic weights of a small magnitude (no RNG state involved)."""
+    n = int(np.prod(shape))
+    return (((np.arange(n) * 7919 + seed * 104729) % 2001 - 1000) / 20000.0).astype(
+        np.float32).reshape(shape)
+
+
+def amp_cases():
+    """Graphs that show each mixed-precision traversal (tests/golden/cases.txt
+    runs them with --precision mixed and both policies)."""
+    c = {}
+    # a MatMul too small to gain: its casts cost more than half saves
+    c["amp_small_matmul"] = model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [vi("x", F, [1, 16])], [vi("y", F, [1, 16])], [const("w", weights((16, 16), 1))])
+    # Exp is deny: the Add it feeds stays FP32 (it is infer and lies between
+    # Exp and the next allow op); the MatMuls are big enough to gain
+    c["amp_exp_add"] = model(
+        [helper.make_node("MatMul", ["x", "w1"], ["a"]),
+         helper.make_node("Exp", ["a"], ["e"]),
+         helper.make_node("Add", ["e", "b"], ["s"]),
+         helper.make_node("MatMul", ["s", "w2"], ["y"])],
+        [vi("x", F, [512, 512])], [vi("y", F, [512, 512])],
+        [const("w1", weights((512, 512), 2)), const("b", weights((512,), 3)),
+         const("w2", weights((512, 512), 4))])
+    # a clear op (MaxPool) between two half convolutions follows them
+    c["amp_clear_between"] = model(
+        [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+         helper.make_node("MaxPool", ["c1"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Conv", ["p", "w2"], ["y"], pads=[1, 1, 1, 1])],
+        [vi("x", F, [8, 64, 56, 56])], [vi("y", F, [8, 64, 28, 28])],
+        [const("w1", weights((64, 64, 3, 3), 5)), const("w2", weights((64, 64, 3, 3), 6))])
+    # casts already in the model: an int64 -> FP32 Cast feeding a half MatMul
+    # is repainted to cast to half directly; the model's FP32 -> FP16 -> FP32
+    # round trip on a result that is now half anyway folds away, and so does
+    # the FP16 -> FP32 Cast of a half input read by a half Relu
+    c["amp_model_casts"] = model(
+        [helper.make_node("Cast", ["ids"], ["idf"], to=F),
+         helper.make_node("MatMul", ["idf", "w"], ["a"]),
+         helper.make_node("Cast", ["a"], ["a16"], to=TensorProto.FLOAT16),
+         helper.make_node("Cast", ["a16"], ["a32"], to=F),
+         helper.make_node("MatMul", ["a32", "w2"], ["y"]),
+         helper.make_node("Cast", ["h"], ["h32"], to=F),
+         helper.make_node("Relu", ["h32"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["z"])],
+        [vi("ids", I64, [256, 512]), vi("h", TensorProto.FLOAT16, [256, 512])],
+        [vi("y", F, [256, 512]), vi("z", F, [256, 512])],
+        [const("w", weights((512, 512), 7)), const("w2", weights((512, 512), 8))])
+    # Tensor Core padding: K = 1001 padded to 1008 (weights at compile time,
+    # the activation by a Pad node)
+    c["amp_gemm_k1001"] = model(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+        [vi("x", F, [512, 1001])], [vi("y", F, [512, 512])],
+        [const("w", weights((512, 1001), 9)), const("b", weights((512,), 10))])
+    # a first convolution with 3 input channels: padded to 8 at batch 32,
+    # where the Tensor Core gain pays for the Pad; not at batch 1
+    c["amp_first_conv"] = model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[3, 3, 3, 3], strides=[2, 2]),
+         helper.make_node("Relu", ["c"], ["y"])],
+        [vi("x", F, ["batch", 3, 224, 224])], [vi("y", F, ["batch", 64, 112, 112])],
+        [const("w", weights((64, 3, 7, 7), 11)), const("b", weights((64,), 12))])
     return c
 
 

@@ -1,0 +1,1005 @@
+/*
+ * export.c - writing an IR module back as a standard ONNX model.
+ *
+ * The importer makes the IR more regular than ONNX (docs/ir.md): shape-valued
+ * operands become attributes, defaults are filled, auto_pad is resolved, ops
+ * are renamed. Exporting undoes that for one target opset (13 to 17): each
+ * IR node becomes the ONNX node it would have been imported from, with its
+ * shape operands turned back into int64 initializers (Reshape's shape,
+ * Slice's starts/ends/axes/steps, Split's sizes, ReduceSum's axes, ...),
+ * Clip's bounds and Pad's value into scalars of the data's type, and
+ * attributes under their ONNX names. The table ex_ops has one entry per IR
+ * op, its writer; most copy inputs and attributes one to one (ex_plain).
+ * Before a node is written, the op must exist at the target opset and take
+ * the node's element types (export_types.h, generated from ONNX's operator
+ * schemas). Whatever cannot be expressed at the target opset - a LayerNorm
+ * before 17, a bf16 Conv - is an error naming the node, never a model that
+ * means something else or one that consumers reject.
+ *
+ * The result is a plain ModelProto: ir_version 8, one default-domain opset,
+ * graph inputs and outputs with static shapes, every IR constant an
+ * initializer (raw_data, little-endian; f16 and bf16 as their 2-byte
+ * patterns), the nodes in list order and value_info for every intermediate,
+ * so a checker's shape inference compares its types with the IR's. The
+ * proto objects live in an arena of their own; constant data is not copied
+ * but referenced, and the message is streamed to the file by protobuf-c.
+ *
+ * Names: values keep their IR names (unique, so SSA holds); initializers
+ * the writer creates are named after the node's first result with a suffix
+ * (".shape", ".starts", ...) made unique against the module and each other.
+ * Nodes keep their names too, except that a repeated one gets ".1", ".2",
+ * ... (several IR nodes can come from one ONNX node; ONNX Runtime wants
+ * node names unique).
+ */
+#include "fe.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export_types.h" /* generated: what ONNX's ops take (ex_types) */
+
+#define EX_IR_VERSION 8
+
+struct ex {
+	struct ir_ctx *ctx;
+	struct ir_module *m;
+	struct ir_arena arena; /* every proto object the writer builds */
+	int64_t opset;
+	struct fe_map taken;      /* names of synthesized initializers */
+	struct fe_map node_names; /* node names written so far */
+	Onnx__NodeProto **nodes;
+	size_t nnodes, cap_nodes;
+	Onnx__TensorProto **inits;
+	size_t ninits, cap_inits;
+};
+
+/* One ONNX node being written; its arrays are allocated to their final size. */
+struct ex_node {
+	struct ex *ex;
+	const struct ir_node *n; /* the IR node it comes from, for names and errors */
+	Onnx__NodeProto *p;
+	size_t cap_in, cap_attr;
+};
+
+/* Writes IR node n as one or more ONNX nodes; false after reporting. */
+typedef bool (*ex_write_fn)(struct ex *ex, const struct ir_node *n);
+
+struct ex_op {
+	ex_write_fn write;
+	/* the ONNX op whose type constraints apply (NULL: the IR op's own, as
+	 * ir_ops[] names it) - for an op written as other ops */
+	const char *types_as;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Arena arrays and names                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Returns arr with room for one more element of size elem (copying when full). */
+static void *ex_grow(struct ex *ex, void *arr, size_t n, size_t *cap, size_t elem)
+{
+	void *bigger;
+	if (n < *cap)
+		return arr;
+	*cap = *cap ? *cap * 2 : 64;
+	bigger = ir_arena_alloc(&ex->arena, *cap * elem);
+	if (n)
+		memcpy(bigger, arr, n * elem);
+	return bigger;
+}
+
+static bool ex_name_taken(struct ex *ex, const char *s)
+{
+	return ir_find_value(ex->m, s) || fe_map_get(&ex->taken, s);
+}
+
+/* A new value name derived from node n's first result: "RESULT.what". */
+static char *ex_new_name(struct ex *ex, const struct ir_node *n, const char *what)
+{
+	const char *base = n->nout ? n->out[0]->name : n->name;
+	char *s = ir_arena_printf(&ex->arena, "%s.%s", base, what);
+	for (int i = 1; ex_name_taken(ex, s); i++)
+		s = ir_arena_printf(&ex->arena, "%s.%s%d", base, what, i);
+	fe_map_put(&ex->taken, s, s);
+	return s;
+}
+
+/*
+ * ONNX Runtime refuses a graph with two nodes of one name, and IR nodes
+ * share names (every node made from one ONNX node carries its name): the
+ * first keeps the name, later ones get ".1", ".2", ... as values do.
+ */
+static const char *ex_node_name(struct ex *ex, const char *name)
+{
+	const char *s = name;
+	for (int i = 1; fe_map_get(&ex->node_names, s); i++)
+		s = ir_arena_printf(&ex->arena, "%s.%d", name, i);
+	fe_map_put(&ex->node_names, s, (void *)s);
+	return s;
+}
+
+static bool ex_node_error(struct ex *ex, const struct ir_node *n, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static bool ex_node_error(struct ex *ex, const struct ir_node *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ir_node_error(ex->ctx, n->name, ir_ops[n->op].name, "cannot export: %s", msg);
+	return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Types and tensors                                                        */
+/* ------------------------------------------------------------------------ */
+
+static Onnx__TypeProto *ex_type(struct ex *ex, const struct ir_type *t)
+{
+	Onnx__TypeProto *tp = ir_arena_alloc(&ex->arena, sizeof *tp);
+	Onnx__TypeProto__Tensor *tt = ir_arena_alloc(&ex->arena, sizeof *tt);
+	Onnx__TensorShapeProto *sh = ir_arena_alloc(&ex->arena, sizeof *sh);
+	onnx__type_proto__init(tp);
+	onnx__type_proto__tensor__init(tt);
+	onnx__tensor_shape_proto__init(sh);
+	sh->n_dim = (size_t)t->rank;
+	sh->dim = ir_arena_alloc(&ex->arena, sizeof *sh->dim * (size_t)(t->rank + 1));
+	for (int i = 0; i < t->rank; i++) {
+		Onnx__TensorShapeProto__Dimension *d = ir_arena_alloc(&ex->arena, sizeof *d);
+		onnx__tensor_shape_proto__dimension__init(d);
+		d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+		d->dim_value = t->dims[i];
+		sh->dim[i] = d;
+	}
+	tt->has_elem_type = true;
+	tt->elem_type = ir_dtypes[t->dtype].onnx;
+	tt->shape = sh; /* present even for a scalar: rank 0 is known */
+	tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	tp->tensor_type = tt;
+	return tp;
+}
+
+static Onnx__ValueInfoProto *ex_value_info(struct ex *ex, const struct ir_value *v)
+{
+	Onnx__ValueInfoProto *vi = ir_arena_alloc(&ex->arena, sizeof *vi);
+	onnx__value_info_proto__init(vi);
+	vi->name = (char *)v->name;
+	vi->type = ex_type(ex, &v->type);
+	return vi;
+}
+
+/* An initializer referring to data (not copied: it must outlive the write). */
+static Onnx__TensorProto *ex_tensor(struct ex *ex, const char *name, const struct ir_type *t,
+                                    const void *data)
+{
+	Onnx__TensorProto *tp = ir_arena_alloc(&ex->arena, sizeof *tp);
+	int64_t *dims = ir_arena_alloc(&ex->arena, sizeof *dims * (size_t)(t->rank + 1));
+	onnx__tensor_proto__init(tp);
+	memcpy(dims, t->dims, sizeof *dims * (size_t)t->rank);
+	tp->name = (char *)name;
+	tp->n_dims = (size_t)t->rank;
+	tp->dims = dims;
+	tp->has_data_type = true;
+	tp->data_type = ir_dtypes[t->dtype].onnx;
+	tp->has_raw_data = true;
+	tp->raw_data.len = (size_t)ir_type_elems(t) * (size_t)ir_dtype_size(t->dtype);
+	tp->raw_data.data = (uint8_t *)data;
+	ex->inits = ex_grow(ex, ex->inits, ex->ninits, &ex->cap_inits, sizeof *ex->inits);
+	ex->inits[ex->ninits++] = tp;
+	return tp;
+}
+
+/* A new int64 initializer (rank 1, or a scalar); returns its name. */
+static const char *ex_ints(struct ex *ex, const struct ir_node *n, const char *what,
+                           const int64_t *v, int count, bool scalar)
+{
+	struct ir_type t = { .dtype = IR_I64, .rank = scalar ? 0 : 1, .dims = { count } };
+	int64_t *data = ir_arena_alloc(&ex->arena, sizeof *data * (size_t)(count + 1));
+	const char *name = ex_new_name(ex, n, what);
+	IR_ASSERT(!scalar || count == 1);
+	memcpy(data, v, sizeof *data * (size_t)count);
+	ex_tensor(ex, name, &t, data);
+	return name;
+}
+
+static const char *ex_floats(struct ex *ex, const struct ir_node *n, const char *what,
+                             const float *v, int count)
+{
+	struct ir_type t = { .dtype = IR_F32, .rank = 1, .dims = { count } };
+	float *data = ir_arena_alloc(&ex->arena, sizeof *data * (size_t)(count + 1));
+	const char *name = ex_new_name(ex, n, what);
+	memcpy(data, v, sizeof *data * (size_t)count);
+	ex_tensor(ex, name, &t, data);
+	return name;
+}
+
+/*
+ * A scalar initializer of dtype dt holding v (Clip's bounds, Pad's value),
+ * or NULL after an error when an integer or bool dtype cannot hold v exactly.
+ * A float dtype rounds v, which bounds and fills the same values as v does.
+ */
+static const char *ex_scalar(struct ex *ex, const struct ir_node *n, const char *what,
+                             enum ir_dtype dt, double v)
+{
+	struct ir_type t = { .dtype = dt };
+	void *data = ir_arena_alloc(&ex->arena, 8);
+	const char *name;
+	if (ir_dtypes[dt].is_float) {
+		ir_store_f64(dt, data, 0, v);
+	} else {
+		/* 2^63 bounds the conversion; the load-back catches narrower types */
+		if (!(v == floor(v) && fabs(v) < 9223372036854775808.0))
+			return ex_node_error(ex, n, "%s %g is not a value of type %s", what, v,
+			                     ir_dtype_name(dt)),
+			       NULL;
+		ir_store_i64(dt, data, 0, (int64_t)v);
+		if ((double)ir_load_i64(dt, data, 0) != v)
+			return ex_node_error(ex, n, "%s %g is not a value of type %s", what, v,
+			                     ir_dtype_name(dt)),
+			       NULL;
+	}
+	name = ex_new_name(ex, n, what);
+	ex_tensor(ex, name, &t, data);
+	return name;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nodes and attributes                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A new ONNX node of type op_type from IR node n, with room for max_in inputs
+ * and max_attr attributes; the caller adds inputs and outputs. */
+static struct ex_node *ex_node_new(struct ex *ex, const struct ir_node *n, const char *op_type,
+                                   const char *name, int max_in, int max_attr)
+{
+	struct ex_node *en = ir_arena_alloc(&ex->arena, sizeof *en);
+	Onnx__NodeProto *p = ir_arena_alloc(&ex->arena, sizeof *p);
+	onnx__node_proto__init(p);
+	p->name = (char *)ex_node_name(ex, name);
+	p->op_type = (char *)op_type;
+	p->input = ir_arena_alloc(&ex->arena, sizeof *p->input * (size_t)(max_in + 1));
+	p->output = ir_arena_alloc(&ex->arena, sizeof *p->output * (size_t)(n->nout + 1));
+	p->attribute = ir_arena_alloc(&ex->arena, sizeof *p->attribute * (size_t)(max_attr + 1));
+	en->ex = ex;
+	en->n = n;
+	en->p = p;
+	en->cap_in = (size_t)max_in;
+	en->cap_attr = (size_t)max_attr;
+	ex->nodes = ex_grow(ex, ex->nodes, ex->nnodes, &ex->cap_nodes, sizeof *ex->nodes);
+	ex->nodes[ex->nnodes++] = p;
+	return en;
+}
+
+static void ex_in(struct ex_node *en, const char *name)
+{
+	IR_ASSERT(en->p->n_input < en->cap_in);
+	en->p->input[en->p->n_input++] = (char *)name;
+}
+
+static void ex_out(struct ex_node *en, const char *name)
+{
+	IR_ASSERT(en->p->n_output < (size_t)en->n->nout);
+	en->p->output[en->p->n_output++] = (char *)name;
+}
+
+/* The usual node: IR node n as its ONNX op, named like n, with n's results
+ * and room for extra inputs beyond n's own. */
+static struct ex_node *ex_std(struct ex *ex, const struct ir_node *n, int extra_in)
+{
+	struct ex_node *en =
+	        ex_node_new(ex, n, ir_ops[n->op].onnx, n->name, n->nin + extra_in, n->nattrs + 2);
+	for (int i = 0; i < n->nout; i++)
+		ex_out(en, n->out[i]->name);
+	return en;
+}
+
+static Onnx__AttributeProto *ex_attr(struct ex_node *en, const char *name,
+                                     Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = ir_arena_alloc(&en->ex->arena, sizeof *a);
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = true;
+	a->type = type;
+	IR_ASSERT(en->p->n_attribute < en->cap_attr);
+	en->p->attribute[en->p->n_attribute++] = a;
+	return a;
+}
+
+static void ex_attr_i(struct ex_node *en, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = ex_attr(en, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a->has_i = true;
+	a->i = v;
+}
+
+static void ex_attr_f(struct ex_node *en, const char *name, float v)
+{
+	Onnx__AttributeProto *a = ex_attr(en, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	a->has_f = true;
+	a->f = v;
+}
+
+static void ex_attr_s(struct ex_node *en, const char *name, const char *s)
+{
+	Onnx__AttributeProto *a = ex_attr(en, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a->has_s = true;
+	a->s.len = strlen(s);
+	a->s.data = (uint8_t *)s;
+}
+
+static void ex_attr_ints(struct ex_node *en, const char *name, const int64_t *v, int count)
+{
+	Onnx__AttributeProto *a = ex_attr(en, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	a->n_ints = (size_t)count;
+	a->ints = (int64_t *)v;
+}
+
+static void ex_attr_floats(struct ex_node *en, const char *name, const float *v, int count)
+{
+	Onnx__AttributeProto *a = ex_attr(en, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+	a->n_floats = (size_t)count;
+	a->floats = (float *)v;
+}
+
+/* IR attribute names that differ from the ONNX ones (for every op). */
+static const char *ex_attr_name(const char *ir)
+{
+	static const char *const names[][2] = {
+		{ "kernel", "kernel_shape" },
+		{ "trans_a", "transA" },
+		{ "trans_b", "transB" },
+		{ "coord", "coordinate_transformation_mode" },
+		{ "nearest", "nearest_mode" },
+		{ "cubic_a", "cubic_coeff_a" },
+		{ "extrapolation", "extrapolation_value" },
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(ir, names[i][0]))
+			return names[i][1];
+	return ir;
+}
+
+/* Every attribute of n except those named in skip (NULL-terminated). */
+static void ex_ir_attrs(struct ex_node *en, const char *const *skip)
+{
+	for (int i = 0; i < en->n->nattrs; i++) {
+		const struct ir_attr *a = &en->n->attrs[i];
+		const char *name = ex_attr_name(a->name);
+		bool skipped = false;
+		for (const char *const *s = skip; s && *s; s++)
+			skipped |= !strcmp(*s, a->name);
+		if (skipped)
+			continue;
+		switch (a->kind) {
+		case IR_ATTR_INT: ex_attr_i(en, name, a->i); break;
+		case IR_ATTR_FLOAT: ex_attr_f(en, name, a->f); break;
+		case IR_ATTR_STRING: ex_attr_s(en, name, a->s); break;
+		case IR_ATTR_INTS: ex_attr_ints(en, name, a->ints, a->n); break;
+		case IR_ATTR_FLOATS: ex_attr_floats(en, name, a->floats, a->n); break;
+		case IR_ATTR_DTYPE: ex_attr_i(en, name, ir_dtypes[a->t].onnx); break;
+		}
+	}
+}
+
+static void ex_ir_inputs(struct ex_node *en)
+{
+	for (int i = 0; i < en->n->nin; i++)
+		ex_in(en, en->n->in[i]->name);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Inputs and attributes one to one. */
+static bool ex_plain(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 0);
+	ex_ir_inputs(en);
+	ex_ir_attrs(en, NULL);
+	return true;
+}
+
+/* Conv, ConvTranspose: also kernel_shape, from the weight. */
+static bool ex_conv(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 0);
+	const struct ir_type *w = &n->in[1]->type;
+	ex_ir_inputs(en);
+	ex_ir_attrs(en, NULL);
+	ex_attr_ints(en, "kernel_shape", w->dims + 2, w->rank - 2);
+	return true;
+}
+
+/* Clip: bounds as scalar inputs of the data's type; infinite ones omitted. */
+static bool ex_clip(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 2);
+	float lo = ir_attr_f(n, "min"), hi = ir_attr_f(n, "max");
+	enum ir_dtype dt = n->in[0]->type.dtype;
+	const char *lo_name = "", *hi_name = NULL;
+	if (lo != -INFINITY && !(lo_name = ex_scalar(ex, n, "min", dt, lo)))
+		return false;
+	if (hi != INFINITY && !(hi_name = ex_scalar(ex, n, "max", dt, hi)))
+		return false;
+	ex_in(en, n->in[0]->name);
+	if (lo_name[0] || hi_name)
+		ex_in(en, lo_name);
+	if (hi_name)
+		ex_in(en, hi_name);
+	return true;
+}
+
+/* Reshape: the shape as an input. A 0 in it is a dimension of size 0, which
+ * needs allowzero (opset 14); before that 0 means "copy the input's". */
+static bool ex_reshape(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en;
+	const struct ir_type *x = &n->in[0]->type;
+	int rank;
+	const int64_t *shape = ir_attr_ints(n, "shape", &rank);
+	bool zero = false;
+	for (int i = 0; i < rank; i++) {
+		if (shape[i] != 0)
+			continue;
+		zero = true;
+		if (ex->opset < 14 && (i >= x->rank || x->dims[i] != 0))
+			return ex_node_error(ex, n,
+			                     "the result has a dimension of size 0, which Reshape "
+			                     "can express from opset 14 (allowzero)");
+	}
+	en = ex_std(ex, n, 1);
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, "shape", shape, rank, false));
+	if (zero && ex->opset >= 14)
+		ex_attr_i(en, "allowzero", 1);
+	return true;
+}
+
+/* An op whose attribute named attr is its second input (int64 1-D). */
+static bool ex_ints_input(struct ex *ex, const struct ir_node *n, const char *attr)
+{
+	struct ex_node *en = ex_std(ex, n, 1);
+	const char *const skip[] = { attr, NULL };
+	int count;
+	const int64_t *v = ir_attr_ints(n, attr, &count);
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, attr, v, count, false));
+	ex_ir_attrs(en, skip);
+	return true;
+}
+
+static bool ex_split(struct ex *ex, const struct ir_node *n)
+{
+	return ex_ints_input(ex, n, "split");
+}
+static bool ex_expand(struct ex *ex, const struct ir_node *n)
+{
+	return ex_ints_input(ex, n, "shape");
+}
+static bool ex_tile(struct ex *ex, const struct ir_node *n)
+{
+	return ex_ints_input(ex, n, "repeats");
+}
+static bool ex_reduce_axes_input(struct ex *ex, const struct ir_node *n)
+{
+	return ex_ints_input(ex, n, "axes");
+}
+
+/* Slice: the axes that are not taken whole (all of them if none is), with
+ * an end of -1 for a negative step ("through index 0" in the IR) written
+ * as -(dim+1), which ONNX clamps to the same place. */
+static bool ex_slice(struct ex *ex, const struct ir_node *n)
+{
+	const struct ir_type *x = &n->in[0]->type;
+	int64_t st[IR_MAX_RANK], stop[IR_MAX_RANK], sp[IR_MAX_RANK], ax[IR_MAX_RANK];
+	int rank, k = 0;
+	const int64_t *s = ir_attr_ints(n, "starts", &rank), *e = ir_attr_ints(n, "ends", &rank),
+	              *p = ir_attr_ints(n, "steps", &rank);
+	struct ex_node *en;
+	if (rank == 0) { /* a scalar: nothing to slice */
+		en = ex_node_new(ex, n, "Identity", n->name, 1, 0);
+		ex_out(en, n->out[0]->name);
+		ex_in(en, n->in[0]->name);
+		return true;
+	}
+	for (int pass = 0; pass < 2 && k == 0; pass++)
+		for (int i = 0; i < rank; i++) {
+			if (pass == 0 && s[i] == 0 && e[i] == x->dims[i] && p[i] == 1)
+				continue;
+			st[k] = s[i];
+			stop[k] = p[i] < 0 && e[i] == -1 ? -(x->dims[i] + 1) : e[i];
+			sp[k] = p[i];
+			ax[k++] = i;
+		}
+	en = ex_std(ex, n, 4);
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, "starts", st, k, false));
+	ex_in(en, ex_ints(ex, n, "ends", stop, k, false));
+	ex_in(en, ex_ints(ex, n, "axes", ax, k, false));
+	ex_in(en, ex_ints(ex, n, "steps", sp, k, false));
+	return true;
+}
+
+/* Pad: pads as an input, the fill as a scalar of the data's type (only for
+ * constant mode, and only when it is not +0). */
+static bool ex_pad(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en;
+	int count;
+	const int64_t *pads = ir_attr_ints(n, "pads", &count);
+	const char *mode = ir_attr_s(n, "mode"), *value = NULL;
+	float v = ir_attr_f(n, "value");
+	if (!strcmp(mode, "constant") && (v != 0 || signbit(v)) &&
+	    !(value = ex_scalar(ex, n, "value", n->in[0]->type.dtype, v)))
+		return false;
+	en = ex_std(ex, n, 2);
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, "pads", pads, count, false));
+	if (value)
+		ex_in(en, value);
+	ex_attr_s(en, "mode", mode);
+	return true;
+}
+
+/* Trilu: k as an optional scalar input. */
+static bool ex_trilu(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 1);
+	const char *const skip[] = { "k", NULL };
+	int64_t k = ir_attr_i(n, "k");
+	ex_in(en, n->in[0]->name);
+	if (k != 0)
+		ex_in(en, ex_ints(ex, n, "k", &k, 1, true));
+	ex_ir_attrs(en, skip);
+	return true;
+}
+
+/* CumSum: the axis as a scalar input. */
+static bool ex_cumsum(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 1);
+	const char *const skip[] = { "axis", NULL };
+	int64_t axis = ir_attr_i(n, "axis");
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, "axis", &axis, 1, true));
+	ex_ir_attrs(en, skip);
+	return true;
+}
+
+/*
+ * Resize: roi only for tf_crop_and_resize; scales when the model gave
+ * scales, else sizes (an empty scales attribute means sizes were given, see
+ * docs/ir.md); the other attributes under their ONNX names.
+ */
+static bool ex_resize(struct ex *ex, const struct ir_node *n)
+{
+	const char *const skip[] = { "scales", "sizes", "roi", NULL };
+	int rank = n->in[0]->type.rank, nscales, nsizes, nroi;
+	const float *scales = ir_attr_floats(n, "scales", &nscales);
+	const int64_t *sizes = ir_attr_ints(n, "sizes", &nsizes);
+	const float *roi = ir_attr_floats(n, "roi", &nroi);
+	bool crop = !strcmp(ir_attr_s(n, "coord"), "tf_crop_and_resize");
+	struct ex_node *en;
+	if (crop != (nroi > 0) || (nroi && nroi != 2 * rank))
+		return ex_node_error(ex, n,
+		                     "roi has %d values, which does not fit coordinate mode '%s' "
+		                     "at rank %d",
+		                     nroi, ir_attr_s(n, "coord"), rank);
+	en = ex_std(ex, n, 3);
+	ex_in(en, n->in[0]->name);
+	ex_in(en, nroi ? ex_floats(ex, n, "roi", roi, nroi) : "");
+	if (nscales) {
+		ex_in(en, ex_floats(ex, n, "scales", scales, nscales));
+	} else {
+		ex_in(en, "");
+		ex_in(en, ex_ints(ex, n, "sizes", sizes, nsizes, false));
+	}
+	ex_ir_attrs(en, skip);
+	return true;
+}
+
+/* Mish (an op from opset 18): x * tanh(softplus(x)), its definition. */
+static bool ex_mish(struct ex *ex, const struct ir_node *n)
+{
+	const char *sp = ex_new_name(ex, n, "softplus"), *th = ex_new_name(ex, n, "tanh");
+	struct ex_node *a, *b, *c;
+	a = ex_node_new(ex, n, "Softplus", ir_arena_printf(&ex->arena, "%s/softplus", n->name), 1,
+	                0);
+	ex_in(a, n->in[0]->name);
+	ex_out(a, sp);
+	b = ex_node_new(ex, n, "Tanh", ir_arena_printf(&ex->arena, "%s/tanh", n->name), 1, 0);
+	ex_in(b, sp);
+	ex_out(b, th);
+	c = ex_node_new(ex, n, "Mul", n->name, 2, 0);
+	ex_in(c, n->in[0]->name);
+	ex_in(c, th);
+	ex_out(c, n->out[0]->name);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The op table: one entry per IR op                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Targets are opsets 13 to 17. Whether an op exists at the target opset, and
+ * which element types it takes there, comes from export_types.h (generated
+ * from ONNX's schemas), so the table says only how to write each op.
+ * Raising FE_EXPORT_MAX_OPSET means revisiting the ops whose form changed in
+ * opset 18: every Reduce* takes axes as an input, Split gains num_outputs,
+ * Pad gains axes, Resize gains axes and antialias, and Mish exists.
+ */
+static const struct ex_op ex_ops[IR_OP_COUNT] = {
+	[IR_OP_NEG] = { ex_plain },
+	[IR_OP_ABS] = { ex_plain },
+	[IR_OP_SIGN] = { ex_plain },
+	[IR_OP_RELU] = { ex_plain },
+	[IR_OP_FLOOR] = { ex_plain },
+	[IR_OP_CEIL] = { ex_plain },
+	[IR_OP_ROUND] = { ex_plain },
+	[IR_OP_SQRT] = { ex_plain },
+	[IR_OP_RECIPROCAL] = { ex_plain },
+	[IR_OP_EXP] = { ex_plain },
+	[IR_OP_LOG] = { ex_plain },
+	[IR_OP_ERF] = { ex_plain },
+	[IR_OP_TANH] = { ex_plain },
+	[IR_OP_SIGMOID] = { ex_plain },
+	[IR_OP_SIN] = { ex_plain },
+	[IR_OP_COS] = { ex_plain },
+	[IR_OP_TAN] = { ex_plain },
+	[IR_OP_ASIN] = { ex_plain },
+	[IR_OP_ACOS] = { ex_plain },
+	[IR_OP_ATAN] = { ex_plain },
+	[IR_OP_SINH] = { ex_plain },
+	[IR_OP_COSH] = { ex_plain },
+	[IR_OP_ASINH] = { ex_plain },
+	[IR_OP_ACOSH] = { ex_plain },
+	[IR_OP_ATANH] = { ex_plain },
+	[IR_OP_SOFTPLUS] = { ex_plain },
+	[IR_OP_SOFTSIGN] = { ex_plain },
+	[IR_OP_MISH] = { ex_mish, "Softplus" },
+	[IR_OP_HARD_SWISH] = { ex_plain },
+	[IR_OP_LEAKY_RELU] = { ex_plain },
+	[IR_OP_ELU] = { ex_plain },
+	[IR_OP_CELU] = { ex_plain },
+	[IR_OP_SELU] = { ex_plain },
+	[IR_OP_THRESHOLDED_RELU] = { ex_plain },
+	[IR_OP_HARD_SIGMOID] = { ex_plain },
+	[IR_OP_SHRINK] = { ex_plain },
+	[IR_OP_CLIP] = { ex_clip },
+	[IR_OP_NOT] = { ex_plain },
+	[IR_OP_ISNAN] = { ex_plain },
+	[IR_OP_ISINF] = { ex_plain },
+	[IR_OP_CAST] = { ex_plain },
+	[IR_OP_COPY] = { ex_plain },
+	[IR_OP_ADD] = { ex_plain },
+	[IR_OP_SUB] = { ex_plain },
+	[IR_OP_MUL] = { ex_plain },
+	[IR_OP_DIV] = { ex_plain },
+	[IR_OP_POW] = { ex_plain },
+	[IR_OP_MIN] = { ex_plain },
+	[IR_OP_MAX] = { ex_plain },
+	[IR_OP_MOD] = { ex_plain },
+	[IR_OP_PRELU] = { ex_plain },
+	[IR_OP_EQUAL] = { ex_plain },
+	[IR_OP_LESS] = { ex_plain },
+	[IR_OP_LESS_EQUAL] = { ex_plain },
+	[IR_OP_GREATER] = { ex_plain },
+	[IR_OP_GREATER_EQUAL] = { ex_plain },
+	[IR_OP_AND] = { ex_plain },
+	[IR_OP_OR] = { ex_plain },
+	[IR_OP_XOR] = { ex_plain },
+	[IR_OP_WHERE] = { ex_plain },
+	[IR_OP_MATMUL] = { ex_plain },
+	[IR_OP_GEMM] = { ex_plain },
+	[IR_OP_CONV] = { ex_conv },
+	[IR_OP_CONV_TRANSPOSE] = { ex_conv },
+	[IR_OP_BATCH_NORM] = { ex_plain },
+	[IR_OP_LAYER_NORM] = { ex_plain },
+	[IR_OP_INSTANCE_NORM] = { ex_plain },
+	[IR_OP_LRN] = { ex_plain },
+	[IR_OP_SOFTMAX] = { ex_plain },
+	[IR_OP_LOG_SOFTMAX] = { ex_plain },
+	[IR_OP_HARDMAX] = { ex_plain },
+	[IR_OP_MAX_POOL] = { ex_plain },
+	[IR_OP_AVG_POOL] = { ex_plain },
+	[IR_OP_LP_POOL] = { ex_plain },
+	[IR_OP_GLOBAL_AVG_POOL] = { ex_plain },
+	[IR_OP_GLOBAL_MAX_POOL] = { ex_plain },
+	[IR_OP_GLOBAL_LP_POOL] = { ex_plain },
+	[IR_OP_REDUCE_SUM] = { ex_reduce_axes_input },
+	[IR_OP_REDUCE_MEAN] = { ex_plain },
+	[IR_OP_REDUCE_MAX] = { ex_plain },
+	[IR_OP_REDUCE_MIN] = { ex_plain },
+	[IR_OP_REDUCE_PROD] = { ex_plain },
+	[IR_OP_REDUCE_L1] = { ex_plain },
+	[IR_OP_REDUCE_L2] = { ex_plain },
+	[IR_OP_REDUCE_SUM_SQUARE] = { ex_plain },
+	[IR_OP_REDUCE_LOG_SUM] = { ex_plain },
+	[IR_OP_REDUCE_LOG_SUM_EXP] = { ex_plain },
+	[IR_OP_ARGMAX] = { ex_plain },
+	[IR_OP_ARGMIN] = { ex_plain },
+	[IR_OP_CUMSUM] = { ex_cumsum },
+	[IR_OP_RESHAPE] = { ex_reshape },
+	[IR_OP_TRANSPOSE] = { ex_plain },
+	[IR_OP_CONCAT] = { ex_plain },
+	[IR_OP_SPLIT] = { ex_split },
+	[IR_OP_SLICE] = { ex_slice },
+	[IR_OP_GATHER] = { ex_plain },
+	[IR_OP_GATHER_ELEMENTS] = { ex_plain },
+	[IR_OP_EXPAND] = { ex_expand },
+	[IR_OP_TILE] = { ex_tile },
+	[IR_OP_PAD] = { ex_pad },
+	[IR_OP_DEPTH_TO_SPACE] = { ex_plain },
+	[IR_OP_SPACE_TO_DEPTH] = { ex_plain },
+	[IR_OP_TRILU] = { ex_trilu },
+	[IR_OP_RESIZE] = { ex_resize },
+};
+
+/* ------------------------------------------------------------------------ */
+/* The model                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The schema row of ONNX op in effect at opset, or NULL; *first is the
+ * lowest opset the op has a row for (0: none at all). */
+static const struct ex_types *ex_types_find(const char *op, int64_t opset, int *first)
+{
+	const struct ex_types *best = NULL;
+	*first = 0;
+	for (size_t i = 0; i < sizeof ex_types / sizeof ex_types[0]; i++) {
+		const struct ex_types *t = &ex_types[i];
+		if (strcmp(t->op, op))
+			continue;
+		if (!*first || t->since < *first)
+			*first = t->since;
+		if (t->since <= opset && (!best || t->since > best->since))
+			best = t;
+	}
+	return best;
+}
+
+/* The types formal parameter k of n accepts (the last one when variadic). */
+static uint32_t ex_param_mask(const uint32_t *masks, int n, unsigned variadic, int k)
+{
+	if (k < n)
+		return masks[k];
+	return variadic && n ? masks[n - 1] : 0;
+}
+
+/* Checks the dtype of input (is_out false) or output k of n against mask. */
+static bool ex_type_ok(struct ex *ex, const struct ir_node *n, const char *op, bool is_out, int k,
+                       uint32_t mask)
+{
+	enum ir_dtype dt = (is_out ? n->out : n->in)[k]->type.dtype;
+	char list[128] = "";
+	size_t len = 0;
+	if (mask & (1u << ir_dtypes[dt].onnx))
+		return true;
+	for (int t = 1; t < IR_DTYPE_COUNT; t++)
+		if (mask & (1u << ir_dtypes[t].onnx) && len < sizeof list - 16)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+			                        len ? ", " : "", ir_dtypes[t].name);
+	return ex_node_error(ex, n,
+	                     "ONNX %s at opset %lld does not take %s for its %s %d (it takes %s)",
+	                     op, (long long)ex->opset, ir_dtype_name(dt),
+	                     is_out ? "output" : "input", k, len ? list : "none");
+}
+
+/*
+ * The op must exist at the target opset and take the node's element types
+ * there (export_types.h): a bf16 Conv, say, is no valid ONNX before opset 22
+ * and gets an error instead of a model every consumer rejects.
+ */
+static bool ex_check_op(struct ex *ex, const struct ir_node *n)
+{
+	const char *op = ex_ops[n->op].types_as ? ex_ops[n->op].types_as : ir_ops[n->op].onnx;
+	int first;
+	const struct ex_types *t = ex_types_find(op, ex->opset, &first);
+	bool ok = true;
+	if (!t && first)
+		return ex_node_error(ex, n,
+		                     "%s exists from opset %d; the export targets opset %lld (use "
+		                     "--opset %d or later)",
+		                     op, first, (long long)ex->opset, first);
+	if (!t)
+		ir_panic(__FILE__, __LINE__,
+		         "export_types.h has no ONNX op '%s' (run "
+		         "scripts/gen-export-types)",
+		         op);
+	for (int i = 0; i < n->nin && ok; i++)
+		ok = ex_type_ok(ex, n, op, false, i,
+		                ex_param_mask(t->in, t->nin, t->in_variadic, i));
+	for (int i = 0; i < n->nout && ok; i++)
+		ok = ex_type_ok(ex, n, op, true, i,
+		                ex_param_mask(t->out, t->nout, t->out_variadic, i));
+	return ok;
+}
+
+static bool ex_write_node(struct ex *ex, const struct ir_node *n)
+{
+	return ex_check_op(ex, n) && ex_ops[n->op].write(ex, n);
+}
+
+/* Every constant becomes an initializer; one without data cannot. */
+static bool ex_constants(struct ex *ex)
+{
+	int errors = ex->ctx->nerrors;
+	for (int i = 0; i < ex->m->nvalues; i++) {
+		const struct ir_value *v = ex->m->values[i];
+		if (v->kind != IR_VAL_CONST)
+			continue;
+		if (!v->data) {
+			ir_error(ex->ctx,
+			         "cannot export: constant '%s' has no data (IR text names large "
+			         "weights by checksum only; export the ONNX model instead)",
+			         v->name);
+			continue;
+		}
+		ex_tensor(ex, v->name, &v->type, v->data);
+	}
+	return ex->ctx->nerrors == errors;
+}
+
+static bool ex_is_output(const struct ir_module *m, const struct ir_value *v)
+{
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->outputs[i] == v)
+			return true;
+	return false;
+}
+
+static Onnx__GraphProto *ex_graph(struct ex *ex)
+{
+	struct ir_module *m = ex->m;
+	Onnx__GraphProto *g = ir_arena_alloc(&ex->arena, sizeof *g);
+	size_t nvi = 0;
+	onnx__graph_proto__init(g);
+	g->name = (char *)m->name;
+	g->n_input = (size_t)m->ninputs;
+	g->input = ir_arena_alloc(&ex->arena, sizeof *g->input * (size_t)(m->ninputs + 1));
+	for (int i = 0; i < m->ninputs; i++)
+		g->input[i] = ex_value_info(ex, m->inputs[i]);
+	g->n_output = (size_t)m->noutputs;
+	g->output = ir_arena_alloc(&ex->arena, sizeof *g->output * (size_t)(m->noutputs + 1));
+	for (int i = 0; i < m->noutputs; i++)
+		g->output[i] = ex_value_info(ex, m->outputs[i]);
+	IR_FOR_EACH_NODE(m, n)
+	nvi += (size_t)n->nout;
+	g->value_info = ir_arena_alloc(&ex->arena, sizeof *g->value_info * (nvi + 1));
+	IR_FOR_EACH_NODE(m, n)
+	for (int i = 0; i < n->nout; i++)
+		if (!ex_is_output(m, n->out[i]))
+			g->value_info[g->n_value_info++] = ex_value_info(ex, n->out[i]);
+	g->n_node = ex->nnodes;
+	g->node = ex->nodes;
+	g->n_initializer = ex->ninits;
+	g->initializer = ex->inits;
+	return g;
+}
+
+static Onnx__ModelProto *ex_model(struct ex *ex, const struct fe_export_options *o)
+{
+	Onnx__ModelProto *mp = ir_arena_alloc(&ex->arena, sizeof *mp);
+	Onnx__OperatorSetIdProto *os = ir_arena_alloc(&ex->arena, sizeof *os);
+	onnx__model_proto__init(mp);
+	onnx__operator_set_id_proto__init(os);
+	os->domain = ""; /* the default domain, ai.onnx */
+	os->has_version = true;
+	os->version = ex->opset;
+	mp->has_ir_version = true;
+	mp->ir_version = EX_IR_VERSION;
+	mp->producer_name = (char *)(o && o->producer ? o->producer : "onnxc");
+	mp->producer_version = ONNXC_VERSION;
+	mp->n_opset_import = 1;
+	mp->opset_import = ir_arena_alloc(&ex->arena, sizeof *mp->opset_import);
+	mp->opset_import[0] = os;
+	mp->graph = ex_graph(ex);
+	return mp;
+}
+
+/* protobuf-c output straight to a file. */
+struct ex_file {
+	ProtobufCBuffer base;
+	FILE *f;
+	bool failed;
+};
+
+static void ex_file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct ex_file *ef = (struct ex_file *)b;
+	if (!ef->failed && len && fwrite(data, 1, len, ef->f) != len)
+		ef->failed = true;
+}
+
+static bool ex_write_file(struct ex *ex, const Onnx__ModelProto *mp, const char *path)
+{
+	struct ex_file ef = { .base = { .append = ex_file_append } };
+	size_t size = protobuf_c_message_get_packed_size(&mp->base);
+	int err = 0;
+	if (size > INT32_MAX) {
+		ir_error(ex->ctx,
+		         "cannot export: the model would take %zu bytes; a protobuf file is "
+		         "limited to 2 GiB (external data is not supported)",
+		         size);
+		return false;
+	}
+	if (!(ef.f = fopen(path, "wb"))) {
+		ir_error(ex->ctx, "cannot write %s: %s", path, strerror(errno));
+		return false;
+	}
+	protobuf_c_message_pack_to_buffer(&mp->base, &ef.base);
+	if (ef.failed || fflush(ef.f) != 0)
+		err = errno ? errno : EIO;
+	if (fclose(ef.f) != 0 && !err)
+		err = errno ? errno : EIO;
+	if (err) {
+		ir_error(ex->ctx, "cannot write %s: %s", path, strerror(err));
+		unlink(path);
+		return false;
+	}
+	return true;
+}
+
+static bool ex_run(struct ex *ex, const char *path, const struct fe_export_options *o)
+{
+	int errors = ex->ctx->nerrors;
+	if (!ex_constants(ex))
+		return false;
+	IR_FOR_EACH_NODE(ex->m, n)
+	ex_write_node(ex, n);
+	if (ex->ctx->nerrors != errors)
+		return false;
+	return ex_write_file(ex, ex_model(ex, o), path);
+}
+
+bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_export_options *o)
+{
+	struct ir_ctx *ctx = m->ctx;
+	struct ex *volatile ex = NULL;
+	jmp_buf jb, *saved_oom = ctx->oom;
+	int64_t opset = o && o->opset ? o->opset : FE_EXPORT_DEFAULT_OPSET;
+	bool ok;
+
+	for (int op = 0; op < IR_OP_COUNT; op++)
+		if (!ex_ops[op].write)
+			ir_panic(__FILE__, __LINE__, "no ONNX writer for IR op '%s'",
+			         ir_ops[op].name);
+	if (opset < FE_EXPORT_MIN_OPSET || opset > FE_EXPORT_MAX_OPSET) {
+		ir_error(ctx, "cannot export to opset %lld (onnxc writes opsets %d to %d)",
+		         (long long)opset, FE_EXPORT_MIN_OPSET, FE_EXPORT_MAX_OPSET);
+		return false;
+	}
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
+		ir_error(ctx, "cannot export: raw_data is little-endian and this host is not");
+		return false;
+	}
+	if (setjmp(jb)) {
+		ctx->oom = saved_oom;
+		if (ex) {
+			ir_arena_free(&ex->arena);
+			ir_free(ctx, ex);
+		}
+		return false;
+	}
+	ctx->oom = &jb;
+	ex = ir_malloc(ctx, sizeof *ex);
+	memset(ex, 0, sizeof *ex);
+	ex->ctx = ctx;
+	ex->m = m;
+	ex->opset = opset;
+	ir_arena_init(&ex->arena, ctx);
+	fe_map_init(&ex->taken, &ex->arena);
+	fe_map_init(&ex->node_names, &ex->arena);
+	ok = ex_run(ex, path, o);
+	ctx->oom = saved_oom;
+	ir_arena_free(&ex->arena);
+	ir_free(ctx, ex);
+	return ok;
+}

@@ -1,0 +1,837 @@
+#!/usr/bin/python3
+"""Tests of `onnxc export` (run by CTest, see tests/CMakeLists.txt).
+
+Usage (Debian's /usr/bin/python3: it has onnx and numpy):
+    check_export.py roundtrip ONNXC MODEL [ONNXC-ARGS...]
+    check_export.py ort ONNXC ORT_RUN CASEDIR RTOL ATOL [ONNXC-ARGS...]
+    check_export.py mixed ONNXC ORT_RUN CASEDIR MAX_REL_L2 [ONNXC-ARGS...]
+    check_export.py half ONNXC ORT_RUN FILE.oir
+    check_export.py small ONNXC ORT_RUN DIR CASES.txt
+    check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--all]
+    check_export.py cases ONNXC
+
+roundtrip  exports MODEL and checks that
+           - importing the exported file (`onnxc ir`) prints exactly the IR
+             that was exported (the export's --dump-after=all, after its last
+             pass), node names aside where the writer made repeated ones
+             unique (NAME -> NAME.K);
+           - the ONNX checker accepts the file with full_check (strict shape
+             inference, which compares its types with the value_info the
+             writer records for every intermediate);
+           - the ModelProto is what the writer promises: ir_version 8, one
+             default-domain opset, static shapes, raw_data initializers,
+             unique node names;
+           - exporting the exported model again gives the same model (node
+             names aside).
+ort        exports the ONNX backend test case in CASEDIR, runs the exported
+           model under ONNX Runtime (scripts/ort_run.js) on the case's inputs
+           and compares with its expected outputs: |y - ref| <= atol + rtol *
+           |ref| (integers exactly, NaN matching NaN), as `onnxc check` does.
+           Exit 77 (skipped) when node or onnxruntime-node is missing.
+mixed      CASEDIR's model exported in mixed precision (ONNXC-ARGS give
+           --precision mixed ...): `roundtrip`, at least one Cast, and, where
+           ONNX Runtime is installed, every float output within relative L2
+           error MAX_REL_L2 of the case's FP32 reference (zoo.mixed's bound).
+half       a hand-written f16/bf16 model (FILE.oir): exported (at opsets 17
+           and 13, both accepted by the checker) and read back unchanged,
+           initializers FLOAT16 (10) / BFLOAT16 (16) with 2-byte raw_data
+           holding the same bits, Cast targets as ONNX codes, and, where ONNX
+           Runtime is installed, its outputs against numpy, bit for bit.
+small      every golden case (tests/golden/cases.txt: each model with its
+           arguments, mixed precision included) through `roundtrip`, and,
+           where ONNX Runtime is installed, the original and the exported
+           model run on the same random inputs must agree (for the
+           mixed-precision cases: relative L2 error at most 1e-2). A case in
+           REFUSED must get its diagnostic instead.
+node       the ONNX backend node tests onnxc passes (tests/node/expected.txt)
+           whose ops the importer normalizes (FORMS; --all: every one),
+           exported with their inputs' shapes bound (and the inputs the
+           import needs as constants frozen, as `onnxc check` does), run
+           under ONNX Runtime against the cases' reference outputs (rtol
+           1e-3, atol 1e-7). Where the export misses the reference, ONNX
+           Runtime runs the original (with the same inputs frozen): if it
+           cannot load it either, or computes the same as for the export,
+           the deviation is ONNX Runtime's and is reported, not failed.
+           Exit 77 (skipped) when node or onnxruntime-node is missing.
+cases      error cases (each a diagnostic naming the node or value, exit
+           status 1; bad usage exit status 2) and export forms that need an
+           opset (allowzero) or a decomposition (Mish).
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+SKIP = 77
+
+
+class Fail(Exception):
+    pass
+
+
+def run(cmd, expect=0, what=None):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if expect is not None and r.returncode != expect:
+        raise Fail("%s exited with status %d (expected %d)\n  command: %s\n%s%s" % (
+            what or os.path.basename(cmd[0]), r.returncode, expect, " ".join(cmd),
+            r.stdout[-3000:], r.stderr[-3000:]))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# Round trip
+# ---------------------------------------------------------------------------
+
+NODE_LINE = re.compile(r'^(.* = [a-z_]+\(.*\)(?: \{.*\})?) @(.+)$')
+
+
+def unquote(name):
+    return name[1:-1] if name.startswith('"') else name
+
+
+def compare_ir(expected, got, label):
+    """Equal line by line; a node name may carry the writer's .K suffix."""
+    e, g = expected.splitlines(), got.splitlines()
+    problems = []
+    if len(e) != len(g):
+        problems.append("%d lines exported, %d read back" % (len(e), len(g)))
+    for k, (a, b) in enumerate(zip(e, g)):
+        if a == b:
+            continue
+        ma, mb = NODE_LINE.match(a), NODE_LINE.match(b)
+        if ma and mb and ma.group(1) == mb.group(1):
+            na, nb = unquote(ma.group(2)), unquote(mb.group(2))
+            if re.fullmatch(re.escape(na) + r"\.[0-9]+", nb):
+                continue
+        problems.append("line %d:\n  exported:  %s\n  read back: %s" % (k + 1, a, b))
+        if len(problems) > 10:
+            break
+    if problems:
+        raise Fail("%s: the IR read back differs from the IR exported:\n%s" % (
+            label, "\n".join(problems)))
+
+
+def last_dump(stderr):
+    """The IR after the last pass (--dump-after=all prints it after each)."""
+    marker = "# after pass "
+    if marker not in stderr:
+        raise Fail("the export printed no IR after its passes:\n%s" % stderr[-2000:])
+    text = stderr[stderr.rindex(marker):]
+    return text[text.index("\n") + 1:]
+
+
+# bytes per element by TensorProto.DataType (numpy has no bfloat16)
+ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+
+
+def check_proto(path, opset):
+    m = onnx.load(path)
+    if m.ir_version != 8:
+        raise Fail("ir_version is %d, not 8" % m.ir_version)
+    if [(o.domain, o.version) for o in m.opset_import] != [("", opset)]:
+        raise Fail("opset_import is %s" % m.opset_import)
+    if m.producer_name != "onnxc":
+        raise Fail("producer_name is %r" % m.producer_name)
+    g = m.graph
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape") or any(not d.HasField("dim_value") for d in tt.shape.dim):
+            raise Fail("value '%s' has no static shape" % vi.name)
+    for t in g.initializer:
+        size = ITEMSIZE[t.data_type]
+        n = int(np.prod(t.dims, dtype=np.int64))
+        if not t.HasField("raw_data") or len(t.raw_data) != n * size:
+            raise Fail("initializer '%s' has %d bytes of raw_data for %d elements" % (
+                t.name, len(t.raw_data), n))
+        if t.data_location != onnx.TensorProto.DEFAULT or t.external_data:
+            raise Fail("initializer '%s' uses external data" % t.name)
+    names = [n.name for n in g.node]
+    if len(set(names)) != len(names) or "" in names:
+        raise Fail("node names are not unique and non-empty")
+    return m
+
+
+def unnamed(path):
+    """The serialized model without node names (re-importing renames the
+    copies it inserts for graph outputs after their outputs)."""
+    m = onnx.load(path)
+    for n in m.graph.node:
+        n.name = ""
+    return m.SerializeToString()
+
+
+def roundtrip(onnxc, model, args, work, opset=17):
+    out = os.path.join(work, "exported.onnx")
+    r = run([onnxc, "export", model, "-o", out, "--verify", "--dump-after=all"] + args)
+    exported = last_dump(r.stderr)
+    back = run([onnxc, "ir", out, "--verify"]).stdout
+    compare_ir(exported, back, os.path.basename(model))
+    onnx.checker.check_model(out, full_check=True)
+    nodes = len(check_proto(out, opset).graph.node)
+    again = os.path.join(work, "again.onnx")
+    run([onnxc, "export", out, "-o", again])
+    with open(out, "rb") as f1, open(again, "rb") as f2:
+        same = f1.read() == f2.read()
+    if not same and unnamed(out) != unnamed(again):
+        raise Fail("exporting the exported model gives a different model")
+    return out, nodes
+
+
+def cmd_roundtrip(argv):
+    onnxc, model, args = argv[0], argv[1], argv[2:]
+    with tempfile.TemporaryDirectory() as work:
+        _, nodes = roundtrip(onnxc, model, args, work)
+    print("ok: %s exported (%d nodes), read back to the same IR, checker passed" % (
+        model, nodes))
+
+
+# ---------------------------------------------------------------------------
+# ONNX Runtime
+# ---------------------------------------------------------------------------
+
+def ort_available(ort_run):
+    node = shutil.which("node")
+    if not node:
+        return None, "node (Node.js) is not installed"
+    r = subprocess.run([node, ort_run, "--check"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, "onnxruntime-node cannot be loaded: " + r.stderr.strip()
+    return node, r.stdout.strip()
+
+
+def ort_batch(node, ort_run, jobs, work):
+    """Runs each (model, {input name: array}) in one ort_run.js process;
+    returns per job the outputs in graph order, or the error message."""
+    import json
+    spec = []
+    work = tempfile.mkdtemp(prefix="ort_", dir=work)
+    for j, (model, feeds) in enumerate(jobs):
+        d = os.path.join(work, str(j))
+        os.makedirs(d)
+        inputs = []
+        for k, (name, a) in enumerate(feeds.items()):
+            path = os.path.join(d, "input_%d.npy" % k)
+            np.save(path, a)
+            inputs.append([name, path])
+        spec.append({"model": model, "inputs": inputs, "output_dir": os.path.join(d, "out")})
+    with open(os.path.join(work, "jobs.json"), "w") as f:
+        json.dump(spec, f)
+    r = run([node, ort_run, "--batch", os.path.join(work, "jobs.json")], expect=None)
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    if len(lines) != len(jobs):
+        raise Fail("ort_run.js --batch ran %d of %d models:\n%s" % (len(lines), len(jobs),
+                                                                     r.stderr[-2000:]))
+    return [line["error"] if "error" in line else
+            [np.load(o["file"]) for o in line["outputs"]] for line in lines]
+
+
+def ort_outputs(node, ort_run, model, feeds, work):
+    """Runs one model on {input name: array}; the outputs in graph order."""
+    res = ort_batch(node, ort_run, [(model, feeds)], work)[0]
+    if isinstance(res, str):
+        raise Fail(res)
+    return res
+
+
+def mismatches(y, ref, rtol, atol):
+    """Elements outside |y - ref| <= atol + rtol * |ref|, and the worst error."""
+    if y.shape != ref.shape or y.dtype != ref.dtype:
+        raise Fail("output is %s %s, the reference %s %s" % (y.dtype, y.shape, ref.dtype,
+                                                             ref.shape))
+    if y.dtype.kind not in "fc":
+        return int(np.count_nonzero(y != ref)), 0.0
+    a, b = y.astype(np.float64), ref.astype(np.float64)
+    nan = np.isnan(a) | np.isnan(b)
+    with np.errstate(invalid="ignore"):
+        err = np.where(a == b, 0.0, np.abs(a - b))
+    bad = np.where(nan, np.isnan(a) != np.isnan(b), ~(err <= atol + rtol * np.abs(b)))
+    worst = float(np.max(np.where(nan, 0, err), initial=0.0))
+    return int(np.count_nonzero(bad)), worst
+
+
+def load_set(case, prefix):
+    d = os.path.join(case, "test_data_set_0")
+    out = []
+    k = 0
+    while os.path.exists(os.path.join(d, "%s_%d.pb" % (prefix, k))):
+        t = onnx.load_tensor(os.path.join(d, "%s_%d.pb" % (prefix, k)))
+        out.append((t.name, numpy_helper.to_array(t)))
+        k += 1
+    return out
+
+
+def rel_l2(y, ref):
+    a, b = y.astype(np.float64), ref.astype(np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def ort_vs_reference(node, ort_run, model, case, work, judge):
+    """Runs model under ONNX Runtime on the case's inputs; judge(y, ref)
+    returns (failed, text) per output. Raises Fail when one fails."""
+    graph = onnx.load(model, load_external_data=False).graph
+    inputs = load_set(case, "input")
+    names = [i.name for i in graph.input]
+    if len(inputs) != len(names):
+        raise Fail("the case has %d inputs, the exported model %d" % (len(inputs), len(names)))
+    outs = ort_outputs(node, ort_run, model, {n: a for n, (_, a) in zip(names, inputs)}, work)
+    refs = load_set(case, "output")
+    if len(refs) != len(outs):
+        raise Fail("%d outputs, %d references" % (len(outs), len(refs)))
+    failed = False
+    for k, ((_, ref), y) in enumerate(zip(refs, outs)):
+        bad, text = judge(y, ref)
+        print("output %d %s: %s" % (k, graph.output[k].name, text))
+        failed |= bad
+    if failed:
+        raise Fail("ONNX Runtime's outputs of the exported model differ from the reference")
+
+
+def cmd_ort(argv):
+    onnxc, ort_run, case = argv[0], argv[1], argv[2]
+    rtol, atol, args = float(argv[3]), float(argv[4]), argv[5:]
+    node, why = ort_available(ort_run)
+    if not node:
+        print("SKIP: %s (the CI machines install only Debian packages; "
+              "scripts/bench-cpu installs onnxruntime-node from npm)" % why)
+        return SKIP
+
+    def judge(y, ref):
+        bad, worst = mismatches(y, ref, rtol, atol)
+        return bad > 0, "max abs err %.3g%s" % (worst, " - %d MISMATCHES" % bad if bad else "")
+
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, "exported.onnx")
+        run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", model] + args)
+        ort_vs_reference(node, ort_run, model, case, work, judge)
+    print("ok: %s exported and run by ONNX Runtime (%s) matches its reference" % (case, why))
+    return 0
+
+
+def cmd_mixed(argv):
+    onnxc, ort_run, case, bound, args = argv[0], argv[1], argv[2], float(argv[3]), argv[4:]
+    node, why = ort_available(ort_run)
+
+    def judge(y, ref):
+        if y.dtype.kind != "f":
+            bad = mismatches(y, ref, 0, 0)[0]
+            return bad > 0, "%d mismatches" % bad
+        err = rel_l2(y, ref)
+        return not err <= bound, "relative L2 error %.3g (bound %g)" % (err, bound)
+
+    with tempfile.TemporaryDirectory() as work:
+        model, nodes = roundtrip(onnxc, os.path.join(case, "model.onnx"), args, work)
+        g = onnx.load(model, load_external_data=False).graph
+        halves = sum(t.data_type in (10, 16) for t in g.initializer)
+        casts = sum(n.op_type == "Cast" for n in g.node)
+        print("exported in mixed precision (%d nodes, %d Casts, %d half initializers), read "
+              "back to the same IR, checker passed" % (nodes, casts, halves))
+        if not casts:
+            raise Fail("the mixed-precision export has no Cast")
+        if not node:
+            print("note: ONNX Runtime not run: %s" % why)
+        else:
+            ort_vs_reference(node, ort_run, model, case, work, judge)
+            print("ONNX Runtime's outputs are within the mixed-precision bound")
+            ort_vs_onnxc_mixed(node, ort_run, onnxc, model, case, args, work)
+    return 0
+
+
+# ONNX Runtime and onnxc compute the same mixed-precision graph: the same
+# tensors are half and rounded at the same places, but each accumulates in
+# its own order and onnxc's GEMM epilogues round once where the graph says
+# twice. Their rounding errors are independent draws of the same size, so
+# the two differ by about sqrt(2) times what each differs from FP32 (a
+# badly conditioned model amplifies both alike); a wrong or misplaced cast
+# shows as far more. The bound: 1.5 times the larger of their errors
+# against the FP32 reference.
+SAME_GRAPH_FACTOR = 1.5
+
+
+def ort_vs_onnxc_mixed(node, ort_run, onnxc, model, case, args, work):
+    graph = onnx.load(model, load_external_data=False).graph
+    inputs = load_set(case, "input")
+    names = [i.name for i in graph.input]
+    outs = ort_outputs(node, ort_run, model, {n: a for n, (_, a) in zip(names, inputs)}, work)
+    out_dir = os.path.join(work, "onnxc_mixed")
+    cmd = [onnxc, "run", os.path.join(case, "model.onnx"), "--repeat", "1", "--output-dir",
+           out_dir, "--cache-dir", os.path.join(work, "cache")]
+    for k, n in enumerate(names):
+        cmd += ["--input", "%s=%s" % (n, os.path.join(case, "test_data_set_0",
+                                                     "input_%d.pb" % k))]
+    run(cmd + [a for a in args if not a.startswith("--shape")])
+    failed = False
+    refs = load_set(case, "output")
+    for k, y in enumerate(outs):
+        mine = np.load(os.path.join(out_dir, graph.output[k].name + ".npy"))
+        if y.dtype.kind != "f":
+            bad = mismatches(y, mine, 0, 0)[0]
+            text, wrong = "%d mismatches" % bad, bad > 0
+        else:
+            ref = refs[k][1]
+            bound = SAME_GRAPH_FACTOR * max(rel_l2(y, ref), rel_l2(mine, ref))
+            err = rel_l2(y, mine)
+            text = "relative L2 difference %.3g (bound %.3g)" % (err, bound)
+            wrong = not err <= bound
+        print("output %d %s: ONNX Runtime vs onnxc, both mixed: %s" % (k, graph.output[k].name,
+                                                                        text))
+        failed |= wrong
+    if failed:
+        raise Fail("ONNX Runtime's outputs of the exported mixed model differ from onnxc's")
+
+
+# ---------------------------------------------------------------------------
+# Half precision
+# ---------------------------------------------------------------------------
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bit patterns, round to nearest even (as ir/dtype.c)."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def bf16_to_f32(bits):
+    return (np.asarray(bits, np.uint32) << 16).view(np.float32)
+
+
+def half_reference(x, scale, bias_bits):
+    y = (x.astype(np.float16) * scale).astype(np.float16)
+    c = np.clip(y, np.float16(-1), np.float16(6))
+    p = np.pad(c, ((0, 0), (1, 1)), constant_values=np.float16(0.5))
+    y16 = p[:, 5::-2].reshape(3, 2).astype(np.float32)
+    yb = np.concatenate([bf16_to_f32(bf16_bits(x)), bf16_to_f32(bias_bits).reshape(1, 4)])
+    return [y16, yb]
+
+
+def cmd_half(argv):
+    onnxc, ort_run, oir = argv
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "half.onnx")
+        run([onnxc, "export", oir, "-o", out, "--verify"])
+        compare_ir(run([onnxc, "ir", oir]).stdout, run([onnxc, "ir", out, "--verify"]).stdout,
+                   oir)
+        onnx.checker.check_model(out, full_check=True)
+        m = check_proto(out, 17)
+        inits = {t.name: t for t in m.graph.initializer}
+        expect = {  # name: (ONNX data type, raw bytes)
+            "scale": (10, np.array([0.5, -1.25, 2, 0.099975586], np.float16).tobytes()),
+            "bias": (16, bf16_bits([0.125, 3, -0.5, 1.5]).tobytes()),
+            "c.min": (10, np.float16(-1).tobytes()),
+            "c.max": (10, np.float16(6).tobytes()),
+            "p.value": (10, np.float16(0.5).tobytes()),
+        }
+        for name, (dt, raw) in expect.items():
+            t = inits.get(name)
+            if t is None:
+                raise Fail("no initializer '%s' (have %s)" % (name, sorted(inits)))
+            if t.data_type != dt or t.raw_data != raw:
+                raise Fail("initializer '%s' is type %d, bytes %s; expected %d, %s" % (
+                    name, t.data_type, t.raw_data.hex(), dt, raw.hex()))
+        out13 = os.path.join(work, "half13.onnx")
+        run([onnxc, "export", oir, "-o", out13, "--opset", "13"])
+        onnx.checker.check_model(out13, full_check=True)
+        check_proto(out13, 13)
+        casts = [onnx.helper.get_attribute_value(n.attribute[0]) for n in m.graph.node
+                 if n.op_type == "Cast"]
+        if casts != [10, 1, 16, 1]:
+            raise Fail("Cast targets are %s, expected [10, 1, 16, 1]" % casts)
+        node, why = ort_available(ort_run)
+        if not node:
+            print("note: ONNX Runtime not run: %s" % why)
+        else:
+            x = np.array([[1.5, -3, 0.3, 7], [2.25, 100, -0.7, 0.001]], np.float32)
+            outs = ort_outputs(node, ort_run, out, {"x": x}, work)
+            scale = np.frombuffer(expect["scale"][1], np.float16)
+            refs = half_reference(x, scale, np.frombuffer(expect["bias"][1], np.uint16))
+            for k, (y, ref) in enumerate(zip(outs, refs)):
+                bad, worst = mismatches(y, ref, 0, 0)
+                if bad:
+                    raise Fail("ONNX Runtime output %d differs from numpy by up to %g:\n"
+                               "%s\n%s" % (k, worst, y, ref))
+            print("ONNX Runtime's outputs are numpy's, bit for bit")
+    print("ok: %s exported with f16/bf16 initializers and Casts, read back unchanged" % oir)
+
+
+# ---------------------------------------------------------------------------
+# The golden models
+# ---------------------------------------------------------------------------
+
+def random_inputs(graph, rng):
+    inits = {t.name for t in graph.initializer}
+    feeds = {}
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dt = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tt.elem_type]
+        shape = [d.dim_value for d in tt.shape.dim]
+        if np.issubdtype(dt, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(dt)
+        elif dt == np.bool_:
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(dt)
+        else:
+            feeds[vi.name] = rng.integers(0, 3, shape).astype(dt)
+    return feeds
+
+
+# Golden cases that cannot be exported, and the diagnostic they must get.
+REFUSED = {
+    "amp_first_conv.bf16": "node 'Conv_0' (conv): cannot export: ONNX Conv at opset 17 "
+                           "does not take bf16 for its input 0",
+}
+
+
+def cmd_small(argv):
+    onnxc, ort_run, d, cases_txt = argv
+    node, why = ort_available(ort_run)
+    cases = []  # (label, model name, onnxc arguments)
+    with open(cases_txt) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                parts = line.rstrip("\n").split("|")
+                args = parts[1].split() if len(parts) > 1 else []
+                cases.append((parts[2] if len(parts) > 2 and parts[2] else parts[0],
+                              parts[0], args))
+    rng = np.random.default_rng(7)
+    jobs, notes = [], {}
+    with tempfile.TemporaryDirectory() as work:
+        for name, model_name, args in cases:
+            model = os.path.join(d, model_name + ".onnx")
+            os.makedirs(os.path.join(work, name))
+            if name in REFUSED:
+                r = run([onnxc, "export", model, "-o", os.path.join(work, "x.onnx")] + args,
+                        expect=1)
+                if REFUSED[name] not in r.stderr:
+                    raise Fail("%s: expected '%s', got:\n%s" % (name, REFUSED[name], r.stderr))
+                notes[name] = "refused as it must be: " + REFUSED[name]
+                print("ok: %s %s" % (name, notes[name]))
+                continue
+            try:
+                out, nodes = roundtrip(onnxc, model, args, os.path.join(work, name))
+            except (Fail, onnx.checker.ValidationError,
+                    onnx.shape_inference.InferenceError) as e:
+                raise Fail("%s: %s" % (name, e))
+            print("ok: %s (%d nodes) exported, read back to the same IR, checker passed" % (
+                name, nodes))
+            graph = onnx.load(out, load_external_data=False).graph
+            if any(v.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16
+                   for v in list(graph.input) + list(graph.output)):
+                notes[name] = "not run (ONNX Runtime's Node.js binding has no bfloat16)"
+                continue
+            feeds = random_inputs(graph, rng)
+            if sum(a.size for a in feeds.values()) > 1 << 20:
+                notes[name] = "not run under ONNX Runtime (inputs too large for a quick test)"
+                continue
+            mode = " ".join(args)
+            jobs += [(name, out, feeds, mode), (name, model, feeds, mode)]
+        if not node:
+            print("note: ONNX Runtime not run: %s" % why)
+            return 0
+        results = ort_batch(node, ort_run, [(m, f) for _, m, f, _ in jobs], work)
+    for k in range(0, len(jobs), 2):
+        name, got, want = jobs[k][0], results[k], results[k + 1]
+        if isinstance(got, str):
+            raise Fail("%s: ONNX Runtime cannot run the exported model: %s" % (name, got))
+        if isinstance(want, str):  # some hand-made models are too loose for ORT
+            notes[name] = "the export runs; ONNX Runtime rejects the original: " + want[-160:]
+            continue
+        mixed = "mixed" in jobs[k][3]
+        for i, (y, ref) in enumerate(zip(got, want)):
+            if mixed:  # half precision inside: the FP32 function within rounding
+                rel = rel_l2(y, ref)
+                if not rel <= 1e-2:
+                    raise Fail("%s: output %d of the exported mixed-precision model is %g "
+                               "(relative L2) from the original's under ONNX Runtime" % (
+                                   name, i, rel))
+                continue
+            bad, worst = mismatches(y, ref, 1e-6, 1e-6)
+            if bad:
+                raise Fail("%s: output %d of the exported model differs from the original's "
+                           "under ONNX Runtime by up to %g" % (name, i, worst))
+        notes[name] = ("within half-precision rounding (relative L2 <= 1e-2) of the FP32 "
+                       "original" if mixed else "same outputs as the original") + \
+            " under ONNX Runtime"
+    for name, _, _ in cases:
+        print("%s: %s" % (name, notes[name]))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The ONNX backend node tests
+# ---------------------------------------------------------------------------
+
+CONST_NEEDED = re.compile(r"input \d+ \([^)]*\) '([^']*)' must be a constant")
+
+
+def export_node_case(onnxc, case, out):
+    """Exports CASE/model.onnx with its inputs' shapes bound, freezing the
+    inputs the import needs as constants (as `onnxc check` does: those it
+    names, or all of them when it names a value computed from them).
+    Returns the inputs still fed ({name: array}, or the export's error
+    message) and the model to compare with under ONNX Runtime."""
+    inputs = load_set(case, "input")
+    names = {n for n, _ in inputs}
+    frozen = set()
+    while True:
+        args = []
+        for k, (name, a) in enumerate(inputs):
+            if name in frozen:
+                path = os.path.join(case, "test_data_set_0", "input_%d.pb" % k)
+                args += ["--const", "%s=%s" % (name, path)]
+            else:
+                args += ["--shape", "%s=%s" % (name, "x".join(str(d) for d in a.shape))]
+        r = run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", out] + args,
+                expect=None)
+        if r.returncode == 0:
+            feeds = {n: a for n, a in inputs if n not in frozen}
+            return feeds, frozen_original(case, frozen, out)
+        wanted = set(CONST_NEEDED.findall(r.stderr))
+        wanted = wanted & names if wanted <= names else names
+        if not wanted or wanted <= frozen:
+            return r.stderr.strip() or "exit status %d" % r.returncode, None
+        frozen |= wanted
+
+
+def frozen_original(case, frozen, out):
+    """The case's model with the frozen inputs as initializers: what ONNX
+    Runtime should compute the same for as for the export (it does not
+    always compute the same as with those values fed at run time)."""
+    model = os.path.join(case, "model.onnx")
+    if not frozen:
+        return model
+    m = onnx.load(model)
+    for k, (name, a) in enumerate(load_set(case, "input")):
+        if name in frozen:
+            m.graph.initializer.append(numpy_helper.from_array(a, name))
+    keep = [vi for vi in m.graph.input if vi.name not in frozen]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    path = out[:-len(".onnx")] + ".original.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def node_verdict(exported, original, refs):
+    """(why the exported model fails, or None; a note on an excused
+    deviation, or None). exported and original are ONNX Runtime's outputs
+    or error messages (original None: not run). ONNX Runtime's own
+    deviations from the reference (it cannot load the original either, or
+    computes the same outputs for both) are excused."""
+    def check(res):
+        if isinstance(res, str):
+            return res[-300:]
+        for k, ((_, ref), y) in enumerate(zip(refs, res)):
+            try:
+                bad, worst = mismatches(y, ref, 1e-3, 1e-7)
+            except Fail as e:
+                return "output %d: %s" % (k, e)
+            if bad:
+                return "output %d: %d elements differ (max abs err %g)" % (k, bad, worst)
+        return None
+    why = check(exported)
+    if why is None:
+        return None, None
+    if original is None or check(original) is None:
+        return why, None
+    if isinstance(original, str) and isinstance(exported, str):
+        return None, "ONNX Runtime cannot run the original either: " + original[-200:]
+    if isinstance(original, list) and isinstance(exported, list) and all(
+            mismatches(y, o, 0, 0)[0] == 0 for y, o in zip(exported, original)):
+        return None, "ONNX Runtime computes the same for the original (%s)" % why
+    return why, None
+
+
+# The ONNX ops the importer normalizes, so that the writer has to undo it:
+# shape operands made attributes, auto_pad resolved, ops renamed or
+# rewritten. The node tests of these (not _expanded) are what `node` runs
+# unless given --all (every passing case: about 4 times as long).
+FORMS = {"Resize", "Upsample", "Slice", "Pad", "Clip", "Split", "Reshape", "Flatten",
+         "Squeeze", "Unsqueeze", "ReduceSum", "Expand", "Tile", "Trilu", "CumSum", "Cast",
+         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}
+
+
+def node_cases(d, expected, everything):
+    """The cases onnxc passes (tests/node/expected.txt), those with FORMS ops
+    unless everything."""
+    cases = []
+    with open(expected) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 2 or parts[1] != "pass":
+                continue
+            if not everything:
+                g = onnx.load(os.path.join(d, parts[0], "model.onnx")).graph
+                if parts[0].endswith("_expanded") or not {n.op_type for n in g.node} & FORMS:
+                    continue
+            cases.append(parts[0])
+    return cases
+
+
+def cmd_node(argv):
+    from concurrent.futures import ThreadPoolExecutor
+    everything = "--all" in argv
+    onnxc, ort_run, d, expected = [a for a in argv if a != "--all"]
+    node, why = ort_available(ort_run)
+    if not node:
+        print("SKIP: %s" % why)
+        return SKIP
+    cases = node_cases(d, expected, everything)
+    failed, excused = [], []
+    with tempfile.TemporaryDirectory() as work, ThreadPoolExecutor(os.cpu_count()) as pool:
+        exports = pool.map(lambda c: export_node_case(onnxc, os.path.join(d, c),
+                                                      os.path.join(work, c + ".onnx")), cases)
+        jobs = []
+        for c, (feeds, original) in zip(cases, exports):
+            if isinstance(feeds, str):
+                failed.append((c, "the export failed: " + feeds.splitlines()[0]))
+                continue
+            jobs.append((c, feeds, original))
+        results = ort_batch(node, ort_run, [(os.path.join(work, c + ".onnx"), f)
+                                            for c, f, _ in jobs], work)
+        refs = [load_set(os.path.join(d, c), "output") for c, _, _ in jobs]
+        # the original only where the export does not match the reference
+        again = [j for j, res in enumerate(results) if node_verdict(res, None, refs[j])[0]]
+        originals = dict(zip(again, ort_batch(node, ort_run, [(jobs[j][2], jobs[j][1])
+                                                              for j in again], work)))
+    for j, (c, _, _) in enumerate(jobs):
+        bad, note = node_verdict(results[j], originals.get(j), refs[j])
+        if bad:
+            failed.append((c, bad))
+        elif note:
+            excused.append((c, note))
+    for c, msg in excused:
+        print("excused: %s: %s" % (c, msg))
+    for c, msg in failed:
+        print("FAILED: %s: %s" % (c, msg))
+    print("%d node tests (%s onnxc passes) exported and run by ONNX Runtime: %d match the "
+          "reference, %d differ as ONNX Runtime does on the original, %d failed" % (
+              len(cases), "all" if everything else "the normalized forms",
+              len(cases) - len(excused) - len(failed), len(excused), len(failed)))
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------------------
+# Error cases and special forms
+# ---------------------------------------------------------------------------
+
+HEAD = 'onnxc-ir 1\nmodule "m"\n'
+
+CASES = [
+    # (name, IR text body, extra args, exit status, what stderr must contain)
+    ("weight without data",
+     "input %x : f32[20]\nconst %w : f32[20] = weight 0x0123456789abcdef\n"
+     "%y : f32[20] = add(%x, %w) @add\noutput %y\n", [], 1,
+     "constant 'w' has no data"),
+    ("LayerNormalization before opset 17",
+     "input %x : f32[2,4]\nconst %g : f32[4] = [1, 2, 3, 4]\n"
+     "%y : f32[2,4] = layer_norm(%x, %g) {axis=1, epsilon=1e-05} @ln\noutput %y\n",
+     ["--opset", "16"], 1,
+     "node 'ln' (layer_norm): cannot export: LayerNormalization exists from opset 17"),
+    ("HardSwish and Trilu at opset 13, both reported",
+     "input %x : f32[3,3]\n%y : f32[3,3] = hard_swish(%x) @hs\n"
+     "%z : f32[3,3] = trilu(%y) {upper=1, k=1} @tri\noutput %z\n",
+     ["--opset", "13"], 1, "node 'tri' (trilu): cannot export: Trilu exists from opset 14"),
+    ("a 0 in Reshape's shape at opset 13",
+     "input %x : f32[0,3]\n%y : f32[3,0] = reshape(%x) {shape=[3,0]} @rs\noutput %y\n",
+     ["--opset", "13"], 1, "node 'rs' (reshape): cannot export: the result has a dimension"),
+    ("an integer Clip bound that is no integer",
+     "input %x : i32[4]\n%y : i32[4] = clip(%x) {min=0.5, max=inf} @clip\noutput %y\n", [], 1,
+     "node 'clip' (clip): cannot export: min 0.5 is not a value of type i32"),
+    ("a bf16 Conv (ONNX takes bf16 for Conv from opset 22)",
+     "input %x : bf16[1,2,5,5]\ninput %w : bf16[3,2,3,3]\n"
+     "%y : bf16[1,3,3,3] = conv(%x, %w) {strides=[1,1], pads=[0,0,0,0], dilations=[1,1], "
+     "group=1} @conv\noutput %y\n", [], 1,
+     "node 'conv' (conv): cannot export: ONNX Conv at opset 17 does not take bf16 for its "
+     "input 0 (it takes f32, f16, f64)"),
+    ("an integer Relu at opset 13 (from 14)",
+     "input %x : i32[4]\n%y : i32[4] = relu(%x) @r\noutput %y\n", ["--opset", "13"], 1,
+     "node 'r' (relu): cannot export: ONNX Relu at opset 13 does not take i32"),
+    ("opset 12", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["--opset", "12"], 2, "--opset takes 13 to 17"),
+    ("opset 18", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["--opset", "18"], 2, "--opset takes 13 to 17"),
+    ("no -o", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["NO-OUTPUT"], 2, "no output file"),
+    ("an unwritable output", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["-o", "/nonexistent-dir/x.onnx"], 1, "cannot write /nonexistent-dir/x.onnx"),
+]
+
+
+def export_case(onnxc, work, name, body, args):
+    path = os.path.join(work, re.sub(r"\W+", "_", name) + ".oir")
+    with open(path, "w") as f:
+        f.write(HEAD + body)
+    if "NO-OUTPUT" in args:
+        return run([onnxc, "export", path], expect=None), None
+    out = os.path.join(work, "out.onnx")
+    if "-o" not in args:
+        args = args + ["-o", out]
+    return run([onnxc, "export", path] + args, expect=None), out
+
+
+def cmd_cases(argv):
+    onnxc = argv[0]
+    with tempfile.TemporaryDirectory() as work:
+        for name, body, args, status, text in CASES:
+            r, _ = export_case(onnxc, work, name, body, args)
+            if r.returncode != status or text not in r.stderr:
+                raise Fail("%s: exit status %d, expected %d with '%s' in:\n%s" % (
+                    name, r.returncode, status, text, r.stderr))
+            print("ok: %s -> exit %d: %s" % (name, status, r.stderr.strip().splitlines()[0]))
+        both = export_case(onnxc, work, "hs", CASES[2][1], ["--opset", "13"])[0].stderr
+        if "node 'hs' (hard_swish)" not in both:
+            raise Fail("the first of two unexportable nodes was not reported:\n" + both)
+        # forms that depend on the opset or need a decomposition
+        r, out = export_case(onnxc, work, "zero dims at opset 14", CASES[3][1],
+                             ["--opset", "14"])
+        if r.returncode != 0:
+            raise Fail("Reshape to a 0 dimension at opset 14 failed:\n" + r.stderr)
+        rs = onnx.load(out).graph.node[0]
+        if rs.op_type != "Reshape" or [(a.name, a.i) for a in rs.attribute] != [("allowzero", 1)]:
+            raise Fail("Reshape at opset 14 has attributes %s" % rs.attribute)
+        onnx.checker.check_model(out, full_check=True)
+        r, out = export_case(onnxc, work, "mish",
+                             "input %x : f32[5]\n%y : f32[5] = mish(%x) @act\noutput %y\n", [])
+        if r.returncode != 0:
+            raise Fail("Mish failed:\n" + r.stderr)
+        g = onnx.load(out).graph
+        ops = [(n.op_type, n.name) for n in g.node]
+        if ops != [("Softplus", "act/softplus"), ("Tanh", "act/tanh"), ("Mul", "act")]:
+            raise Fail("Mish became %s" % ops)
+        onnx.checker.check_model(out, full_check=True)
+        r, out = export_case(onnxc, work, "int relu 14", "input %x : i32[4]\n"
+                             "%y : i32[4] = relu(%x) @r\noutput %y\n", ["--opset", "14"])
+        if r.returncode != 0:
+            raise Fail("an integer Relu at opset 14 failed:\n" + r.stderr)
+        onnx.checker.check_model(out, full_check=True)
+        print("ok: Reshape to a 0 dimension uses allowzero at opset 14; Mish becomes "
+              "x * tanh(softplus(x)); an integer Relu is fine at opset 14")
+
+
+def main():
+    modes = {"roundtrip": cmd_roundtrip, "ort": cmd_ort, "mixed": cmd_mixed, "half": cmd_half,
+             "small": cmd_small, "node": cmd_node, "cases": cmd_cases}
+    if len(sys.argv) < 3 or sys.argv[1] not in modes:
+        sys.stderr.write(__doc__)
+        return 2
+    try:
+        return modes[sys.argv[1]](sys.argv[2:]) or 0
+    except Fail as e:
+        print("FAIL: %s" % e)
+        return 1
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        print("FAIL: the ONNX checker rejects the exported model: %s" % e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
