@@ -305,6 +305,30 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 	return bad ? -1 : 0;
 }
 
+int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help)
+{
+	if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
+		fputs(help, stdout);
+		fputs(precision_help, stdout);
+		return 2;
+	}
+	return parse_model_opt(argc, argv, i, mo);
+}
+
+bool operand_arg(const char *cmd, const char *arg, const char **operand)
+{
+	if (arg[0] == '-' && arg[1]) {
+		usage_error("%s: unknown option '%s'", cmd, arg);
+		return false;
+	}
+	if (*operand) {
+		usage_error("%s: more than one model given ('%s' and '%s')", cmd, *operand, arg);
+		return false;
+	}
+	*operand = arg;
+	return true;
+}
+
 void free_model_opts(struct model_opts *mo)
 {
 	for (int i = 0; i < mo->fe.nshapes; i++)

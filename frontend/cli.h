@@ -46,6 +46,18 @@ struct model_opts {
  * --force-half, --amp-lists, --no-tc-pad): 1 if argv[*i] was one, 0 if not,
  * -1 after a usage error. */
 int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo);
+
+/*
+ * What every command's option loop starts with: --help / -h (prints help
+ * and the precision options' help) and the model options. Returns 1 when
+ * argv[*i] was one of them, 0 when not, -1 after a usage error, 2 after
+ * printing the help.
+ */
+int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help);
+/* What it ends with: arg is an unknown option (a usage error) or the
+ * command's one operand, stored in *operand (a second one is an error).
+ * false after a usage error. */
+bool operand_arg(const char *cmd, const char *arg, const char **operand);
 void free_model_opts(struct model_opts *mo);
 
 bool is_ir_text(const char *path);

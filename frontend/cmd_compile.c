@@ -72,18 +72,15 @@ int cmd_compile(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(compile_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &mo, compile_help);
+		if (r == 2) {
 			free_model_opts(&mo);
 			return 0;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if ((v = opt_value(argc, argv, &i, "-o", true, &bad)))
 			co.out_dir = v;
 		else if ((v = opt_value(argc, argv, &i, "--name", true, &bad)))
@@ -101,13 +98,7 @@ int cmd_compile(int argc, char **argv)
 			co.quiet = true;
 		else if (bad)
 			goto usage;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("compile: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!input) {
-			input = argv[i];
-		} else {
-			usage_error("compile: more than one model given");
+		else if (!operand_arg("compile", argv[i], &input)) {
 			goto usage;
 		}
 	}

@@ -52,18 +52,15 @@ int cmd_export(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(export_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &mo, export_help);
+		if (r == 2) {
 			free_model_opts(&mo);
 			return 0;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if ((v = opt_value(argc, argv, &i, "-o", true, &bad))) {
 			out = v;
 		} else if ((v = opt_value(argc, argv, &i, "--opset", true, &bad))) {
@@ -71,13 +68,7 @@ int cmd_export(int argc, char **argv)
 				goto usage;
 		} else if (bad) {
 			goto usage;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("export: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!input) {
-			input = argv[i];
-		} else {
-			usage_error("export: more than one input file");
+		} else if (!operand_arg("export", argv[i], &input)) {
 			goto usage;
 		}
 	}

@@ -64,31 +64,22 @@ int cmd_ir(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(ir_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &mo, ir_help);
+		if (r == 2) {
 			free_model_opts(&mo);
 			return 0;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if ((v = opt_value(argc, argv, &i, "-o", true, &bad))) {
 			out = v;
 		} else if (opt_value(argc, argv, &i, "--summary", false, &bad)) {
 			summary = true;
 		} else if (bad) {
 			goto usage;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("ir: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!input) {
-			input = argv[i];
-		} else {
-			usage_error("ir: more than one input file");
+		} else if (!operand_arg("ir", argv[i], &input)) {
 			goto usage;
 		}
 	}

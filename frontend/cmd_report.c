@@ -220,18 +220,15 @@ int cmd_report(int argc, char **argv)
 	mo.mixed = true;
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(report_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &mo, report_help);
+		if (r == 2) {
 			free_model_opts(&mo);
 			return 0;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if (opt_value(argc, argv, &i, "--json", false, &bad))
 			json = true;
 		else if (opt_value(argc, argv, &i, "--dot", false, &bad))
@@ -240,13 +237,7 @@ int cmd_report(int argc, char **argv)
 			out = v;
 		else if (bad)
 			goto usage;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("report: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!input) {
-			input = argv[i];
-		} else {
-			usage_error("report: more than one model given");
+		else if (!operand_arg("report", argv[i], &input)) {
 			goto usage;
 		}
 	}

@@ -847,14 +847,6 @@ static bool ex_constants(struct ex *ex)
 	return ex->ctx->nerrors == errors;
 }
 
-static bool ex_is_output(const struct ir_module *m, const struct ir_value *v)
-{
-	for (int i = 0; i < m->noutputs; i++)
-		if (m->outputs[i] == v)
-			return true;
-	return false;
-}
-
 static Onnx__GraphProto *ex_graph(struct ex *ex)
 {
 	struct ir_module *m = ex->m;
@@ -875,7 +867,7 @@ static Onnx__GraphProto *ex_graph(struct ex *ex)
 	g->value_info = ir_arena_alloc(&ex->arena, sizeof *g->value_info * (nvi + 1));
 	IR_FOR_EACH_NODE(m, n)
 	for (int i = 0; i < n->nout; i++)
-		if (!ex_is_output(m, n->out[i]))
+		if (!ir_is_output(m, n->out[i]))
 			g->value_info[g->n_value_info++] = ex_value_info(ex, n->out[i]);
 	g->n_node = ex->nnodes;
 	g->node = ex->nodes;
