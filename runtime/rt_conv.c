@@ -10,22 +10,39 @@
  * there are no per-element bounds checks and nothing is read out of
  * bounds whatever the pads, strides and dilations.
  *
- * Convolution is a GEMM per image and group, done by rt_gemm (which also
- * adds the bias, the residual and the activation right after the
- * multiplication, while the result is in cache):
+ * Convolution is a GEMM per image and group:
  *
  *   Y[m/g, out] = W[m/g, c/g * k] x col[c/g * k, out]
  *
- * where col is the im2col expansion of the image's group, built in the
- * workspace (one image and one group: the compiler plans the workspace
- * statically and BLAS threads each GEMM, so a bigger buffer would buy
- * nothing). im2col rows are independent and are filled across the threads.
- * Two shapes skip it: a 1x1 convolution with stride 1 and no padding is a
- * GEMM on the input as it is, and a channel-wise (depthwise) convolution,
- * where each group has a single input channel, is a direct loop per output
- * plane (im2col there would copy k times the input for a GEMM with one
- * row), across the threads by plane, accumulating one tap at a time over
- * the plane so the inner loop is a contiguous multiply-add.
+ * where col is the im2col expansion of the image's group. With the
+ * runtime's own GEMM (rt_sgemm.c: AVX-512 or AVX2) col is never built:
+ * the GEMM asks for its B operand a block at a time, in panels of 32 (or
+ * 16) output positions, and conv_pack writes those panels straight from
+ * the image (implicit im2col), saving a pass over a buffer k times the
+ * size of the input. A panel's positions are cut into segments that lie
+ * on one output row (struct seg); for each tap, a segment reads one run of
+ * an input row, so a vector of the panel row is one masked load per
+ * segment (stride 1; a "same" convolution's consecutive rows continue one
+ * another in the input and merge into one load), two loads and a permute
+ * (stride 2) or a gather, and the tap's loads serve every channel of the
+ * block. The bias, the residual and the activation are fused into the
+ * GEMM's kernels. Images and groups are GEMMs of one shape, run one after
+ * the other across the threads or side by side when small
+ * (rt_sgemm_batch).
+ *
+ * Without those kernels (ONNXC_GEMM=blas, or a CPU without AVX2), col is
+ * built in the workspace (one image and one group, so the compiler can
+ * plan it statically) with its rows filled across the threads, and rt_gemm
+ * (OpenBLAS) multiplies it, adding the bias, the residual and the
+ * activation right after. rt_conv_workspace is that buffer's size either
+ * way: it depends on the descriptor only, not on the CPU.
+ *
+ * Two shapes skip im2col: a 1x1 convolution with stride 1 and no padding
+ * is a GEMM on the input as it is, and a channel-wise (depthwise)
+ * convolution, where each group has a single input channel, is a direct
+ * loop per output plane (im2col there would copy k times the input for a
+ * GEMM with one row), across the threads by plane, accumulating one tap
+ * at a time over the plane so the inner loop is a contiguous multiply-add.
  *
  * Transposed convolution runs the GEMM the other way round,
  * col[m/g * k, in] = W[c/g, m/g * k]^T x X[c/g, in], and scatters col into
@@ -34,6 +51,9 @@
  * bias and finishing with the activation while the plane is hot.
  */
 #include "onnxc_rt.h"
+#include "rt_sgemm.h"
+
+#include <immintrin.h>
 
 #include <string.h>
 
@@ -100,10 +120,16 @@ static void tap_coords(const struct geom *g, int64_t q, int64_t *t)
 }
 
 /* [*lo, *hi): the t in [0, count) with 0 <= t * s + off < limit. */
+/* ceil(a / s) for a >= 0: strides 1 and 2 without a division (packing calls this a lot). */
+static int64_t cdiv_pos(int64_t a, int64_t s)
+{
+	return s == 1 ? a : s == 2 ? (a + 1) >> 1 : (a + s - 1) / s;
+}
+
 static void span(int64_t count, int64_t limit, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
 {
-	int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-	int64_t b = limit - off <= 0 ? 0 : (limit - off + s - 1) / s;
+	int64_t a = off >= 0 ? 0 : cdiv_pos(-off, s);
+	int64_t b = limit - off <= 0 ? 0 : cdiv_pos(limit - off, s);
 	*lo = a < count ? a : count;
 	*hi = b < count ? b : count;
 	if (*hi < *lo)
@@ -349,6 +375,293 @@ static void dw_range(void *arg, int64_t b, int64_t e)
 		dw_plane(arg, p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Implicit im2col: GEMM panels packed straight from the image              */
+/* ------------------------------------------------------------------------ */
+
+#define AVX512    __attribute__((target("avx512f")))
+#define PANEL_MAX 32 /* the widest panel (rt_sgemm_nr) */
+#define VEC       16 /* lanes of an AVX-512 vector */
+
+/*
+ * Lanes [l0, l1) of a panel: consecutive output positions on one output
+ * row (and, for the vector packer, in one vector). i[] is where lane l0's
+ * window starts in the input (out * stride - pad_begin, per dimension).
+ */
+struct seg {
+	int l0, l1;
+	int64_t i[3];
+};
+
+/* The segments of panel columns [j, j + w), cut at multiples of cut lanes too. */
+static int panel_segs(const struct geom *g, int64_t j, int w, int cut, struct seg *s)
+{
+	int n = 0;
+	for (int l = 0; l < w; n++) {
+		int64_t o2 = (j + l) % g->out[2], row = (j + l) / g->out[2];
+		int64_t len = g->out[2] - o2;
+		if (len > w - l)
+			len = w - l;
+		if (len > cut - l % cut)
+			len = cut - l % cut;
+		s[n].l0 = l;
+		s[n].l1 = l + (int)len;
+		s[n].i[0] = row / g->out[1] * g->st[0] - g->pb[0];
+		s[n].i[1] = row % g->out[1] * g->st[1] - g->pb[1];
+		s[n].i[2] = o2 * g->st[2] - g->pb[2];
+		l += (int)len;
+	}
+	return n;
+}
+
+/*
+ * Segment s at tap t: lanes [*lo, *hi) read inside the input, lane *lo at
+ * *off in the channel (the next ones every st[2]); 0 when no lane does.
+ */
+static int seg_at_tap(const struct geom *g, const struct seg *s, const int64_t *t, int *lo, int *hi,
+                      int64_t *off)
+{
+	int64_t i0 = s->i[0] + t[0] * g->dil[0], i1 = s->i[1] + t[1] * g->dil[1];
+	int64_t i2 = s->i[2] + t[2] * g->dil[2], a, b;
+	if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
+		return 0;
+	span(s->l1 - s->l0, g->in[2], g->st[2], i2, &a, &b);
+	if (a == b)
+		return 0;
+	*lo = s->l0 + (int)a;
+	*hi = s->l0 + (int)b;
+	*off = (i0 * g->in[1] + i1) * g->in[2] + i2 + a * g->st[2];
+	return 1;
+}
+
+/* [*c0, *c1): the channels whose im2col row c * k_sp + q is in [k0, k0 + kc). */
+static void tap_channels(const struct geom *g, int64_t q, int64_t k0, int64_t kc, int64_t *c0,
+                         int64_t *c1)
+{
+	*c0 = k0 <= q ? 0 : (k0 - q + g->k_sp - 1) / g->k_sp;
+	*c1 = k0 + kc <= q ? 0 : (k0 + kc - 1 - q) / g->k_sp + 1;
+	if (*c1 < *c0)
+		*c1 = *c0;
+}
+
+/*
+ * Im2col rows [k0, k0 + kc) x columns [j, j + w) as one panel nr wide, in
+ * plain C: taps outside, then the segments that read inside the input,
+ * then every channel of the block with that tap.
+ */
+static void pack_panel(const struct geom *g, const float *x, float *dst, int64_t k0, int64_t kc,
+                       int64_t j, int w, int nr)
+{
+	struct seg s[PANEL_MAX];
+	int ns = panel_segs(g, j, w, nr, s);
+	memset(dst, 0, (size_t)(kc * nr) * sizeof *dst);
+	for (int64_t q = 0; q < g->k_sp; q++) {
+		int64_t t[3], c0, c1, off;
+		tap_coords(g, q, t);
+		tap_channels(g, q, k0, kc, &c0, &c1);
+		for (int i = 0; i < ns && c0 < c1; i++) {
+			int lo, hi;
+			if (!seg_at_tap(g, &s[i], t, &lo, &hi, &off))
+				continue;
+			for (int64_t c = c0; c < c1; c++) {
+				float *restrict d = dst + (c * g->k_sp + q - k0) * nr;
+				const float *restrict src = x + c * g->in_sp + off;
+				for (int l = lo; l < hi; l++)
+					d[l] = src[(l - lo) * g->st[2]];
+			}
+		}
+	}
+}
+
+/*
+ * The loads of one vector (16 lanes of a panel row) at one tap: where lane
+ * 0 would read in the channel (off; it may lie before the channel, the
+ * lanes read do not) and which lanes are read (m); with stride 2, which
+ * elements of the two loads whose even elements are the lanes (mlo, mhi).
+ */
+struct vload {
+	int64_t off;
+	unsigned m, mlo, mhi;
+};
+
+/* Bits [lo, hi) of a 16-bit mask. */
+static unsigned bit_range(int lo, int hi) { return (0xffffu >> (16 - hi)) & ~((1u << lo) - 1); }
+
+/*
+ * Adds segment s's reads at tap t to its vector's loads v[0, *n): a new
+ * load, or the last one widened when the segment continues it in the input
+ * (the output rows of a stride-1 "same" convolution do, so such a vector
+ * is one load whatever rows it spans).
+ */
+static void add_vload(const struct geom *g, const struct seg *s, const int64_t *t, struct vload *v,
+                      int *n)
+{
+	int lo, hi, a, b;
+	int64_t off;
+	unsigned m, mlo, mhi;
+	if (!seg_at_tap(g, s, t, &lo, &hi, &off))
+		return;
+	a = lo % VEC;
+	b = a + hi - lo;
+	off -= a * g->st[2];
+	m = bit_range(a, b);
+	mlo = a < VEC / 2 ? bit_range(2 * a, 2 * (b < VEC / 2 ? b : VEC / 2)) & 0x5555 : 0;
+	mhi = b > VEC / 2 ? bit_range(2 * (a > VEC / 2 ? a : VEC / 2) - VEC, 2 * b - VEC) & 0x5555
+	                  : 0;
+	if (*n > 0 && v[*n - 1].off == off) {
+		v[*n - 1].m |= m;
+		v[*n - 1].mlo |= mlo;
+		v[*n - 1].mhi |= mhi;
+		return;
+	}
+	v[(*n)++] = (struct vload){ off, m, mlo, mhi };
+}
+
+/*
+ * One vector of channel x: its loads v[0, n) merged, contiguous (st 1),
+ * the even elements of two loads (st 2, idx picks them) or gathered (st 0,
+ * idx holds the lane offsets). Lanes no load covers are zero.
+ */
+static inline __attribute__((always_inline)) AVX512 __m512 vec_loads(const float *x,
+                                                                     const struct vload *v, int n,
+                                                                     const int st,
+                                                                     const __m512i idx)
+{
+	__m512 acc = _mm512_setzero_ps();
+	for (int i = 0; i < n; i++) {
+		const float *p = x + v[i].off;
+		const __mmask16 m = (__mmask16)v[i].m;
+		if (st == 1) {
+			acc = _mm512_mask_loadu_ps(acc, m, p);
+		} else if (st == 2) {
+			__m512 lo = _mm512_maskz_loadu_ps((__mmask16)v[i].mlo, p);
+			__m512 hi = _mm512_maskz_loadu_ps((__mmask16)v[i].mhi, p + VEC);
+			acc = _mm512_mask_mov_ps(acc, m, _mm512_permutex2var_ps(lo, idx, hi));
+		} else {
+			acc = _mm512_mask_i32gather_ps(acc, m, idx, p, 4);
+		}
+	}
+	return acc;
+}
+
+/* pack_panel512's loops for input stride st (0: any). */
+static inline __attribute__((always_inline)) AVX512 void
+pack_taps512(const struct geom *g, const float *x, float *dst, int64_t k0, int64_t kc,
+             const struct seg *s, int ns, const int st, const __m512i idx)
+{
+	for (int64_t q = 0; q < g->k_sp; q++) {
+		struct vload v[2][VEC];
+		int64_t t[3], c0, c1;
+		int n[2] = { 0, 0 };
+		tap_coords(g, q, t);
+		tap_channels(g, q, k0, kc, &c0, &c1);
+		for (int i = 0; i < ns && c0 < c1; i++)
+			add_vload(g, &s[i], t, v[s[i].l0 / VEC], &n[s[i].l0 / VEC]);
+		for (int64_t c = c0; c < c1; c++) {
+			float *d = dst + (c * g->k_sp + q - k0) * 2 * VEC;
+			const float *xc = x + c * g->in_sp;
+			_mm512_store_ps(d, vec_loads(xc, v[0], n[0], st, idx));
+			_mm512_store_ps(d + VEC, vec_loads(xc, v[1], n[1], st, idx));
+		}
+	}
+}
+
+/* pack_panel for AVX-512 panels (32 lanes): two vectors per im2col row. */
+static AVX512 void pack_panel512(const struct geom *g, const float *x, float *dst, int64_t k0,
+                                 int64_t kc, int64_t j, int w)
+{
+	struct seg s[PANEL_MAX];
+	const int ns = panel_segs(g, j, w, VEC, s);
+	const __m512i iota =
+	        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	if (g->st[2] == 1)
+		pack_taps512(g, x, dst, k0, kc, s, ns, 1, iota);
+	else if (g->st[2] == 2)
+		pack_taps512(g, x, dst, k0, kc, s, ns, 2, _mm512_slli_epi32(iota, 1));
+	else
+		pack_taps512(g, x, dst, k0, kc, s, ns, 0,
+		             _mm512_mullo_epi32(iota, _mm512_set1_epi32((int)g->st[2])));
+}
+
+/* rt_sgemm_pack_fn: the image group's im2col, panel by panel. */
+static void conv_pack(const struct rt_sgemm *s, float *dst, int64_t k0, int64_t kc, int64_t j0,
+                      int64_t nc)
+{
+	const struct conv *cv = s->pack_arg;
+	const int nr = rt_sgemm_nr(s->isa);
+	for (int64_t q = 0; q < nc; q += nr, dst += kc * nr) {
+		int w = (int)(nc - q < nr ? nc - q : nr);
+		if (nr == 2 * VEC)
+			pack_panel512(&cv->g, s->b, dst, k0, kc, j0 + q, w);
+		else
+			pack_panel(&cv->g, s->b, dst, k0, kc, j0 + q, w, nr);
+	}
+}
+
+/* rt_sgemm_done_fn: bias, residual and activation on a finished block. */
+static void conv_done(const struct rt_sgemm *s, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+	const struct conv *cv = s->done_arg;
+	const float *bias = cv->bias ? cv->bias + s->item % cv->d->group * cv->g.mg : NULL;
+	for (int64_t i = i0; i < i1; i++) {
+		float *restrict y = s->c + i * s->ldc + j0;
+		if (bias) {
+			const float b = bias[i];
+			for (int64_t j = 0; j < j1 - j0; j++)
+				y[j] += b;
+		}
+		rt_epilogue_f32(&cv->d->ep, y, cv->res ? cv->res + (y - cv->y) : NULL, j1 - j0);
+	}
+}
+
+struct conv_sg {
+	const struct conv *cv;
+	int isa;
+};
+
+/* Image and group i as an rt_sgemm: W x im2col(x), packed from x directly. */
+static void conv_item(void *arg, int64_t i, struct rt_sgemm *s)
+{
+	const struct conv_sg *cs = arg;
+	const struct conv *cv = cs->cv;
+	const struct geom *g = &cv->g;
+	int64_t img = i / cv->d->group, gi = i % cv->d->group, k = g->cg * g->k_sp;
+	*s = (struct rt_sgemm){
+		.isa = cs->isa,
+		.m = g->mg,
+		.n = g->out_sp,
+		.k = k,
+		.a = cv->w + gi * g->mg * k,
+		.a_rs = k,
+		.a_cs = 1,
+		.b = cv->x + (img * cv->d->c + gi * g->cg) * g->in_sp,
+		.b_rs = g->in_sp,
+		.b_cs = 1,
+		.pack_b = pointwise(g) ? NULL : conv_pack,
+		.pack_arg = cv,
+		.c = cv->y + (img * cv->d->m + gi * g->mg) * g->out_sp,
+		.ldc = g->out_sp,
+		.alpha = 1,
+		.done_arg = (void *)cv,
+	};
+	if (!rt_sgemm_fusable(cv->d->ep.act)) {
+		s->done = conv_done;
+		return;
+	}
+	/* bias, residual and activation in the GEMM's kernels */
+	s->fuse = 1;
+	s->ep = (struct rt_sgemm_ep){
+		.bias = cv->bias ? cv->bias + gi * g->mg : NULL,
+		.bias_rs = 1,
+		.bias_scale = 1,
+		.res = cv->res ? cv->res + (s->c - cv->y) : NULL,
+		.res_ld = g->out_sp,
+		.act = cv->d->ep.act,
+		.alpha = cv->d->ep.alpha,
+		.beta = cv->d->ep.beta,
+	};
+}
+
 /* One image's group: im2col (unless pointwise), then the GEMM with the epilogue. */
 static int conv_group(struct rt_ctx *ctx, const struct conv *cv, int64_t img, int64_t gi)
 {
@@ -388,6 +701,7 @@ int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, con
             const void *bias, const void *residual, void *y, void *ws)
 {
 	struct conv cv = { d, { { 0 } }, x, w, bias, d->ep.has_residual ? residual : NULL, y, ws };
+	int isa;
 	if (!geom_init(d, &cv.g))
 		return RT_ERR_ARGUMENT;
 	if (d->n == 0 || d->m == 0 || cv.g.out_sp == 0)
@@ -398,6 +712,11 @@ int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, con
 	if (channelwise(d)) {
 		int64_t work = cv.g.out_sp * cv.g.k_sp + 1;
 		rt_parallel(ctx, d->n * d->m, (32768 + work - 1) / work, dw_range, &cv);
+		return RT_OK;
+	}
+	if ((isa = rt_sgemm_isa()) != RT_SGEMM_BLAS) {
+		struct conv_sg cs = { &cv, isa };
+		rt_sgemm_batch(ctx, d->n * d->group, conv_item, &cs);
 		return RT_OK;
 	}
 	return each_group(ctx, &cv, conv_group);

@@ -2,29 +2,35 @@
  * rt_gemm.c - batched GEMM with ONNX bias broadcasting and a fused
  * epilogue, and the epilogue itself (shared with rt_conv.c).
  *
- * Floats go to OpenBLAS (cblas_sgemm / cblas_dgemm); integers, which BLAS
- * does not have, use a plain loop in unsigned arithmetic so that products
- * and sums wrap as ONNX's integer MatMul does.
+ * f32 goes to the runtime's own GEMM (rt_sgemm.c, AVX-512 or AVX2 kernels
+ * chosen at run time); f64, and f32 on CPUs with neither, go to OpenBLAS
+ * (cblas_sgemm / cblas_dgemm); integers, which BLAS does not have, use a
+ * plain loop in unsigned arithmetic so that products and sums wrap as
+ * ONNX's integer MatMul does.
  *
  * The batch is walked as flat positions p of batch_dims; each position's A
  * and B are found through the per-dimension element strides, so numpy
  * broadcasting ([2,1,3,4] x [5,4,6]) costs no copies. When B is the same
  * matrix for every position and the A matrices lie back to back (MatMul of
  * [batch, seq, hidden] by a weight), the batch is folded into the rows of
- * one tall GEMM, which BLAS runs far better than many short ones.
+ * one tall GEMM, which runs far better than many short ones.
  *
- * Each GEMM is cut into units: one batch position, and a block of its rows
- * or columns (whichever repacks the smaller operand when BLAS is called per
- * block) so that one unit's result is about a level-2-cache worth, and
- * there are enough units to keep every thread busy. Right after a unit's
- * GEMM, while its result is hot, the "finish" adds beta * C, the residual,
- * and applies the activation. Units are spread over the context's threads;
- * BLAS itself runs single-threaded (rt_ctx_create sets OpenBLAS to one
- * thread): two thread pools on the same cores fight, and OpenBLAS's idle
- * workers spin for a tenth of a second after every call, which halved the
- * speed of whatever kernel ran next. Every result element is computed by
- * one BLAS call whose shape does not depend on the thread count, so results
- * do not either.
+ * rt_sgemm cuts the GEMMs into tasks for the threads itself (small ones of
+ * a batch side by side, big ones each across the threads) and calls back
+ * when a block of the result is final; the "finish" then adds beta * C,
+ * the residual, and applies the activation to that block while it is hot.
+ *
+ * For BLAS, each GEMM is cut into units: one batch position, and a block
+ * of its rows or columns (whichever repacks the smaller operand when BLAS
+ * is called per block) so that one unit's result is about a level-2-cache
+ * worth, and there are enough units to keep every thread busy. Right after
+ * a unit's GEMM the finish runs on it. Units are spread over the context's
+ * threads; BLAS itself runs single-threaded (rt_ctx_create sets OpenBLAS to
+ * one thread): two thread pools on the same cores fight, and OpenBLAS's
+ * idle workers spin for a tenth of a second after every call, which halved
+ * the speed of whatever kernel ran next. Every result element is computed
+ * by one BLAS call whose shape does not depend on the thread count, so
+ * results do not either (nor do rt_sgemm's).
  *
  * The epilogue works in tiles of a few KB so that adding the residual and
  * applying the activation touch each element while it is in L1; each
@@ -33,6 +39,7 @@
  * for the activations and saturate back, as the reference does.
  */
 #include "onnxc_rt.h"
+#include "rt_sgemm.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -410,6 +417,80 @@ static void rows_range(void *arg, int64_t b, int64_t e)
 }
 
 /* ------------------------------------------------------------------------ */
+/* f32 through rt_sgemm                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct sg_batch {
+	const struct gemm *g;
+	int isa;
+};
+
+/* A block of position s->item's result is final: finish it. */
+static void sg_done(const struct rt_sgemm *s, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+	struct rect u = { s->item, i0, i1, j0, j1 };
+	finish_rect(s->done_arg, &u);
+}
+
+/*
+ * The finish of position p as an epilogue rt_sgemm applies in its kernels;
+ * 0 when it cannot: an activation it lacks, or a bias that repeats down a
+ * folded batch (rows i % m).
+ */
+static int sg_fuse(const struct gemm *g, int64_t p, struct rt_sgemm_ep *e)
+{
+	const struct rt_gemm_desc *d = g->d;
+	const int64_t n = d->n;
+	int per_row = d->bias == RT_BIAS_COL || d->bias == RT_BIAS_FULL;
+	if (!rt_sgemm_fusable(d->ep.act) || (per_row && g->m != d->m))
+		return 0;
+	*e = (struct rt_sgemm_ep){
+		.res = g->res ? (const float *)(const void *)g->res + p * g->m * n : NULL,
+		.res_ld = n,
+		.act = d->ep.act,
+		.alpha = d->ep.alpha,
+		.beta = d->ep.beta,
+	};
+	if (g->c && d->beta != 0) {
+		e->bias = (const float *)(const void *)g->c;
+		e->bias_rs = d->bias == RT_BIAS_COL ? 1 : d->bias == RT_BIAS_FULL ? n : 0;
+		e->bias_cs = d->bias == RT_BIAS_ROW || d->bias == RT_BIAS_FULL;
+		e->bias_scale = d->beta;
+	}
+	return 1;
+}
+
+/* Batch position p as an rt_sgemm (the strides absorb the transposes). */
+static void sg_item(void *arg, int64_t p, struct rt_sgemm *s)
+{
+	const struct sg_batch *sb = arg;
+	const struct gemm *g = sb->g;
+	const struct rt_gemm_desc *d = g->d;
+	int64_t oa, ob;
+	item_offsets(g, p, &oa, &ob);
+	*s = (struct rt_sgemm){
+		.isa = sb->isa,
+		.m = g->m,
+		.n = d->n,
+		.k = d->k,
+		.a = (const float *)(const void *)g->a + oa,
+		.a_rs = d->trans_a ? 1 : d->k,
+		.a_cs = d->trans_a ? d->m : 1,
+		.b = (const float *)(const void *)g->b + ob,
+		.b_rs = d->trans_b ? 1 : d->n,
+		.b_cs = d->trans_b ? d->k : 1,
+		.c = (float *)(void *)g->y + p * g->m * d->n,
+		.ldc = d->n,
+		.alpha = d->alpha,
+		.done_arg = (void *)g,
+	};
+	if (!sg_fuse(g, p, &s->ep))
+		s->done = g->finish ? sg_done : NULL;
+	else
+		s->fuse = 1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Planning                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -525,9 +606,14 @@ int rt_gemm(struct rt_ctx *ctx, const struct rt_gemm_desc *d, const void *a, con
 {
 	struct gemm g;
 	int64_t units, unit_mnk;
-	int status = gemm_init(&g, ctx, d, a, b, c, residual, y);
+	int isa, status = gemm_init(&g, ctx, d, a, b, c, residual, y);
 	if (status || g.nbatch == 0 || d->m == 0 || d->n == 0)
 		return status;
+	if (d->dtype == RT_F32 && (isa = rt_sgemm_isa()) != RT_SGEMM_BLAS) {
+		struct sg_batch sb = { &g, isa };
+		rt_sgemm_batch(ctx, g.nbatch, sg_item, &sb);
+		return RT_OK;
+	}
 	if (!g.t->blas) {
 		int64_t work = d->n * (d->k + 1);
 		rt_parallel(ctx, g.nbatch * g.m, (16384 + work - 1) / work, rows_range, &g);

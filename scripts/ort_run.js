@@ -271,4 +271,8 @@ async function main() {
   process.stdout.write(JSON.stringify({ ort_version: ort.env.versions.node, outputs }) + '\n');
 }
 
-main().catch(e => die(e && e.stack ? e.stack : String(e), 1));
+// scripts/ort_bench.js reuses the loader and the .npy code
+module.exports = { loadOrt, readNpy, writeNpy };
+
+if (require.main === module)
+  main().catch(e => die(e && e.stack ? e.stack : String(e), 1));

@@ -7,9 +7,12 @@
  * descriptor the compiler would build (codegen/lower.c) and exactly
  * rt_*_workspace() bytes of workspace (none at all when that is 0, so a
  * path that needs none must not touch it). The geometries cover the
- * kernel's paths: im2col + GEMM, the 1x1 GEMM on the input, the direct
- * depthwise loop (multiplier 1 and 2), and windows that hang over the
- * input on every side, down to an input made only of padding.
+ * kernel's paths: the GEMM with B packed straight from the image (implicit
+ * im2col, rt_sgemm) or im2col + OpenBLAS, the 1x1 GEMM on the input, the
+ * direct depthwise loop (multiplier 1 and 2), and windows that hang over
+ * the input on every side, down to an input made only of padding. Every
+ * case runs on each kernel set of the GEMMs (the CPU's best,
+ * ONNXC_GEMM=avx2, blas).
  *
  * The epilogue's expectation is computed here in double: the activation of
  * the reference result plus the residual. Every case runs on 1 and 3
@@ -134,32 +137,25 @@ static int conv_run(struct rt_ctx *ctx, const struct conv_case *c, const struct 
 	return status;
 }
 
-static void conv_case(const struct conv_case *c, uint64_t *seed)
+/* Runs the kernel on 1 and 3 threads; they must agree bit for bit and match cd->want. */
+static void conv_check(const struct conv_case *c, const struct conv_data *cd, const char *set)
 {
-	struct conv_data cd;
+	struct rt_conv_desc d = conv_desc(c, &cd->want.type);
+	int64_t n = ir_type_elems(&cd->want.type);
 	struct rt_ctx *one, *three;
-	struct rt_conv_desc d;
-	int64_t n;
-	float *y1, *y3;
+	float *y1 = malloc(sizeof(float) * (size_t)n + 1),
+	      *y3 = malloc(sizeof(float) * (size_t)n + 1);
 	double scale = 1, worst = 0;
-	if (!conv_reference(c, &cd, seed)) {
-		CHECK(0);
-		goto out;
-	}
-	d = conv_desc(c, &cd.want.type);
-	n = ir_type_elems(&cd.want.type);
-	y1 = malloc(sizeof(float) * (size_t)n + 1);
-	y3 = malloc(sizeof(float) * (size_t)n + 1);
 	/* NaN wherever the kernel fails to write */
 	memset(y1, 0xff, sizeof(float) * (size_t)n);
 	memset(y3, 0xff, sizeof(float) * (size_t)n);
 	CHECK_EQ(rt_ctx_create(&one, 1), RT_OK);
 	CHECK_EQ(rt_ctx_create(&three, 3), RT_OK);
-	CHECK_EQ(conv_run(one, c, &d, &cd, y1), RT_OK);
-	CHECK_EQ(conv_run(three, c, &d, &cd, y3), RT_OK);
+	CHECK_EQ(conv_run(one, c, &d, cd, y1), RT_OK);
+	CHECK_EQ(conv_run(three, c, &d, cd, y3), RT_OK);
 	CHECK(memcmp(y1, y3, sizeof(float) * (size_t)n) == 0);
 	for (int64_t i = 0; i < n; i++) {
-		const float *want = cd.want.data, *res = cd.in[3].data;
+		const float *want = cd->want.data, *res = cd->in[3].data;
 		double v = act(&c->ep, want[i] + (c->ep.has_residual ? res[i] : 0));
 		double e = fabs(y1[i] - v);
 		scale = fmax(scale, fabs(v));
@@ -167,8 +163,8 @@ static void conv_case(const struct conv_case *c, uint64_t *seed)
 	}
 	if (worst > 2e-5 * scale)
 		fprintf(stderr,
-		        "%s nsp=%d n=%lld c=%lld m=%lld g=%lld k0=%lld: error %g (scale %g)\n",
-		        c->transposed ? "conv_transpose" : "conv", c->nsp, (long long)c->n,
+		        "%s [%s] nsp=%d n=%lld c=%lld m=%lld g=%lld k0=%lld: error %g (scale %g)\n",
+		        c->transposed ? "conv_transpose" : "conv", set, c->nsp, (long long)c->n,
 		        (long long)c->c, (long long)c->m, (long long)c->group, (long long)c->k[0],
 		        worst, scale);
 	CHECK(worst <= 2e-5 * scale);
@@ -176,7 +172,23 @@ static void conv_case(const struct conv_case *c, uint64_t *seed)
 	rt_ctx_destroy(three);
 	free(y1);
 	free(y3);
-out:
+}
+
+/* A case against the reference, on each kernel set of the GEMMs (ONNXC_GEMM). */
+static void conv_case(const struct conv_case *c, uint64_t *seed)
+{
+	static const char *const sets[] = { "default", "avx2", "blas" };
+	struct conv_data cd;
+	if (conv_reference(c, &cd, seed)) {
+		for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+			if (i > 0)
+				setenv("ONNXC_GEMM", sets[i], 1);
+			conv_check(c, &cd, sets[i]);
+		}
+		unsetenv("ONNXC_GEMM");
+	} else {
+		CHECK(0);
+	}
 	for (int i = 0; i < 4; i++)
 		free(cd.in[i].data);
 	free(cd.want.data);
@@ -358,6 +370,29 @@ static void test_conv_large(void)
 	}
 }
 
+/*
+ * Geometries for the implicit im2col of the GEMM path: strides 1, 2 and 3
+ * along the rows (contiguous loads, pairs of loads, gathers), dilation,
+ * outputs a few pixels wide (a 32-column panel spans many rows, which a
+ * stride-1 "same" convolution reads as one run), enough channels for
+ * several k blocks of 256, and a first layer (3 channels, 7x7, stride 2).
+ */
+static void test_conv_implicit(void)
+{
+	static const struct conv_case cases[] = {
+		{ 0, 2, 1, 64, 20, 1, { 7, 7 }, { 3, 3 }, ONES, ONES, { 1, 1 }, { 1, 1 } },
+		{ 0, 2, 1, 40, 24, 1, { 14, 14 }, { 3, 3 }, { 2, 2 }, ONES, { 1, 1 }, { 1, 1 } },
+		{ 0, 2, 1, 3, 16, 1, { 40, 38 }, { 7, 7 }, { 2, 2 }, ONES, { 3, 3 }, { 3, 2 } },
+		{ 0, 2, 1, 6, 10, 1, { 23, 31 }, { 3, 4 }, { 1, 3 }, ONES, { 1, 2 }, { 0, 1 } },
+		{ 0, 2, 1, 8, 9, 1, { 17, 19 }, { 3, 3 }, ONES, { 2, 2 }, { 2, 2 }, { 2, 2 } },
+		{ 0, 2, 2, 30, 18, 1, { 12, 12 }, ONES, { 2, 2 }, ONES, ZEROS, ZEROS },
+		{ 0, 1, 2, 300, 7, 1, { 45 }, { 3 }, ONES, ONES, { 1 }, { 1 } },
+		{ 0, 3, 1, 5, 6, 1, { 5, 6, 35 }, { 2, 3, 3 }, { 1, 1, 2 }, ONES, ONES, ZEROS },
+		{ 0, 2, 1, 8, 12, 4, { 11, 11 }, { 3, 3 }, { 2, 1 }, ONES, { 1, 1 }, { 1, 1 } },
+	};
+	run_cases(cases, sizeof cases / sizeof cases[0], 555);
+}
+
 static void test_conv_refuses(void)
 {
 	struct rt_ctx *ctx;
@@ -472,4 +507,4 @@ static void test_conv_throughput(void)
 }
 
 TESTS(T(test_conv_geometries) T(test_conv_paths) T(test_conv_transpose_paths) T(test_conv_epilogues)
-              T(test_conv_large) T(test_conv_refuses) T(test_conv_throughput))
+              T(test_conv_large) T(test_conv_implicit) T(test_conv_refuses) T(test_conv_throughput))

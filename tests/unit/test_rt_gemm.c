@@ -11,7 +11,8 @@
  * reference product. Shapes include size-0 and size-1 dimensions, a folded
  * batch, units cut into row and column blocks, and batches of small GEMMs
  * that run across the threads. Floats compare within a tolerance scaled by
- * the result's magnitude; integers exactly, including wrap-around.
+ * the result's magnitude; integers exactly, including wrap-around. Every
+ * f32 case runs on each kernel set (the CPU's best, ONNXC_GEMM=avx2, blas).
  */
 #include "onnxc_rt.h"
 #include "refcheck.h"
@@ -145,8 +146,8 @@ static void check_close(const char *what, const struct ref_tensor *want, const v
 static double tol_of(enum ir_dtype t) { return t == IR_F64 ? 1e-10 : 1e-4; }
 
 /* Runs d on 1 and 3 threads; checks they agree bit for bit and match want. */
-static void run_check(const char *what, const struct rt_gemm_desc *d, const void *a, const void *b,
-                      const void *c, const void *res, const struct ref_tensor *want)
+static void run_once(const char *what, const struct rt_gemm_desc *d, const void *a, const void *b,
+                     const void *c, const void *res, const struct ref_tensor *want)
 {
 	struct ctxs cx = ctxs_open();
 	size_t bytes = nbytes(&want->type);
@@ -164,6 +165,25 @@ static void run_check(const char *what, const struct rt_gemm_desc *d, const void
 	free(y1);
 	free(y3);
 	ctxs_close(&cx);
+}
+
+/*
+ * run_once, and for f32 once more on each other kernel set (ONNXC_GEMM:
+ * the CPU's best first, then AVX2 and OpenBLAS; a set the CPU lacks falls
+ * back to one it has).
+ */
+static void run_check(const char *what, const struct rt_gemm_desc *d, const void *a, const void *b,
+                      const void *c, const void *res, const struct ref_tensor *want)
+{
+	static const char *const sets[] = { "avx2", "blas" };
+	char buf[200];
+	run_once(what, d, a, b, c, res, want);
+	for (size_t i = 0; d->dtype == RT_F32 && i < sizeof sets / sizeof sets[0]; i++) {
+		setenv("ONNXC_GEMM", sets[i], 1);
+		snprintf(buf, sizeof buf, "%s [%s]", what, sets[i]);
+		run_once(buf, d, a, b, c, res, want);
+	}
+	unsetenv("ONNXC_GEMM");
 }
 
 static void free_all(struct ref_tensor *t, int n)
