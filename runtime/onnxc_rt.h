@@ -107,6 +107,15 @@ typedef void (*rt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 void rt_launch(struct rt_ctx *ctx, rt_kernel_fn fn, void *const *args, int64_t outer,
                int64_t inner);
 
+/*
+ * Descriptors (struct rt_*_desc below) are filled by the compiler and
+ * shared by the CPU and CUDA targets (onnxc_rt_cuda.h). dtype is the type
+ * of the tensors a step reads; ydtype, where present, the type of the
+ * result it writes (0: dtype). The CPU kernels compute on one dtype: the
+ * CPU target converts half tensors around them (rt_convert) and always
+ * leaves ydtype 0; the CUDA libraries read and write half directly.
+ */
+
 /* ------------------------------------------------------------------------ */
 /* Epilogues: what GEMM and convolution apply to their results in place     */
 /* ------------------------------------------------------------------------ */
@@ -155,6 +164,7 @@ struct rt_gemm_desc {
 	float alpha, beta;
 	int bias;
 	struct rt_epilogue ep;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_gemm(struct rt_ctx *ctx, const struct rt_gemm_desc *d, const void *a, const void *b,
             const void *c, const void *residual, void *y);
@@ -166,10 +176,10 @@ int rt_gemm(struct rt_ctx *ctx, const struct rt_gemm_desc *d, const void *a, con
 /*
  * N-D convolution (nsp = 1, 2 or 3 spatial dims), NCHW layout:
  * x [n, c, in...], w [m, c/group, k...], bias [m] or NULL, y [n, m, out...].
- * pad_begin/pad_end are the explicit pads. f32 only. ws is workspace of
- * rt_conv_workspace(d) bytes (an im2col buffer for one image and group),
- * planned into the arena by the compiler; the GEMMs themselves use BLAS's
- * threads.
+ * pad_begin/pad_end are the explicit pads. f32 only (half precision through
+ * FP32 copies: see ydtype above). ws is workspace of rt_conv_workspace(d)
+ * bytes, planned into the arena by the compiler: the im2col buffer of the
+ * OpenBLAS fallback (onnxc's own kernels pack straight from the image).
  */
 struct rt_conv_desc {
 	int dtype;
@@ -178,6 +188,7 @@ struct rt_conv_desc {
 	int64_t in[3], k[3], out[3];
 	int64_t stride[3], dil[3], pad_begin[3], pad_end[3];
 	struct rt_epilogue ep;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 size_t rt_conv_workspace(const struct rt_conv_desc *d);
 int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, const void *w,
@@ -217,6 +228,7 @@ struct rt_pool_desc {
 	int count_include_pad;
 	int p;
 	int storage_order;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_pool(struct rt_ctx *ctx, const struct rt_pool_desc *d, const void *x, void *y,
             int64_t *indices);
@@ -232,6 +244,7 @@ struct rt_softmax_desc {
 	int dtype;
 	int kind;
 	int64_t outer, axis, inner;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_softmax(struct rt_ctx *ctx, const struct rt_softmax_desc *d, const void *x, void *y);
 
@@ -245,6 +258,7 @@ struct rt_layernorm_desc {
 	int dtype;
 	int64_t rows, cols;
 	float eps;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_layernorm(struct rt_ctx *ctx, const struct rt_layernorm_desc *d, const void *x,
                  const void *scale, const void *bias, void *y, float *mean, float *inv_std);
@@ -254,6 +268,7 @@ struct rt_instnorm_desc {
 	int dtype;
 	int64_t n, c, spatial;
 	float eps;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_instnorm(struct rt_ctx *ctx, const struct rt_instnorm_desc *d, const void *x,
                 const void *scale, const void *bias, void *y);
@@ -263,6 +278,7 @@ struct rt_lrn_desc {
 	int dtype;
 	int64_t n, c, spatial, size;
 	float alpha, beta, bias;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_lrn(struct rt_ctx *ctx, const struct rt_lrn_desc *d, const void *x, void *y);
 
@@ -295,6 +311,7 @@ struct rt_reduce_desc {
 	int rank;
 	int64_t dims[8];
 	unsigned axes_mask;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_reduce(struct rt_ctx *ctx, const struct rt_reduce_desc *d, const void *x, void *y);
 
@@ -312,6 +329,7 @@ struct rt_cumsum_desc {
 	int dtype;
 	int exclusive, reverse;
 	int64_t outer, axis, inner;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x, void *y);
 
@@ -428,6 +446,7 @@ struct rt_resize_desc {
 	float cubic_a;
 	int exclude_outside;
 	float extrapolation;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
 };
 int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x, void *y);
 
@@ -485,6 +504,26 @@ void rt_model_close(struct rt_model *m);
 const char *rt_default_weights(const char *file, char *buf, size_t n);
 /* Called at the start of every run (arena poisoning for tests). */
 void rt_model_begin_run(struct rt_model *m);
+
+/*
+ * The weights file on its own, shared by rt_model_open and the CUDA
+ * runtime (which uploads the data and closes it): read from path (mapped)
+ * or embedded, checked against model_id and weights_bytes exactly as
+ * rt_model_open checks them. data is the weights_bytes of data after the
+ * header. On failure w is zeroed and nothing is held.
+ */
+struct rt_weights {
+	const unsigned char *data;
+	size_t bytes;
+	void *map; /* the mapping (munmap on close), or NULL */
+	size_t map_bytes;
+};
+int rt_weights_open(struct rt_weights *w, const char *path, const void *embedded, uint64_t model_id,
+                    size_t weights_bytes);
+void rt_weights_close(struct rt_weights *w);
+/* The ONNXC_PROFILE=1 report on stderr: step_ms[nsteps] accumulated over
+ * runs, largest first (rt_model_close prints it; so does the CUDA runtime). */
+void rt_profile_print(int64_t runs, int nsteps, const char *const *names, const double *step_ms);
 
 #ifdef __cplusplus
 }

@@ -282,7 +282,7 @@ static int check_header(const unsigned char *h, size_t file_bytes, uint64_t mode
 	return RT_OK;
 }
 
-static int load_weights(struct rt_model *m, const char *path, uint64_t model_id,
+static int load_weights(struct rt_weights *w, const char *path, uint64_t model_id,
                         size_t weights_bytes)
 {
 	struct stat st;
@@ -310,11 +310,38 @@ static int load_weights(struct rt_model *m, const char *path, uint64_t model_id,
 	close(fd);
 	if (map == MAP_FAILED)
 		return RT_ERR_WEIGHTS_OPEN;
-	m->map = map;
-	m->map_bytes = (size_t)st.st_size;
-	m->weights = (const unsigned char *)map + RT_WEIGHTS_HEADER;
-	m->weights_bytes = weights_bytes;
+	w->map = map;
+	w->map_bytes = (size_t)st.st_size;
+	w->data = (const unsigned char *)map + RT_WEIGHTS_HEADER;
+	w->bytes = weights_bytes;
 	return RT_OK;
+}
+
+int rt_weights_open(struct rt_weights *w, const char *path, const void *embedded, uint64_t model_id,
+                    size_t weights_bytes)
+{
+	int status;
+	memset(w, 0, sizeof *w);
+	if (path) {
+		status = load_weights(w, path, model_id, weights_bytes);
+	} else if (embedded) {
+		status = check_header(embedded, RT_WEIGHTS_HEADER + weights_bytes, model_id,
+		                      weights_bytes);
+		w->data = (const unsigned char *)embedded + RT_WEIGHTS_HEADER;
+		w->bytes = weights_bytes;
+	} else {
+		status = weights_bytes ? RT_ERR_WEIGHTS_OPEN : RT_OK;
+	}
+	if (status)
+		rt_weights_close(w);
+	return status;
+}
+
+void rt_weights_close(struct rt_weights *w)
+{
+	if (w->map)
+		munmap(w->map, w->map_bytes);
+	memset(w, 0, sizeof *w);
 }
 
 int rt_model_open(struct rt_model *m, size_t arena_bytes, const char *path, const void *embedded,
@@ -322,19 +349,14 @@ int rt_model_open(struct rt_model *m, size_t arena_bytes, const char *path, cons
 {
 	int status;
 	const char *poison = getenv("ONNXC_POISON_ARENA");
+	struct rt_weights w;
 	memset(m, 0, sizeof *m);
-	if (path) {
-		status = load_weights(m, path, model_id, weights_bytes);
-	} else if (embedded) {
-		status = check_header(embedded, RT_WEIGHTS_HEADER + weights_bytes, model_id,
-		                      weights_bytes);
-		m->weights = (const unsigned char *)embedded + RT_WEIGHTS_HEADER;
-		m->weights_bytes = weights_bytes;
-	} else {
-		status = weights_bytes ? RT_ERR_WEIGHTS_OPEN : RT_OK;
-	}
-	if (status)
+	if ((status = rt_weights_open(&w, path, embedded, model_id, weights_bytes)))
 		goto fail;
+	m->weights = w.data;
+	m->weights_bytes = w.bytes;
+	m->map = w.map;
+	m->map_bytes = w.map_bytes;
 	m->arena_bytes = arena_bytes;
 	if (arena_bytes && posix_memalign((void **)&m->arena, 64, arena_bytes) != 0) {
 		m->arena = NULL;
@@ -382,25 +404,28 @@ static int by_time(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+void rt_profile_print(int64_t runs, int nsteps, const char *const *names, const double *step_ms)
+{
+	struct step_time *t;
+	double total = 0;
+	if (runs <= 0 || nsteps <= 0 || !(t = malloc(sizeof *t * (size_t)nsteps)))
+		return;
+	for (int i = 0; i < nsteps; i++) {
+		t[i] = (struct step_time){ step_ms[i], i };
+		total += step_ms[i];
+	}
+	qsort(t, (size_t)nsteps, sizeof *t, by_time);
+	fprintf(stderr, "onnxc profile: %lld runs, %.3f ms per run\n", (long long)runs,
+	        total / (double)runs);
+	for (int i = 0; i < nsteps; i++)
+		fprintf(stderr, "%8.3f ms %5.1f%%  step %d: %s\n", t[i].ms / (double)runs,
+		        total > 0 ? 100 * t[i].ms / total : 0, t[i].step, names[t[i].step]);
+	free(t);
+}
+
 static void profile_report(const struct rt_model *m)
 {
-	struct step_time *t = malloc(sizeof *t * (size_t)m->nsteps);
-	double total = 0;
-	if (!t || !m->runs) {
-		free(t);
-		return;
-	}
-	for (int i = 0; i < m->nsteps; i++) {
-		t[i] = (struct step_time){ m->step_ms[i], i };
-		total += m->step_ms[i];
-	}
-	qsort(t, (size_t)m->nsteps, sizeof *t, by_time);
-	fprintf(stderr, "onnxc profile: %lld runs, %.3f ms per run\n", (long long)m->runs,
-	        total / (double)m->runs);
-	for (int i = 0; i < m->nsteps; i++)
-		fprintf(stderr, "%8.3f ms %5.1f%%  step %d: %s\n", t[i].ms / (double)m->runs,
-		        total > 0 ? 100 * t[i].ms / total : 0, t[i].step, m->step_names[t[i].step]);
-	free(t);
+	rt_profile_print(m->runs, m->nsteps, m->step_names, m->step_ms);
 }
 
 void rt_model_close(struct rt_model *m)

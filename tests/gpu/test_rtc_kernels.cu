@@ -1,0 +1,1502 @@
+/*
+ * test_rtc_kernels.cu - the hand-written CUDA kernels (runtime/cuda/rtc_*.cu)
+ * run on a GPU and compared with the CPU runtime (runtime/rt_*.c).
+ *
+ * Every entry point runs on random data over shapes that take each of its
+ * paths (thread, warp and block groups; rows and cols reductions; tiles and
+ * widened copies; register and general resize), for every storage dtype it
+ * takes: FP32, FP16, BF16 and FP64 inputs with every allowed result dtype,
+ * the integers where the CPU takes them. The CPU reference runs in FP32 on
+ * the same inputs rounded through the storage dtype, so the only
+ * differences are summation order and the final rounding: FP32 results
+ * match within 1e-5 relative, FP16 within 1e-3, BF16 within 8e-3; max,
+ * indices, integers and data movement match exactly. A last test captures
+ * a sequence of steps into a CUDA Graph and replays it (every launch must
+ * be capturable: nothing synchronizes). Gathers with indices out of range
+ * must set the index error flag.
+ *
+ * The kernels are linked without rtc_core.c: a stand-in below provides the
+ * stream, the multiprocessor count, the error flag and the error strings.
+ *
+ * Exit status: 0 passed, 1 failed, 77 no CUDA device (ctest: skipped).
+ * `test_rtc_kernels NAME` runs the tests whose name contains NAME.
+ */
+#include "onnxc_rt.h"
+#include "rtc_internal.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+/* ------------------------------------------------------------------------ */
+/* A stand-in for rtc_core.c                                                */
+/* ------------------------------------------------------------------------ */
+
+struct rtc_model {
+	cudaStream_t stream;
+	int sm_count;
+	int *flag; /* device */
+	char err[512];
+};
+
+cudaStream_t rtc_stream(const struct rtc_model *m) { return m->stream; }
+int rtc_sm_count(const struct rtc_model *m) { return m->sm_count; }
+int *rtc_index_error(const struct rtc_model *m) { return m->flag; }
+int rtc_dtype_size(int dtype) { return rt_dtype_size(dtype); }
+
+int rtc_fail(struct rtc_model *m, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof m->err, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int rtc_check(struct rtc_model *m, cudaError_t e, const char *what)
+{
+	if (e == cudaSuccess)
+		return RT_OK;
+	(void)cudaGetLastError();
+	return rtc_fail(m, RT_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Harness                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static struct rtc_model M;
+static struct rt_ctx *ctx;
+static int failures;
+static const char *current;
+
+#define CUDA_OK(call)                                                                 \
+	do {                                                                          \
+		cudaError_t e_ = (call);                                              \
+		if (e_ != cudaSuccess) {                                              \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+			        cudaGetErrorString(e_));                              \
+			exit(1);                                                      \
+		}                                                                     \
+	} while (0)
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", current);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	failures++;
+}
+
+#define EXPECT(c)                                                   \
+	do {                                                        \
+		if (!(c))                                           \
+			fail("line %d: expected %s", __LINE__, #c); \
+	} while (0)
+
+static uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd_u64(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return seed;
+}
+
+static int64_t rnd(int64_t n) { return n > 0 ? (int64_t)(rnd_u64() % (uint64_t)n) : 0; }
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + rnd(hi - lo + 1); }
+static double rnd_unit(void) { return (double)(rnd_u64() >> 11) * 0x1p-53; }
+
+typedef std::vector<unsigned char> bytes;
+
+static void rnd_fill(bytes &b)
+{
+	for (auto &c : b)
+		c = (unsigned char)rnd_u64();
+}
+
+/* Device buffers, freed at the end of each test. */
+static std::vector<void *> allocations;
+
+static void *dev(size_t n)
+{
+	void *p;
+	CUDA_OK(cudaMalloc(&p, n ? n : 1));
+	CUDA_OK(cudaMemset(p, 0, n ? n : 1));
+	allocations.push_back(p);
+	return p;
+}
+
+static void *up(const bytes &h)
+{
+	void *d = dev(h.size());
+	if (h.size())
+		CUDA_OK(cudaMemcpy(d, h.data(), h.size(), cudaMemcpyHostToDevice));
+	return d;
+}
+
+static bytes down(const void *d, size_t n)
+{
+	bytes h(n);
+	CUDA_OK(cudaStreamSynchronize(M.stream));
+	if (n)
+		CUDA_OK(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost));
+	return h;
+}
+
+/* A step's status, then the stream's: both must be clean. */
+static bool ran(int status, const char *what)
+{
+	cudaError_t e;
+	if (status != RT_OK) {
+		fail("%s: status %d: %s", what, status, M.err);
+		return false;
+	}
+	e = cudaStreamSynchronize(M.stream);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "%s: %s: %s (the context is lost)\n", current, what,
+		        cudaGetErrorString(e));
+		exit(1);
+	}
+	return true;
+}
+
+static int esize(int dt) { return rt_dtype_size(dt); }
+
+/* f32 values stored as a float dtype (F32, F16, BF16, F64), rounding to
+ * nearest even; and back. */
+static bytes pack(const std::vector<float> &x, int dt)
+{
+	bytes b(x.size() * (size_t)esize(dt));
+	if (dt == RT_F32)
+		memcpy(b.data(), x.data(), b.size());
+	else if (dt == RT_F64)
+		for (size_t i = 0; i < x.size(); i++)
+			((double *)b.data())[i] = x[i];
+	else
+		EXPECT(rt_convert(ctx, b.data(), dt, x.data(), RT_F32, (int64_t)x.size()) == RT_OK);
+	return b;
+}
+
+static std::vector<float> unpack(const bytes &b, int dt)
+{
+	std::vector<float> x(b.size() / (size_t)esize(dt));
+	if (dt == RT_F32)
+		memcpy(x.data(), b.data(), b.size());
+	else if (dt == RT_F64)
+		for (size_t i = 0; i < x.size(); i++)
+			x[i] = (float)((const double *)b.data())[i];
+	else
+		EXPECT(rt_convert(ctx, x.data(), RT_F32, b.data(), dt, (int64_t)x.size()) == RT_OK);
+	return x;
+}
+
+static std::vector<float> rounded(const std::vector<float> &x, int dt)
+{
+	return unpack(pack(x, dt), dt);
+}
+
+static std::vector<float> rnd_floats(int64_t n, double lo, double hi)
+{
+	std::vector<float> x((size_t)n);
+	for (auto &v : x)
+		v = (float)(lo + (hi - lo) * rnd_unit());
+	return x;
+}
+
+/*
+ * got (in dtype yt) against the FP32 reference: |g - w| <= rtol |w| +
+ * atol * scale; NaN matches NaN, infinities match exactly.
+ */
+static void compare(const char *what, const std::vector<float> &got, const std::vector<float> &want,
+                    int yt, double scale)
+{
+	double rtol = yt == RT_F16 ? 1e-3 : yt == RT_BF16 ? 8e-3 : 1e-5;
+	double atol = 1e-6 * scale + (yt == RT_F16 ? 1e-7 : 0);
+	int64_t bad = 0;
+	if (got.size() != want.size()) {
+		fail("%s: %zu results, want %zu", what, got.size(), want.size());
+		return;
+	}
+	for (size_t i = 0; i < got.size(); i++) {
+		double g = got[i], w = want[i];
+		bool ok = isnan(w) || isnan(g)   ? isnan(w) && isnan(g)
+		          : isinf(w) || isinf(g) ? g == w
+		                                 : fabs(g - w) <= rtol * fabs(w) + atol;
+		if (!ok && bad++ < 5)
+			fprintf(stderr, "%s: %s [%zu]: %.9g, want %.9g\n", current, what, i, g, w);
+	}
+	if (bad)
+		fail("%s: %lld of %zu results differ", what, (long long)bad, got.size());
+}
+
+static void compare_bytes(const char *what, const bytes &got, const bytes &want)
+{
+	if (got.size() != want.size() || memcmp(got.data(), want.data(), got.size())) {
+		size_t i = 0;
+		while (i < got.size() && i < want.size() && got[i] == want[i])
+			i++;
+		fail("%s: bytes differ (first at %zu of %zu)", what, i, want.size());
+	}
+}
+
+/* The float storage combinations: FP32/FP16/BF16 to each, FP64 to FP64. */
+struct io {
+	int dt, yt;
+};
+static const io float_ios[] = { { RT_F32, RT_F32 },  { RT_F32, RT_F16 },  { RT_F32, RT_BF16 },
+	                        { RT_F16, RT_F16 },  { RT_F16, RT_F32 },  { RT_BF16, RT_BF16 },
+	                        { RT_BF16, RT_F32 }, { RT_F16, RT_BF16 }, { RT_F64, RT_F64 } };
+
+#define FOR_IOS(v) for (const io &v : float_ios)
+
+static int take_flag(void)
+{
+	int f = 0;
+	CUDA_OK(cudaStreamSynchronize(M.stream));
+	CUDA_OK(cudaMemcpy(&f, M.flag, sizeof f, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemset(M.flag, 0, sizeof f));
+	return f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static struct rt_pool_desc pool_desc(int kind, int nsp, int64_t n, int64_t c, const int64_t *in,
+                                     const int64_t *k, const int64_t *s, const int64_t *dil,
+                                     const int64_t *pb, const int64_t *pe, int ceil_mode)
+{
+	struct rt_pool_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F32;
+	d.kind = kind;
+	d.nsp = nsp;
+	d.n = n;
+	d.c = c;
+	d.p = 2;
+	for (int i = 0; i < nsp; i++) {
+		int64_t span = in[i] + pb[i] + pe[i] - ((k[i] - 1) * dil[i] + 1);
+		d.in[i] = in[i];
+		d.k[i] = k[i];
+		d.stride[i] = s[i];
+		d.dil[i] = dil[i];
+		d.pad_begin[i] = pb[i];
+		d.pad_end[i] = pe[i];
+		d.out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+		if (ceil_mode && (d.out[i] - 1) * s[i] >= in[i] + pb[i])
+			d.out[i]--;
+	}
+	return d;
+}
+
+static void pool_counts(const struct rt_pool_desc &d, int64_t *nx, int64_t *ny)
+{
+	*nx = *ny = d.n * d.c;
+	for (int i = 0; i < d.nsp; i++) {
+		*nx *= d.in[i];
+		*ny *= d.out[i];
+	}
+}
+
+static void pool_float(struct rt_pool_desc d, bool with_idx, bool nan)
+{
+	int64_t nx, ny;
+	pool_counts(d, &nx, &ny);
+	std::vector<float> x = rnd_floats(nx, -2, 2), want((size_t)ny);
+	std::vector<int64_t> idx((size_t)ny), gidx((size_t)ny);
+	for (auto &v : x) {
+		if (d.kind == RT_POOL_MAX)
+			v = (float)rnd_in(-8, 8) / 4; /* ties */
+		if (nan && rnd(20) == 0)
+			v = NAN;
+	}
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt);
+		struct rt_pool_desc g = d;
+		EXPECT(rt_pool(ctx, &d, xr.data(), want.data(), with_idx ? idx.data() : NULL) ==
+		       RT_OK);
+		g.dtype = t.dt;
+		g.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *dy = dev((size_t)ny * esize(t.yt));
+		int64_t *di = with_idx ? (int64_t *)dev(8 * (size_t)ny) : NULL;
+		if (!ran(rtc_pool(&M, &g, dx, dy, di), "rtc_pool"))
+			continue;
+		compare("pool", unpack(down(dy, (size_t)ny * esize(t.yt)), t.yt), want, t.yt, 10);
+		if (with_idx) {
+			bytes b = down(di, 8 * (size_t)ny);
+			memcpy(gidx.data(), b.data(), b.size());
+			EXPECT(gidx == idx);
+		}
+	}
+}
+
+static void pool_int(struct rt_pool_desc d, int dt, bool with_idx)
+{
+	int64_t nx, ny;
+	pool_counts(d, &nx, &ny);
+	bytes x((size_t)nx * esize(dt)), want((size_t)ny * esize(dt));
+	std::vector<int64_t> idx((size_t)ny);
+	rnd_fill(x);
+	d.dtype = dt;
+	EXPECT(rt_pool(ctx, &d, x.data(), want.data(), with_idx ? idx.data() : NULL) == RT_OK);
+	void *dx = up(x), *dy = dev(want.size());
+	int64_t *di = with_idx ? (int64_t *)dev(8 * (size_t)ny) : NULL;
+	if (!ran(rtc_pool(&M, &d, dx, dy, di), "rtc_pool int"))
+		return;
+	compare_bytes("pool int", down(dy, want.size()), want);
+	if (with_idx) {
+		bytes b = down(di, 8 * (size_t)ny), w((size_t)ny * 8);
+		memcpy(w.data(), idx.data(), w.size());
+		compare_bytes("pool int indices", b, w);
+	}
+}
+
+static void test_pool(void)
+{
+	static const int64_t one[3] = { 1, 1, 1 }, zero[3] = { 0, 0, 0 };
+	{ /* 3x3 stride 2 pad 1, every kind */
+		int64_t in[2] = { 17, 19 }, k[2] = { 3, 3 }, s[2] = { 2, 2 }, p[2] = { 1, 1 };
+		for (int kind = 0; kind < 3; kind++) {
+			struct rt_pool_desc d = pool_desc(kind, 2, 2, 3, in, k, s, one, p, p, 0);
+			pool_float(d, kind == RT_POOL_MAX, kind == RT_POOL_MAX);
+			d.count_include_pad = 1;
+			d.p = 3;
+			pool_float(d, false, false);
+		}
+	}
+	{ /* dilation, asymmetric pads, ceil mode, storage order */
+		int64_t in[2] = { 11, 8 }, k[2] = { 3, 2 }, s[2] = { 2, 3 }, dil[2] = { 2, 1 };
+		int64_t pb[2] = { 2, 0 }, pe[2] = { 1, 1 };
+		struct rt_pool_desc d = pool_desc(RT_POOL_MAX, 2, 1, 4, in, k, s, dil, pb, pe, 1);
+		pool_float(d, true, true);
+		d.storage_order = 1;
+		pool_float(d, true, false);
+	}
+	{ /* a window entirely in the padding: avg 0/0, max -inf and index 0 */
+		int64_t in[1] = { 2 }, k[1] = { 2 }, pb[1] = { 2 };
+		pool_float(pool_desc(RT_POOL_AVG, 1, 1, 3, in, k, one, one, pb, zero, 0), false,
+		           false);
+		pool_float(pool_desc(RT_POOL_MAX, 1, 1, 3, in, k, one, one, pb, zero, 0), true,
+		           false);
+	}
+	{ /* 1-D and 3-D */
+		int64_t in1[1] = { 50 }, k1[1] = { 5 }, s1[1] = { 3 }, p1[1] = { 2 };
+		int64_t in3[3] = { 6, 7, 8 }, k3[3] = { 2, 3, 2 }, s3[3] = { 1, 2, 2 },
+		        p3[3] = { 1, 1, 0 };
+		for (int kind = 0; kind < 3; kind++) {
+			pool_float(pool_desc(kind, 1, 2, 4, in1, k1, s1, one, p1, p1, 0), kind == 0,
+			           false);
+			pool_float(pool_desc(kind, 3, 1, 2, in3, k3, s3, one, p3, zero, 1),
+			           kind == 0, false);
+		}
+	}
+	{ /* global and wide windows (a warp per output) */
+		int64_t in7[2] = { 7, 7 }, in56[2] = { 56, 56 }, k9[2] = { 9, 9 }, p4[2] = { 4, 4 };
+		for (int kind = 0; kind < 3; kind++) {
+			pool_float(pool_desc(kind, 2, 2, 64, in7, in7, one, one, zero, zero, 0),
+			           kind == 0, kind == 0);
+			pool_float(pool_desc(kind, 2, 1, 8, in56, in56, one, one, zero, zero, 0),
+			           false, false);
+		}
+		pool_float(pool_desc(RT_POOL_MAX, 2, 1, 3, in7, k9, one, one, p4, p4, 0), true,
+		           true);
+		pool_float(pool_desc(RT_POOL_AVG, 2, 1, 3, in56, k9, one, one, p4, p4, 0), false,
+		           false);
+	}
+	{ /* a ResNet stem's max pool */
+		int64_t in[2] = { 112, 112 }, k[2] = { 3, 3 }, s[2] = { 2, 2 }, p[2] = { 1, 1 };
+		pool_float(pool_desc(RT_POOL_MAX, 2, 2, 64, in, k, s, one, p, p, 0), true, false);
+	}
+	{ /* integers: max only */
+		int64_t in[2] = { 9, 10 }, k[2] = { 3, 3 }, s[2] = { 2, 1 }, p[2] = { 1, 1 };
+		int64_t in7[2] = { 9, 9 };
+		static const int dts[] = { RT_I8, RT_U8, RT_I32, RT_I64 };
+		for (int dt : dts) {
+			pool_int(pool_desc(RT_POOL_MAX, 2, 2, 3, in, k, s, one, p, p, 0), dt, true);
+			pool_int(pool_desc(RT_POOL_MAX, 2, 1, 5, in7, in7, one, one, zero, zero, 0),
+			         dt, true);
+		}
+	}
+	{ /* refused: avg of integers, a bad stride */
+		int64_t in[1] = { 4 }, k[1] = { 2 };
+		struct rt_pool_desc d =
+		        pool_desc(RT_POOL_AVG, 1, 1, 1, in, k, one, one, zero, zero, 0);
+		d.dtype = RT_I32;
+		EXPECT(rtc_pool(&M, &d, dev(16), dev(16), NULL) == RT_ERR_ARGUMENT);
+		d.dtype = RT_F32;
+		d.stride[0] = 0;
+		EXPECT(rtc_pool(&M, &d, dev(16), dev(16), NULL) == RT_ERR_ARGUMENT);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Softmax, norms                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void softmax_case(int kind, int64_t outer, int64_t axis, int64_t inner, bool special)
+{
+	int64_t n = outer * axis * inner;
+	std::vector<float> x = rnd_floats(n, -8, 8), want((size_t)n);
+	if (special) {
+		for (auto &v : x)
+			if (rnd(10) == 0)
+				v = -INFINITY;     /* masking */
+		for (int64_t a = 0; a < axis; a++) /* a whole lane of -inf, one NaN */
+			x[(size_t)(a * inner)] = -INFINITY;
+		x[(size_t)(n - 1)] = NAN;
+	}
+	if (kind == RT_HARDMAX)
+		for (auto &v : x)
+			v = isfinite(v) ? (float)rnd_in(-3, 3) : v; /* ties */
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt);
+		struct rt_softmax_desc d = { RT_F32, kind, outer, axis, inner, 0 };
+		EXPECT(rt_softmax(ctx, &d, xr.data(), want.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *dy = dev((size_t)n * esize(t.yt));
+		if (ran(rtc_softmax(&M, &d, dx, dy), "rtc_softmax"))
+			compare("softmax", unpack(down(dy, (size_t)n * esize(t.yt)), t.yt), want,
+			        t.yt, kind == RT_LOG_SOFTMAX ? 16 : 1);
+	}
+}
+
+static void test_softmax(void)
+{
+	static const int64_t axes[] = { 1, 7, 1000, 1024, 1025, 5000, 70000 };
+	for (int kind = 0; kind < 3; kind++) {
+		for (int64_t axis : axes)
+			softmax_case(kind, axis > 5000 ? 2 : 37, axis, 1, false);
+		softmax_case(kind, 5, 300, 1, true);
+		softmax_case(kind, 3, 2000, 1, true);
+		softmax_case(kind, 2, 10, 33, false);
+		softmax_case(kind, 1, 1000, 3, true);
+		softmax_case(kind, 4, 1, 5, false);
+		softmax_case(kind, 2, 40, 9000, false);
+	}
+	struct rt_softmax_desc bad = { RT_I32, RT_SOFTMAX, 1, 1, 1, 0 };
+	EXPECT(rtc_softmax(&M, &bad, dev(4), dev(4)) == RT_ERR_ARGUMENT);
+	bad.dtype = RT_F64;
+	bad.ydtype = RT_F32;
+	EXPECT(rtc_softmax(&M, &bad, dev(8), dev(8)) == RT_ERR_ARGUMENT);
+}
+
+static void layernorm_case(int64_t rows, int64_t cols, bool bias, float offset)
+{
+	int64_t n = rows * cols;
+	std::vector<float> x = rnd_floats(n, -1, 1), sc = rnd_floats(cols, 0.5, 1.5),
+	                   bi = rnd_floats(cols, -1, 1), want((size_t)n), mean((size_t)rows),
+	                   inv((size_t)rows);
+	for (auto &v : x)
+		v += offset;
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt), sr = rounded(sc, t.dt),
+		                   br = rounded(bi, t.dt);
+		struct rt_layernorm_desc d = { RT_F32, rows, cols, 1e-5f, 0 };
+		EXPECT(rt_layernorm(ctx, &d, xr.data(), sr.data(), bias ? br.data() : NULL,
+		                    want.data(), mean.data(), inv.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *ds = up(pack(sc, t.dt)), *db = up(pack(bi, t.dt));
+		void *dy = dev((size_t)n * esize(t.yt));
+		float *dm = (float *)dev(4 * (size_t)rows), *di = (float *)dev(4 * (size_t)rows);
+		if (!ran(rtc_layernorm(&M, &d, dx, ds, bias ? db : NULL, dy, dm, di),
+		         "rtc_layernorm"))
+			continue;
+		compare("layernorm", unpack(down(dy, (size_t)n * esize(t.yt)), t.yt), want, t.yt,
+		        10);
+		compare("layernorm mean", unpack(down(dm, 4 * (size_t)rows), RT_F32), mean, RT_F32,
+		        1 + fabs(offset));
+		compare("layernorm inv_std", unpack(down(di, 4 * (size_t)rows), RT_F32), inv,
+		        RT_F32, 1);
+	}
+}
+
+static void instnorm_case(int64_t n, int64_t c, int64_t sp)
+{
+	int64_t total = n * c * sp;
+	std::vector<float> x = rnd_floats(total, -3, 5), sc = rnd_floats(c, 0.5, 1.5),
+	                   bi = rnd_floats(c, -1, 1), want((size_t)total);
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt), sr = rounded(sc, t.dt),
+		                   br = rounded(bi, t.dt);
+		struct rt_instnorm_desc d = { RT_F32, n, c, sp, 1e-5f, 0 };
+		EXPECT(rt_instnorm(ctx, &d, xr.data(), sr.data(), br.data(), want.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *ds = up(pack(sc, t.dt)), *db = up(pack(bi, t.dt));
+		void *dy = dev((size_t)total * esize(t.yt));
+		if (ran(rtc_instnorm(&M, &d, dx, ds, db, dy), "rtc_instnorm"))
+			compare("instnorm", unpack(down(dy, (size_t)total * esize(t.yt)), t.yt),
+			        want, t.yt, 10);
+	}
+}
+
+static void lrn_case(int64_t n, int64_t c, int64_t sp, int64_t size, float beta)
+{
+	int64_t total = n * c * sp;
+	std::vector<float> x = rnd_floats(total, -2, 2), want((size_t)total);
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt);
+		struct rt_lrn_desc d = { RT_F32, n, c, sp, size, 1e-3f, beta, 2.0f, 0 };
+		EXPECT(rt_lrn(ctx, &d, xr.data(), want.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *dy = dev((size_t)total * esize(t.yt));
+		if (ran(rtc_lrn(&M, &d, dx, dy), "rtc_lrn"))
+			compare("lrn", unpack(down(dy, (size_t)total * esize(t.yt)), t.yt), want,
+			        t.yt, 1);
+	}
+}
+
+static void test_norms(void)
+{
+	layernorm_case(1, 1, true, 0);
+	layernorm_case(3, 7, false, 0);
+	layernorm_case(64, 768, true, 0);
+	layernorm_case(8, 1024, true, 100);
+	layernorm_case(4, 1025, false, 0);
+	layernorm_case(2, 4096, true, 30);
+	layernorm_case(2, 20000, true, 0);
+	layernorm_case(5, 0, true, 0);
+	instnorm_case(2, 3, 49);
+	instnorm_case(1, 16, 4096);
+	instnorm_case(2, 4, 1);
+	lrn_case(2, 16, 49, 5, 0.75f);
+	lrn_case(1, 7, 100, 3, 0.6f);
+	lrn_case(1, 3, 10, 9, 0.75f);
+	lrn_case(1, 4, 10, 1, 1.0f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reductions, arg, cumsum                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct shape {
+	int rank;
+	int64_t dims[8];
+};
+
+static int64_t count(const shape &s, unsigned mask, bool kept)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s.rank; i++)
+		if (!mask || ((mask >> i) & 1) != (unsigned)kept)
+			n *= s.dims[i];
+	return n;
+}
+
+static void reduce_float(const shape &s, unsigned mask, int kind)
+{
+	int64_t n = count(s, 0, false), nout = count(s, mask, true), nred = n / (nout ? nout : 1);
+	std::vector<float> x = rnd_floats(n, kind == RT_REDUCE_LOG_SUM ? 0.01 : -1, 1),
+	                   want((size_t)nout);
+	if (kind == RT_REDUCE_PROD)
+		for (auto &v : x)
+			v = 1 + (v - 0.5f) / (float)(nred + 1); /* products near 1 */
+	FOR_IOS(t)
+	{
+		std::vector<float> xr = rounded(x, t.dt);
+		struct rt_reduce_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = RT_F32;
+		d.kind = kind;
+		d.rank = s.rank;
+		memcpy(d.dims, s.dims, sizeof d.dims);
+		d.axes_mask = mask;
+		EXPECT(rt_reduce(ctx, &d, xr.data(), want.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *dy = dev((size_t)nout * esize(t.yt));
+		bool sums = kind == RT_REDUCE_SUM || kind == RT_REDUCE_L1 ||
+		            kind == RT_REDUCE_SUM_SQUARE || kind == RT_REDUCE_PROD;
+		if (ran(rtc_reduce(&M, &d, dx, dy), "rtc_reduce"))
+			compare("reduce", unpack(down(dy, (size_t)nout * esize(t.yt)), t.yt), want,
+			        t.yt, sums ? 1 + (double)nred : 1 + sqrt((double)nred));
+	}
+}
+
+static void reduce_int(const shape &s, unsigned mask, int kind, int dt)
+{
+	int64_t n = count(s, 0, false), nout = count(s, mask, true);
+	bytes x((size_t)n * esize(dt)), want((size_t)nout * esize(dt));
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = kind == RT_REDUCE_LOG_SUM ? rnd_in(1, 5) : rnd_in(-5, 5);
+		if (dt == RT_U8 || dt == RT_I8)
+			v = (int64_t)rnd_u64();
+		memcpy(&x[(size_t)(i * esize(dt))], &v, (size_t)esize(dt)); /* little-endian */
+	}
+	struct rt_reduce_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = dt;
+	d.kind = kind;
+	d.rank = s.rank;
+	memcpy(d.dims, s.dims, sizeof d.dims);
+	d.axes_mask = mask;
+	EXPECT(rt_reduce(ctx, &d, x.data(), want.data()) == RT_OK);
+	void *dx = up(x), *dy = dev(want.size());
+	if (!ran(rtc_reduce(&M, &d, dx, dy), "rtc_reduce int"))
+		return;
+	bytes got = down(dy, want.size());
+	/* log and exp may differ by an ulp between libm and the device, so
+	 * their truncated results by one */
+	bool loose = kind == RT_REDUCE_LOG_SUM || kind == RT_REDUCE_LOG_SUM_EXP;
+	for (int64_t i = 0; i < nout; i++) {
+		int64_t g = 0, w = 0;
+		memcpy(&g, &got[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		memcpy(&w, &want[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		if (g != w && !(loose && llabs(g - w) == 1)) {
+			fail("reduce int kind %d dtype %d [%lld]: %lld, want %lld", kind, dt,
+			     (long long)i, (long long)g, (long long)w);
+			break;
+		}
+	}
+}
+
+static void test_reduce(void)
+{
+	const shape shapes[] = { { 1, { 1000 } },      { 2, { 64, 1000 } },
+		                 { 3, { 8, 16, 32 } }, { 4, { 3, 1, 5, 7 } },
+		                 { 2, { 4, 8 } },      { 0, { 0 } },
+		                 { 3, { 2, 0, 3 } },   { 5, { 2, 3, 4, 5, 6 } },
+		                 { 2, { 50000, 40 } }, { 2, { 100000, 3 } } };
+	for (const shape &s : shapes)
+		for (unsigned mask = 0; mask < (1u << s.rank); mask++)
+			for (int kind = 0; kind <= RT_REDUCE_LOG_SUM_EXP; kind++) {
+				if (count(s, 0, false) > 1000000 && kind % 3)
+					continue;
+				reduce_float(s, mask, kind);
+				reduce_int(s, mask, kind, kind % 2 ? RT_I32 : RT_I64);
+				if (kind == RT_REDUCE_MAX || kind == RT_REDUCE_MIN) {
+					reduce_int(s, mask, kind, RT_U8);
+					reduce_int(s, mask, kind, RT_I8);
+				}
+			}
+	const shape big[] = { { 1, { 1 << 22 } }, { 2, { 2, 300000 } }, { 3, { 7, 100000, 2 } } };
+	for (const shape &s : big)
+		for (int kind = 0; kind <= RT_REDUCE_LOG_SUM_EXP; kind++) {
+			reduce_float(s, s.rank == 3 ? 2u : 1u << (s.rank - 1), kind);
+			reduce_int(s, 1u << (s.rank - 1), kind, RT_I64);
+		}
+}
+
+static void arg_case(int dt, int64_t outer, int64_t axis, int64_t inner, bool nan)
+{
+	int64_t n = outer * axis * inner, nout = outer * inner;
+	std::vector<float> xf((size_t)n);
+	bytes x((size_t)n * esize(dt)), want((size_t)nout * 8);
+	for (auto &v : xf)
+		v = nan && rnd(15) == 0 ? NAN : (float)rnd_in(-3, 3);
+	bool is_float = dt == RT_F32 || dt == RT_F16 || dt == RT_BF16 || dt == RT_F64;
+	if (is_float) {
+		x = pack(xf, dt);
+	} else {
+		for (int64_t i = 0; i < n; i++) {
+			int64_t v = isnan(xf[(size_t)i]) ? 0 : (int64_t)xf[(size_t)i];
+			memcpy(&x[(size_t)(i * esize(dt))], &v, (size_t)esize(dt));
+		}
+	}
+	for (int flags = 0; flags < 4; flags++) {
+		struct rt_arg_desc d = { dt, flags & 1, flags >> 1, outer, axis, inner };
+		/* the CPU has no halves: their values are exact in FP32 */
+		if (dt == RT_F16 || dt == RT_BF16) {
+			d.dtype = RT_F32;
+			EXPECT(rt_arg(ctx, &d, unpack(x, dt).data(), (int64_t *)want.data()) ==
+			       RT_OK);
+			d.dtype = dt;
+		} else {
+			EXPECT(rt_arg(ctx, &d, x.data(), (int64_t *)want.data()) == RT_OK);
+		}
+		void *dx = up(x), *dy = dev(want.size());
+		if (ran(rtc_arg(&M, &d, dx, (int64_t *)dy), "rtc_arg"))
+			compare_bytes("arg", down(dy, want.size()), want);
+	}
+}
+
+static void test_arg(void)
+{
+	static const int dts[] = { RT_F32, RT_F16, RT_BF16, RT_F64, RT_I8,  RT_U8,
+		                   RT_I16, RT_U16, RT_I32,  RT_U32, RT_I64, RT_U64 };
+	for (int dt : dts) {
+		arg_case(dt, 3, 5000, 1, true); /* groups per row */
+		arg_case(dt, 2, 100000, 1, true);
+		arg_case(dt, 50000, 20, 1, true); /* a thread per row */
+		arg_case(dt, 3, 40, 7, true);     /* lanes */
+		arg_case(dt, 4, 1, 3, false);
+	}
+	struct rt_arg_desc d = { RT_F32, 0, 0, 3, 0, 2 }; /* an empty axis: zeros */
+	int64_t *dy = (int64_t *)dev(48);
+	CUDA_OK(cudaMemset(dy, 0xff, 48));
+	if (ran(rtc_arg(&M, &d, NULL, dy), "rtc_arg empty"))
+		compare_bytes("arg empty", down(dy, 48), bytes(48, 0));
+}
+
+static void cumsum_case(int64_t outer, int64_t axis, int64_t inner, bool in_place)
+{
+	int64_t n = outer * axis * inner;
+	std::vector<float> x = rnd_floats(n, -1, 1), want((size_t)n);
+	for (int flags = 0; flags < 4; flags++) {
+		FOR_IOS(t)
+		{
+			if (in_place && t.dt != t.yt)
+				continue;
+			std::vector<float> xr = rounded(x, t.dt);
+			struct rt_cumsum_desc d = { RT_F32, flags & 1, flags >> 1, outer,
+				                    axis,   inner,     0 };
+			EXPECT(rt_cumsum(ctx, &d, xr.data(), want.data()) == RT_OK);
+			d.dtype = t.dt;
+			d.ydtype = t.yt;
+			void *dx = up(pack(x, t.dt)),
+			     *dy = in_place ? dx : dev((size_t)n * esize(t.yt));
+			if (ran(rtc_cumsum(&M, &d, dx, dy), "rtc_cumsum"))
+				compare("cumsum", unpack(down(dy, (size_t)n * esize(t.yt)), t.yt),
+				        want, t.yt, 1 + sqrt((double)axis));
+		}
+		static const int dts[] = { RT_I32, RT_I64 };
+		for (int dt : dts) {
+			bytes xi((size_t)n * esize(dt)), wi((size_t)n * esize(dt));
+			rnd_fill(xi);
+			struct rt_cumsum_desc d = {
+				dt, flags & 1, flags >> 1, outer, axis, inner, 0
+			};
+			EXPECT(rt_cumsum(ctx, &d, xi.data(), wi.data()) == RT_OK);
+			void *dx = up(xi), *dy = in_place ? dx : dev(wi.size());
+			if (ran(rtc_cumsum(&M, &d, dx, dy), "rtc_cumsum int"))
+				compare_bytes("cumsum int", down(dy, wi.size()), wi);
+		}
+	}
+}
+
+static void test_cumsum(void)
+{
+	cumsum_case(1, 100000, 1, false); /* a block per lane */
+	cumsum_case(3, 5000, 2, true);
+	cumsum_case(1000, 50, 1, false);
+	cumsum_case(100000, 10, 1, true); /* a thread per lane */
+	cumsum_case(4, 33, 300, false);
+	cumsum_case(2, 1, 3, false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A copy described as rt_copy takes it, run both ways; x and y are sized
+ * for the offsets and strides. */
+static void copy_run(const struct rt_copy_desc &d, int64_t nsrc, int64_t ndst, int shift)
+{
+	bytes x((size_t)(nsrc * d.esize)), y((size_t)(ndst * d.esize));
+	rnd_fill(x);
+	rnd_fill(y);
+	bytes want = y;
+	EXPECT(rt_copy(ctx, &d, x.data(), want.data()) == RT_OK);
+	/* shifted by one element: no alignment beyond the element's */
+	char *dx = (char *)dev(x.size() + 16) + shift * d.esize;
+	char *dy = (char *)dev(y.size() + 16) + shift * d.esize;
+	CUDA_OK(cudaMemcpy(dx, x.data(), x.size(), cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy(dy, y.data(), y.size(), cudaMemcpyHostToDevice));
+	if (ran(rtc_copy(&M, &d, dx, dy), "rtc_copy"))
+		compare_bytes("copy", down(dy, y.size()), want);
+}
+
+/* A random view of a source tensor into a dense or strided destination
+ * (the generator of tests/unit/test_rtc_index.c). */
+static void copy_random(bool big)
+{
+	struct rt_copy_desc d;
+	int perm[8];
+	int64_t full[8], st[8], s = 1, dfull[8], dst_st[8], step[8], start[8];
+	static const int sizes[] = { 1, 2, 3, 4, 8, 16 };
+	memset(&d, 0, sizeof d);
+	d.esize = sizes[rnd(6)];
+	d.rank = (int)rnd_in(big ? 2 : 0, big ? 4 : 6);
+	for (int i = 0; i < d.rank; i++) {
+		d.dims[i] = big ? rnd_in(1, 4) : rnd(20) == 0 ? 0 : rnd_in(1, 5);
+		perm[i] = i;
+	}
+	if (big) {
+		d.dims[rnd(d.rank)] = rnd_in(16, 300);
+		d.dims[rnd(d.rank)] = rnd_in(16, 300);
+	}
+	for (int i = d.rank - 1; i > 0; i--) {
+		int j = (int)rnd(i + 1), tmp = perm[i];
+		perm[i] = perm[j];
+		perm[j] = tmp;
+	}
+	for (int i = 0; i < d.rank; i++) {
+		step[i] = rnd(4) ? 1 : 2;
+		start[i] = rnd(2);
+		full[i] = (d.dims[i] ? (d.dims[i] - 1) * step[i] + 1 : 0) + start[i] + rnd(2);
+	}
+	for (int k = d.rank - 1; k >= 0; k--) {
+		st[perm[k]] = s;
+		s *= full[perm[k]] ? full[perm[k]] : 1;
+	}
+	int64_t nsrc = s;
+	for (int i = 0; i < d.rank; i++) {
+		int kind = (int)rnd(8);
+		d.offset += start[i] * st[i];
+		if (kind == 0) {
+			d.strides[i] = 0;
+		} else if (kind == 1 && d.dims[i]) {
+			d.strides[i] = -step[i] * st[i];
+			d.offset += (d.dims[i] - 1) * step[i] * st[i];
+		} else {
+			d.strides[i] = step[i] * st[i];
+		}
+	}
+	d.dst_dense = rnd(3) != 0;
+	s = 1;
+	for (int i = d.rank - 1; i >= 0; i--) {
+		dfull[i] = d.dims[i] + (d.dst_dense ? 0 : rnd(3));
+		dst_st[i] = s;
+		s *= dfull[i] ? dfull[i] : 1;
+	}
+	for (int i = 0; i < d.rank; i++) {
+		d.dst_strides[i] = dst_st[i];
+		if (!d.dst_dense && dfull[i] > d.dims[i])
+			d.dst_offset += rnd(dfull[i] - d.dims[i] + 1) * dst_st[i];
+	}
+	copy_run(d, nsrc, s, (int)rnd(2));
+}
+
+static void test_copy(void)
+{
+	for (int i = 0; i < 1500; i++)
+		copy_random(false);
+	for (int i = 0; i < 150; i++)
+		copy_random(true);
+	/* a transformer's head split: [64, 128, 12, 64] -> [64, 12, 128, 64] */
+	static const int es[] = { 2, 4 };
+	for (int e : es) {
+		struct rt_copy_desc d;
+		memset(&d, 0, sizeof d);
+		d.esize = e;
+		d.rank = 4;
+		int64_t dims[4] = { 64, 12, 128, 64 },
+		        strides[4] = { 128 * 12 * 64, 64, 12 * 64, 1 };
+		memcpy(d.dims, dims, sizeof dims);
+		memcpy(d.strides, strides, sizeof strides);
+		d.dst_dense = 1;
+		copy_run(d, 64 * 128 * 12 * 64, 64 * 128 * 12 * 64, 0);
+		/* and a plain [768, 3072] transpose */
+		memset(&d, 0, sizeof d);
+		d.esize = e;
+		d.rank = 2;
+		d.dims[0] = 3072;
+		d.dims[1] = 768;
+		d.strides[0] = 1;
+		d.strides[1] = 3072;
+		d.dst_dense = 1;
+		copy_run(d, 768 * 3072, 768 * 3072, 0);
+	}
+	struct rt_copy_desc bad;
+	memset(&bad, 0, sizeof bad);
+	bad.rank = 1;
+	bad.dims[0] = 4;
+	EXPECT(rtc_copy(&M, &bad, dev(16), dev(16)) == RT_ERR_ARGUMENT);
+}
+
+static void test_tile(void)
+{
+	for (int cs = 0; cs < 400; cs++) {
+		struct rt_tile_desc d;
+		int64_t nx = 1, ny = 1;
+		memset(&d, 0, sizeof d);
+		d.esize = (int)(rnd(2) ? 4 : rnd_in(1, 9));
+		d.rank = (int)rnd_in(0, 4);
+		for (int i = 0; i < d.rank; i++) {
+			d.in_dims[i] = rnd(20) == 0 ? 0 : rnd_in(1, cs < 350 ? 5 : 40);
+			d.repeats[i] = rnd(20) == 0 ? 0 : rnd_in(1, 3);
+			nx *= d.in_dims[i];
+			ny *= d.in_dims[i] * d.repeats[i];
+		}
+		bytes x((size_t)(nx * d.esize)), want((size_t)(ny * d.esize));
+		rnd_fill(x);
+		EXPECT(rt_tile(ctx, &d, x.data(), want.data()) == RT_OK);
+		void *dx = up(x), *dy = dev(want.size());
+		if (ran(rtc_tile(&M, &d, dx, dy), "rtc_tile"))
+			compare_bytes("tile", down(dy, want.size()), want);
+	}
+}
+
+static void rnd_indices(bytes &idx, int dtype, int64_t n, int64_t dim)
+{
+	idx.assign((size_t)(n * esize(dtype)), 0);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t k = dim ? rnd_in(-dim, dim - 1) : 0;
+		if (dtype == RT_I32)
+			((int32_t *)idx.data())[i] = (int32_t)k;
+		else
+			((int64_t *)idx.data())[i] = k;
+	}
+}
+
+static void set_index(bytes &idx, int dtype, int64_t i, int64_t k)
+{
+	if (dtype == RT_I32)
+		((int32_t *)idx.data())[i] = (int32_t)k;
+	else
+		((int64_t *)idx.data())[i] = k;
+}
+
+static void gather_case(struct rt_gather_desc d, bool bad_index)
+{
+	bytes x((size_t)(d.outer * d.axis * d.inner * d.esize)), idx;
+	bytes want((size_t)(d.outer * d.nidx * d.inner * d.esize));
+	rnd_fill(x);
+	rnd_indices(idx, d.index_dtype, d.nidx, d.axis);
+	if (bad_index && d.nidx)
+		set_index(idx, d.index_dtype, rnd(d.nidx), rnd(2) ? d.axis : -d.axis - 1);
+	int status = rt_gather(ctx, &d, x.data(), idx.data(), want.data());
+	void *dx = up(x), *di = up(idx), *dy = dev(want.size());
+	if (!ran(rtc_gather(&M, &d, dx, di, dy), "rtc_gather"))
+		return;
+	bytes got = down(dy, want.size());
+	EXPECT(take_flag() == (status == RT_ERR_INDEX));
+	if (status == RT_OK)
+		compare_bytes("gather", got, want);
+}
+
+static void gel_case(struct rt_gather_elements_desc d, bool bad_index)
+{
+	int64_t nx = 1, ni = 1;
+	for (int k = 0; k < d.rank; k++) {
+		nx *= d.data_dims[k];
+		ni *= d.index_dims[k];
+	}
+	bytes x((size_t)(nx * d.esize)), idx, want((size_t)(ni * d.esize));
+	rnd_fill(x);
+	rnd_indices(idx, d.index_dtype, ni, d.data_dims[d.axis]);
+	if (bad_index && ni)
+		set_index(idx, d.index_dtype, rnd(ni), d.data_dims[d.axis] + 2);
+	int status = rt_gather_elements(ctx, &d, x.data(), idx.data(), want.data());
+	void *dx = up(x), *di = up(idx), *dy = dev(want.size());
+	if (!ran(rtc_gather_elements(&M, &d, dx, di, dy), "rtc_gather_elements"))
+		return;
+	bytes got = down(dy, want.size());
+	EXPECT(take_flag() == (status == RT_ERR_INDEX));
+	if (status == RT_OK)
+		compare_bytes("gather_elements", got, want);
+}
+
+static void test_gather(void)
+{
+	static const int sizes[] = { 1, 2, 3, 4, 8 };
+	for (int cs = 0; cs < 600; cs++) {
+		struct rt_gather_desc d = { sizes[rnd(5)],
+			                    rnd(2) ? RT_I32 : RT_I64,
+			                    rnd_in(0, 3),
+			                    rnd_in(1, 6),
+			                    rnd(3) ? rnd_in(1, 8) : rnd_in(0, 64),
+			                    rnd_in(0, 7) };
+		gather_case(d, cs % 7 == 0);
+	}
+	struct rt_gather_desc emb = { 2, RT_I64, 1, 50000, 768, 512 }; /* an embedding lookup */
+	gather_case(emb, false);
+	emb.esize = 4;
+	gather_case(emb, true);
+	for (int cs = 0; cs < 600; cs++) {
+		struct rt_gather_elements_desc d;
+		memset(&d, 0, sizeof d);
+		d.esize = (int)(rnd(2) ? 4 : rnd_in(1, 8));
+		d.index_dtype = rnd(2) ? RT_I32 : RT_I64;
+		d.rank = (int)rnd_in(1, 4);
+		d.axis = (int)rnd(d.rank);
+		for (int k = 0; k < d.rank; k++) {
+			d.data_dims[k] = rnd_in(1, 6);
+			d.index_dims[k] = k == d.axis ? rnd_in(0, 7) : rnd_in(0, d.data_dims[k]);
+		}
+		gel_case(d, cs % 7 == 0);
+	}
+}
+
+static void test_pad_trilu(void)
+{
+	for (int cs = 0; cs < 800; cs++) {
+		struct rt_pad_desc d;
+		int64_t nx = 1, ny = 1;
+		bool ok = true;
+		memset(&d, 0, sizeof d);
+		d.esize = (int)rnd_in(1, 8);
+		d.mode = (int)rnd(3);
+		d.rank = (int)rnd_in(0, 4);
+		for (int i = 0; i < 8; i++)
+			d.value[i] = (unsigned char)rnd_u64();
+		for (int k = 0; k < d.rank; k++) {
+			d.in_dims[k] = rnd(15) == 0 ? 0 : rnd_in(1, cs < 700 ? 5 : 60);
+			d.pads[k] = rnd_in(-2, rnd(5) ? 3 : 9);
+			d.pads[d.rank + k] = rnd_in(-2, rnd(5) ? 3 : 9);
+			int64_t out = d.in_dims[k] + d.pads[k] + d.pads[d.rank + k];
+			ok = ok && out >= 0;
+			nx *= d.in_dims[k];
+			ny *= out > 0 ? out : 0;
+		}
+		if (!ok)
+			continue;
+		bytes x((size_t)(nx * d.esize)), want((size_t)(ny * d.esize));
+		rnd_fill(x);
+		EXPECT(rt_pad(ctx, &d, x.data(), want.data()) == RT_OK);
+		void *dx = up(x), *dy = dev(want.size());
+		if (ran(rtc_pad(&M, &d, dx, dy), "rtc_pad"))
+			compare_bytes("pad", down(dy, want.size()), want);
+	}
+	for (int cs = 0; cs < 400; cs++) {
+		struct rt_trilu_desc d = { (int)rnd_in(1, 8),
+			                   (int)rnd(2),
+			                   rnd_in(0, 3),
+			                   rnd_in(0, cs < 350 ? 7 : 300),
+			                   rnd_in(0, cs < 350 ? 7 : 300),
+			                   rnd_in(-9, 9) };
+		if (rnd(10) == 0)
+			d.k = rnd(2) ? INT64_MAX : INT64_MIN;
+		bool in_place = rnd(2);
+		bytes x((size_t)(d.batch * d.rows * d.cols * d.esize)), want(x.size());
+		rnd_fill(x);
+		EXPECT(rt_trilu(ctx, &d, x.data(), want.data()) == RT_OK);
+		void *dx = up(x), *dy = in_place ? dx : dev(x.size());
+		if (ran(rtc_trilu(&M, &d, dx, dy), "rtc_trilu"))
+			compare_bytes("trilu", down(dy, want.size()), want);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resize                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void resize_run(const struct rt_resize_desc &d0)
+{
+	int64_t nx = 1, ny = 1;
+	for (int i = 0; i < d0.rank; i++) {
+		nx *= d0.in_dims[i];
+		ny *= d0.out_dims[i];
+	}
+	std::vector<float> x = rnd_floats(nx, -1, 1), want((size_t)ny);
+	FOR_IOS(t)
+	{
+		if (t.dt == RT_F64)
+			continue; /* the CPU takes FP32 only, and so do the kernels */
+		std::vector<float> xr = rounded(x, t.dt);
+		struct rt_resize_desc d = d0;
+		EXPECT(rt_resize(ctx, &d, xr.data(), want.data()) == RT_OK);
+		d.dtype = t.dt;
+		d.ydtype = t.yt;
+		void *dx = up(pack(x, t.dt)), *dy = dev((size_t)ny * esize(t.yt));
+		if (!ran(rtc_resize(&M, &d, dx, dy), "rtc_resize"))
+			continue;
+		std::vector<float> got = unpack(down(dy, (size_t)ny * esize(t.yt)), t.yt);
+		if (d.mode == RT_RESIZE_NEAREST && t.dt == RT_F32 && t.yt == RT_F32) {
+			if (got != want)
+				fail("resize nearest (coord %d, rule %d): not the same elements",
+				     d.coord, d.nearest);
+		} else {
+			compare("resize", got, want, t.yt, 4);
+		}
+	}
+}
+
+static void test_resize(void)
+{
+	static const double factors[] = { 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 1.0 / 3 };
+	for (int cs = 0; cs < 300; cs++) {
+		struct rt_resize_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = RT_F32;
+		d.mode = (int)rnd(3);
+		d.coord = (int)rnd(6);
+		d.nearest = (int)rnd(4);
+		d.rank = (int)rnd_in(1, 4);
+		d.cubic_a = rnd(2) ? -0.75f : -0.5f;
+		d.exclude_outside = (int)rnd(2);
+		d.extrapolation = (float)rnd_in(-3, 3);
+		for (int i = 0; i < d.rank; i++) {
+			int kind = (int)rnd(4);
+			d.in_dims[i] = rnd(40) == 0 ? 0 : rnd_in(1, d.rank > 2 ? 6 : 20);
+			if (kind == 0) {
+				d.out_dims[i] = d.in_dims[i];
+				d.scales[i] = 1;
+			} else if (kind == 1) {
+				d.out_dims[i] = rnd_in(1, 30);
+				d.scales[i] = d.in_dims[i]
+				                      ? (double)d.out_dims[i] / (double)d.in_dims[i]
+				                      : 1;
+			} else {
+				d.scales[i] = factors[rnd(10)];
+				d.out_dims[i] = (int64_t)floor((double)d.in_dims[i] * d.scales[i]);
+			}
+			d.roi[i] = (float)(rnd_unit() * 0.6 - 0.1);
+			d.roi[d.rank + i] = (float)(rnd_unit() * 0.6 + 0.5);
+		}
+		resize_run(d);
+	}
+	/* an image: 2x3x224x224 -> 448x448, every mode */
+	for (int mode = 0; mode < 3; mode++) {
+		struct rt_resize_desc d;
+		memset(&d, 0, sizeof d);
+		int64_t in[4] = { 2, 3, 224, 224 }, out[4] = { 2, 3, 448, 448 };
+		d.dtype = RT_F32;
+		d.mode = mode;
+		d.coord = mode == RT_RESIZE_NEAREST ? RT_COORD_ASYMMETRIC : RT_COORD_HALF_PIXEL;
+		d.nearest = RT_NEAREST_FLOOR;
+		d.rank = 4;
+		d.cubic_a = -0.75f;
+		memcpy(d.in_dims, in, sizeof in);
+		memcpy(d.out_dims, out, sizeof out);
+		d.scales[0] = d.scales[1] = 1;
+		d.scales[2] = d.scales[3] = 2;
+		resize_run(d);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Conversions, epilogue                                                    */
+/* ------------------------------------------------------------------------ */
+
+static bool same_bits(uint32_t a, uint32_t b, int dt)
+{
+	uint32_t exp = dt == RT_F16 ? 0x7c00 : dt == RT_BF16 ? 0x7f80 : 0x7f800000;
+	uint32_t man = dt == RT_F16 ? 0x3ff : dt == RT_BF16 ? 0x7f : 0x7fffff;
+	bool na = (a & exp) == exp && (a & man), nb = (b & exp) == exp && (b & man);
+	return na || nb ? na && nb : a == b;
+}
+
+static void convert_check(const bytes &src, int st, int dt, int shift)
+{
+	int64_t n = (int64_t)(src.size() / (size_t)esize(st)) - shift;
+	bytes want((size_t)(n * esize(dt)));
+	EXPECT(rt_convert(ctx, want.data(), dt, src.data() + shift * esize(st), st, n) == RT_OK);
+	char *ds = (char *)up(src) + shift * esize(st);
+	char *dd = (char *)dev(want.size() + 16) + shift * esize(dt);
+	if (!ran(rtc_convert(&M, dd, dt, ds, st, n), "rtc_convert"))
+		return;
+	bytes got = down(dd, want.size());
+	int64_t bad = 0;
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t g = 0, w = 0;
+		memcpy(&g, &got[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		memcpy(&w, &want[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		if (!same_bits(g, w, dt) && bad++ < 5)
+			fprintf(stderr, "%s: convert %d->%d [%lld]: %#x, want %#x\n", current, st,
+			        dt, (long long)i, g, w);
+	}
+	if (bad)
+		fail("convert %d -> %d: %lld differ", st, dt, (long long)bad);
+}
+
+static void test_convert(void)
+{
+	bytes halves(65536 * 2), floats;
+	for (uint32_t i = 0; i < 65536; i++)
+		memcpy(&halves[i * 2], &i, 2);
+	for (int shift = 0; shift < 2; shift++) {
+		convert_check(halves, RT_F16, RT_F32, shift);
+		convert_check(halves, RT_BF16, RT_F32, shift);
+	}
+	/* every 2^16-th pattern plus neighbourhoods of the rounding boundaries */
+	for (uint64_t u = 0; u < (1ull << 32); u += 65521) {
+		uint32_t v = (uint32_t)u;
+		floats.insert(floats.end(), (unsigned char *)&v, (unsigned char *)&v + 4);
+	}
+	for (uint32_t e = 0; e < 256; e++)
+		for (uint32_t k = 0; k < 64; k++) {
+			uint32_t v = (e << 23) | (0x1000 - 32 + k) | (k & 1 ? 0x80000000u : 0);
+			uint32_t w = (e << 23) | (0x8000 - 32 + k);
+			floats.insert(floats.end(), (unsigned char *)&v, (unsigned char *)&v + 4);
+			floats.insert(floats.end(), (unsigned char *)&w, (unsigned char *)&w + 4);
+		}
+	for (int shift = 0; shift < 2; shift++) {
+		convert_check(floats, RT_F32, RT_F16, shift);
+		convert_check(floats, RT_F32, RT_BF16, shift);
+	}
+	EXPECT(rtc_convert(&M, dev(8), RT_F16, dev(8), RT_BF16, 2) == RT_ERR_ARGUMENT);
+	EXPECT(rtc_convert(&M, dev(8), RT_F32, dev(8), RT_F32, 2) == RT_ERR_ARGUMENT);
+	EXPECT(rtc_convert(&M, NULL, RT_F32, NULL, RT_F16, 0) == RT_OK);
+}
+
+/* rt_gemm.c's activations, in double. */
+static double act_ref(const struct rt_epilogue &ep, double v)
+{
+	double a = ep.alpha, b = ep.beta, t;
+	switch (ep.act) {
+	case RT_ACT_RELU: return v < 0 ? 0 : v;
+	case RT_ACT_LEAKY_RELU: return v < 0 ? a * v : v;
+	case RT_ACT_CLIP: t = v < a ? a : v; return t > b ? b : t;
+	case RT_ACT_SIGMOID: return 1 / (1 + exp(-v));
+	case RT_ACT_TANH: return tanh(v);
+	case RT_ACT_HARD_SIGMOID:
+		t = b + v * a;
+		t = t < 0 ? 0 : t;
+		return t > 1 ? 1 : t;
+	case RT_ACT_HARD_SWISH:
+		t = 0.5 + v / 6;
+		t = t < 0 ? 0 : t;
+		return (t > 1 ? 1 : t) * v;
+	default: return v;
+	}
+}
+
+static void epilogue_float(int yt, int bt, int rt, int act, int64_t outer, int64_t ch,
+                           int64_t inner, bool bias, bool res)
+{
+	struct rt_epilogue ep = { act, act == RT_ACT_CLIP ? -0.5f : 0.2f,
+		                  act == RT_ACT_CLIP ? 0.7f : 0.5f, res };
+	int64_t n = outer * ch * inner;
+	std::vector<float> y = rnd_floats(n, -4, 4), b = rnd_floats(ch, -1, 1),
+	                   r = rnd_floats(n, -1, 1), want((size_t)n);
+	std::vector<float> yr = rounded(y, yt), br = rounded(b, bt), rr = rounded(r, rt);
+	for (int64_t i = 0; i < n; i++) {
+		double v = yr[(size_t)i];
+		if (bias)
+			v += br[(size_t)(i / inner % ch)];
+		if (res)
+			v += rr[(size_t)i];
+		want[(size_t)i] = (float)act_ref(ep, v);
+	}
+	void *dy = up(pack(y, yt)), *db = up(pack(b, bt)), *dr = up(pack(r, rt));
+	/* without a bias, channels and inner need not be given */
+	int64_t c2 = bias ? ch : 0, i2 = bias ? inner : 0, o2 = bias ? outer : n;
+	if (ran(rtc_epilogue(&M, &ep, yt, dy, bias ? db : NULL, bt, res ? dr : NULL, rt, o2, c2,
+	                     i2),
+	        "rtc_epilogue"))
+		compare("epilogue", unpack(down(dy, (size_t)n * esize(yt)), yt), want, yt, 4);
+}
+
+/* Integers: wrapping adds (full-range values without an activation), an
+ * activation in double saturated to int64 and truncated; sigmoid and tanh
+ * may differ by one where libm and the device round their last bit apart. */
+static void epilogue_int(int dt, int act, bool bias, bool res)
+{
+	struct rt_epilogue ep = { act, -3.0f, 5.0f, res };
+	int64_t outer = 3, ch = 5, inner = 7, n = outer * ch * inner;
+	bytes y((size_t)(n * esize(dt))), b((size_t)(ch * esize(dt))), r(y.size()), want(y.size());
+	rnd_fill(y);
+	rnd_fill(b);
+	rnd_fill(r);
+	for (bytes *t : { &y, &b, &r })
+		for (size_t i = 0; act != RT_ACT_NONE && i < t->size(); i += (size_t)esize(dt)) {
+			int64_t v = rnd_in(-20, 20);
+			memcpy(&(*t)[i], &v, (size_t)esize(dt));
+		}
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = 0, bv = 0, rv = 0;
+		memcpy(&v, &y[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		memcpy(&bv, &b[(size_t)(i / inner % ch * esize(dt))], (size_t)esize(dt));
+		memcpy(&rv, &r[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		uint64_t u = (uint64_t)v + (bias ? (uint64_t)bv : 0) + (res ? (uint64_t)rv : 0);
+		v = dt == RT_I32 ? (int64_t)(int32_t)u : (int64_t)u;
+		if (act != RT_ACT_NONE)
+			v = (int64_t)act_ref(ep, (double)v); /* small: no saturation */
+		memcpy(&want[(size_t)(i * esize(dt))], &v, (size_t)esize(dt));
+	}
+	void *dy = up(y), *db = up(b), *dr = up(r);
+	if (!ran(rtc_epilogue(&M, &ep, dt, dy, bias ? db : NULL, dt, res ? dr : NULL, dt, outer, ch,
+	                      inner),
+	         "rtc_epilogue int"))
+		return;
+	bytes got = down(dy, y.size());
+	bool loose = act == RT_ACT_SIGMOID || act == RT_ACT_TANH;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t g = 0, w = 0;
+		memcpy(&g, &got[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		memcpy(&w, &want[(size_t)(i * esize(dt))], (size_t)esize(dt));
+		if (dt == RT_I32) {
+			g = (int32_t)g;
+			w = (int32_t)w;
+		}
+		if (g != w && !(loose && llabs(g - w) == 1)) {
+			fail("epilogue int act %d dtype %d [%lld]: %lld, want %lld", act, dt,
+			     (long long)i, (long long)g, (long long)w);
+			break;
+		}
+	}
+}
+
+static void test_epilogue(void)
+{
+	static const int f32ish[] = { RT_F32, RT_F16, RT_BF16 };
+	for (int act = RT_ACT_NONE; act <= RT_ACT_HARD_SWISH; act++) {
+		for (int yt : f32ish)
+			for (int bt : f32ish) {
+				epilogue_float(yt, bt, bt, act, 3, 5, 7, true, true);
+				epilogue_float(yt, bt, yt, act, 2, 64, 3000, true, false);
+				epilogue_float(yt, bt, bt, act, 4, 1, 1000, false, true);
+			}
+		epilogue_float(RT_F64, RT_F64, RT_F64, act, 3, 5, 7, true, true);
+		epilogue_int(RT_I32, act, true, true);
+		epilogue_int(RT_I64, act, act % 2, true);
+	}
+	struct rt_epilogue ep = { RT_ACT_RELU, 0, 0, 0 };
+	EXPECT(rtc_epilogue(&M, &ep, RT_F32, dev(64), dev(64), RT_F64, NULL, 0, 1, 4, 1) ==
+	       RT_ERR_ARGUMENT);
+}
+
+/* ------------------------------------------------------------------------ */
+/* CUDA Graph capture                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Steps of every kind, run directly and then captured and replayed: the
+ * same bytes (nothing in them may synchronize or allocate). */
+static void steps(void *const *b, int *status)
+{
+	struct rt_softmax_desc sd = { RT_F16, RT_SOFTMAX, 64, 1000, 1, RT_F32 };
+	struct rt_layernorm_desc ld = { RT_BF16, 64, 1000, 1e-5f, 0 };
+	struct rt_reduce_desc rd = { RT_F32, RT_REDUCE_MEAN, 2, { 64, 1000 }, 2u, 0 };
+	struct rt_reduce_desc ed = { RT_F32, RT_REDUCE_SUM, 2, { 64, 0 }, 2u, RT_F16 };
+	struct rt_copy_desc cd;
+	struct rt_gather_desc gd = { 4, RT_I64, 1, 1000, 64, 50 };
+	struct rt_pool_desc pd;
+	struct rt_arg_desc ad = { RT_F32, 0, 0, 64, 1000, 1 };
+	struct rt_cumsum_desc cs = { RT_F32, 0, 1, 64, 1000, 1, 0 };
+	struct rt_resize_desc rz;
+	struct rt_epilogue ep = { RT_ACT_SIGMOID, 0, 0, 1 };
+	memset(&cd, 0, sizeof cd);
+	cd.esize = 4;
+	cd.rank = 2;
+	cd.dims[0] = 1000;
+	cd.dims[1] = 64;
+	cd.strides[0] = 1;
+	cd.strides[1] = 1000;
+	cd.dst_dense = 1;
+	int64_t in[2] = { 250, 256 }, k[2] = { 3, 3 }, one[3] = { 1, 1, 1 }, p[2] = { 1, 1 };
+	pd = pool_desc(RT_POOL_MAX, 2, 1, 1, in, k, one, one, p, p, 0);
+	memset(&rz, 0, sizeof rz);
+	rz.dtype = RT_F32;
+	rz.mode = RT_RESIZE_LINEAR;
+	rz.rank = 2;
+	rz.in_dims[0] = 64;
+	rz.in_dims[1] = 1000;
+	rz.out_dims[0] = 128;
+	rz.out_dims[1] = 500;
+	rz.scales[0] = 2;
+	rz.scales[1] = 0.5;
+	int s = RT_OK;
+	s = s ? s : rtc_softmax(&M, &sd, b[0], b[1]);
+	s = s ? s : rtc_layernorm(&M, &ld, b[0], b[2], b[2], b[3], (float *)b[4], NULL);
+	s = s ? s : rtc_reduce(&M, &rd, b[1], b[5]);
+	s = s ? s : rtc_reduce(&M, &ed, b[1], b[5]);
+	s = s ? s : rtc_copy(&M, &cd, b[1], b[6]);
+	s = s ? s : rtc_gather(&M, &gd, b[6], b[7], b[8]);
+	s = s ? s : rtc_pool(&M, &pd, b[6], b[9], (int64_t *)b[10]);
+	s = s ? s : rtc_arg(&M, &ad, b[1], (int64_t *)b[11]);
+	s = s ? s : rtc_cumsum(&M, &cs, b[1], b[12]);
+	s = s ? s : rtc_resize(&M, &rz, b[1], b[13]);
+	s = s ? s : rtc_convert(&M, b[14], RT_F16, b[13], RT_F32, 128 * 500);
+	s = s ? s : rtc_epilogue(&M, &ep, RT_F32, b[13], b[2], RT_BF16, b[1], RT_F32, 128, 1, 500);
+	*status = s;
+}
+
+static void test_graph(void)
+{
+	const size_t size = 64 * 1000 * 8;
+	void *b[16];
+	std::vector<bytes> direct(16);
+	bytes x(size), idx(50 * 8);
+	rnd_fill(x);
+	for (size_t i = 0; i < x.size(); i += 2) /* finite FP16 / BF16 values */
+		x[i + 1] &= 0x3f;
+	for (int i = 0; i < 50; i++)
+		((int64_t *)idx.data())[i] = rnd(1000);
+	for (int run = 0; run < 2; run++) {
+		int status;
+		for (int i = 0; i < 16; i++)
+			b[i] = i == 0 ? up(x) : i == 2 ? up(x) : i == 7 ? up(idx) : dev(size);
+		if (run == 0) {
+			steps(b, &status);
+			EXPECT(ran(status, "steps"));
+		} else {
+			cudaGraph_t graph;
+			cudaGraphExec_t exec;
+			CUDA_OK(cudaStreamBeginCapture(M.stream, cudaStreamCaptureModeGlobal));
+			steps(b, &status);
+			CUDA_OK(cudaStreamEndCapture(M.stream, &graph));
+			EXPECT(status == RT_OK);
+			CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+			CUDA_OK(cudaGraphLaunch(exec, M.stream));
+			CUDA_OK(cudaStreamSynchronize(M.stream));
+			CUDA_OK(cudaGraphExecDestroy(exec));
+			CUDA_OK(cudaGraphDestroy(graph));
+		}
+		for (int i = 0; i < 16; i++) {
+			bytes got = down(b[i], size);
+			if (run == 0)
+				direct[i] = got;
+			else
+				compare_bytes("graph replay", got, direct[i]);
+		}
+	}
+	EXPECT(take_flag() == 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct test {
+	const char *name;
+	void (*fn)(void);
+};
+
+int main(int argc, char **argv)
+{
+	static const test tests[] = {
+		{ "pool", test_pool },         { "softmax", test_softmax },
+		{ "norms", test_norms },       { "reduce", test_reduce },
+		{ "arg", test_arg },           { "cumsum", test_cumsum },
+		{ "copy", test_copy },         { "tile", test_tile },
+		{ "gather", test_gather },     { "pad_trilu", test_pad_trilu },
+		{ "resize", test_resize },     { "convert", test_convert },
+		{ "epilogue", test_epilogue }, { "graph", test_graph }
+	};
+	int ndev = 0;
+	cudaDeviceProp prop;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		printf("no CUDA device: skipped\n");
+		return 77;
+	}
+	CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+	printf("%s, sm_%d%d, %d multiprocessors\n", prop.name, prop.major, prop.minor,
+	       prop.multiProcessorCount);
+	CUDA_OK(cudaStreamCreateWithFlags(&M.stream, cudaStreamNonBlocking));
+	M.sm_count = prop.multiProcessorCount;
+	CUDA_OK(cudaMalloc(&M.flag, sizeof(int)));
+	CUDA_OK(cudaMemset(M.flag, 0, sizeof(int)));
+	if (rt_ctx_create(&ctx, 0) != RT_OK)
+		return 1;
+	for (const test &t : tests) {
+		if (argc > 1 && !strstr(t.name, argv[1]))
+			continue;
+		int before = failures;
+		current = t.name;
+		t.fn();
+		for (void *p : allocations)
+			CUDA_OK(cudaFree(p));
+		allocations.clear();
+		printf("%-10s %s\n", t.name, failures == before ? "ok" : "FAILED");
+		fflush(stdout);
+	}
+	rt_ctx_destroy(ctx);
+	CUDA_OK(cudaFree(M.flag));
+	CUDA_OK(cudaStreamDestroy(M.stream));
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}
