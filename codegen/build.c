@@ -4,9 +4,11 @@
  *
  * NAME.c is compiled with $CC (default cc) against the runtime's header;
  * libNAME.a holds NAME.o, NAME_kernels.o and, with --embed-weights, the
- * weights object. `ar D` keeps the archive deterministic. For onnxc run and
- * check, NAME.so additionally links the runtime (built position independent)
- * and BLAS so it can be loaded with dlopen. Commands run through fork/exec
+ * weights object (and, for --target cuda, the embedded PTX object). `ar D`
+ * keeps the archive deterministic. For onnxc run and check, NAME.so
+ * additionally links the runtime (built position independent; for CUDA
+ * also the CUDA runtime with cudart, cuBLASLt and cuDNN) and BLAS so it can
+ * be loaded with dlopen. Commands run through fork/exec
  * with argument vectors: no shell, so no quoting problems with paths.
  */
 #include "plan.h"
@@ -61,6 +63,14 @@ bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char *
 	return false;
 }
 
+/* libonnxc_rt_cuda.a: beside libonnxc_rt.a (built or installed alike). */
+static char *rtc_library(struct ir_arena *a, const char *rtlib)
+{
+	const char *slash = strrchr(rtlib, '/');
+	return ir_arena_printf(a, "%.*slibonnxc_rt_cuda.a", slash ? (int)(slash - rtlib + 1) : 0,
+	                       rtlib);
+}
+
 /* Runs argv; reports a failure naming the command. */
 static bool run(struct ir_ctx *ctx, char *const *argv)
 {
@@ -100,6 +110,14 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 	char *incflag;
 	if (!cg_runtime_paths(ctx, &inc, &rtlib))
 		return false;
+	if (cg_target_cuda(p->opt) && p->opt->shared && !exists(rtc_library(a, rtlib))) {
+		ir_error(ctx,
+		         "the CUDA runtime (libonnxc_rt_cuda.a) is not next to %s: this onnxc "
+		         "was built without the CUDA toolkit; it compiles for --target cuda but "
+		         "cannot link or run",
+		         rtlib);
+		return false;
+	}
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	{
 		/* a sanitizer build of onnxc links a sanitized runtime: the
@@ -135,7 +153,8 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 	}
 	if (p->opt->shared) {
 		char *so = ir_arena_printf(a, "%s/%s.so", dir, name);
-		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)(nobjects + 16));
+		int nargs = nobjects + 64;
+		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)nargs);
 		int k = 0;
 		argv[k++] = (char *)cc();
 		argv[k++] = "-shared";
@@ -146,7 +165,32 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		argv[k++] = obj;
 		for (int i = 0; i < nobjects; i++)
 			argv[k++] = (char *)objects[i];
-		argv[k++] = (char *)rtlib;
+		if (cg_target_cuda(p->opt)) {
+			/* the CUDA runtime next to the CPU one; the CUDA libraries
+			 * where the toolkit was at build time, and in the folders
+			 * ONNXC_CUDA_LIBDIRS names (colon-separated: cuDNN from a
+			 * Python wheel, say) */
+			const char *dirs = getenv("ONNXC_CUDA_LIBDIRS");
+			argv[k++] = rtc_library(a, rtlib);
+			argv[k++] = (char *)rtlib;
+			argv[k++] = "-L" ONNXC_CUDA_LIBDIR;
+			argv[k++] = "-Wl,-rpath," ONNXC_CUDA_LIBDIR;
+			for (const char *d = dirs; d && *d && k < nargs - 12;) {
+				size_t len = strcspn(d, ":");
+				if (len) {
+					argv[k++] = ir_arena_printf(a, "-L%.*s", (int)len, d);
+					argv[k++] =
+					        ir_arena_printf(a, "-Wl,-rpath,%.*s", (int)len, d);
+				}
+				d += len + (d[len] == ':');
+			}
+			argv[k++] = "-lcudnn";
+			argv[k++] = "-lcublasLt";
+			argv[k++] = "-lcudart";
+			argv[k++] = "-lstdc++";
+		} else {
+			argv[k++] = (char *)rtlib;
+		}
 		argv[k++] = "-L" ONNXC_BLAS_LIBDIR;
 		argv[k++] = "-lopenblas";
 		argv[k++] = "-lpthread";

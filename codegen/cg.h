@@ -25,17 +25,30 @@
 
 #include "ir/ir.h"
 
+#include <string.h>
+
 struct cg_options {
 	const char *name; /* C identifier prefix; also file names */
 	const char *out_dir;
-	const char *target; /* "cpu" */
+	const char *target; /* "cpu" or "cuda" */
 	const char *cpu;    /* LLVM CPU name for the CPU target ("native" by default) */
+	const char *arch;   /* the CUDA target's GPU architecture ("sm_80" ... "sm_90a") */
 	const char *source; /* the model file, for comments */
 	bool embed_weights;
 	bool shared;    /* also link NAME.so (onnxc run / check) */
 	bool emit_llvm; /* keep the kernels' LLVM IR as NAME_kernels.ll */
 	bool quiet;
 };
+
+static inline bool cg_target_cuda(const struct cg_options *o)
+{
+	return o->target && !strcmp(o->target, "cuda");
+}
+
+/* The architectures --target cuda accepts ("sm_80, sm_86, ..."), and
+ * whether arch is one of them. */
+const char *cg_cuda_archs(void);
+bool cg_valid_arch(const char *arch);
 
 /* Figures from a compile, for reports. */
 struct cg_stats {

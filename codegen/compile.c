@@ -41,6 +41,28 @@ void cg_default_name(const char *path, char *out, size_t n)
 		snprintf(out, n, "model");
 }
 
+const char *cg_cuda_archs(void) { return "sm_80, sm_86, sm_89, sm_90, sm_90a"; }
+
+bool cg_valid_arch(const char *arch)
+{
+	static const char *const archs[] = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" };
+	for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
+		if (!strcmp(arch, archs[i]))
+			return true;
+	return false;
+}
+
+static bool write_file(struct ir_ctx *ctx, const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	bool ok = f && fwrite(data, 1, n, f) == n;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		ir_error(ctx, "cannot write %s", path);
+	return ok;
+}
+
 static bool make_dir(struct ir_ctx *ctx, const char *dir)
 {
 	if (mkdir(dir, 0777) == 0 || errno == EEXIST)
@@ -86,9 +108,15 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	int nobjs = 0;
 	double t0 = now_ms(), t1, t2, t3;
 	struct cg_stats st = { 0 };
+	size_t ptx_bytes = 0;
 
 	if (!cg_valid_name(n)) {
 		ir_error(m->ctx, "'%s' is not a valid C identifier for --name", n);
+		return false;
+	}
+	if (cg_target_cuda(opt) && !cg_valid_arch(opt->arch)) {
+		ir_error(m->ctx, "unknown CUDA architecture '%s' (onnxc targets %s)",
+		         opt->arch ? opt->arch : "", cg_cuda_archs());
 		return false;
 	}
 	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
@@ -101,12 +129,30 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	t1 = now_ms();
 	if (!make_dir(m->ctx, dir))
 		return false;
+	if (cg_target_cuda(opt)) {
+		/* the kernels as PTX: a file for tools (ptxas, cuobjdump) and an
+		 * object embedding it, NUL-terminated, as NAME_ptx */
+		char *ptx;
+		size_t size;
+		if (!cg_llvm_emit_ptx(&p, opt->arch, &ptx, &size,
+		                      opt->emit_llvm
+		                              ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n)
+		                              : NULL) ||
+		    !write_file(m->ctx, ir_arena_printf(a, "%s/%s_kernels.ptx", dir, n), ptx, size))
+			return false;
+		objs[nobjs++] = ir_arena_printf(a, "%s/%s_ptx.o", dir, n);
+		if (!cg_llvm_emit_blob(&p, objs[0], ir_arena_printf(a, "%s_ptx", n), ptx, size + 1))
+			return false;
+		ptx_bytes = size;
+	} else {
+		objs[nobjs++] = ir_arena_printf(a, "%s/%s_kernels.o", dir, n);
+		if (!cg_llvm_emit(&p, objs[0],
+		                  opt->emit_llvm ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n)
+		                                 : NULL))
+			return false;
+	}
 	if (!cg_emit_header(&p, ir_arena_printf(a, "%s/%s.h", dir, n)) ||
-	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n)))
-		return false;
-	objs[nobjs++] = ir_arena_printf(a, "%s/%s_kernels.o", dir, n);
-	if (!cg_llvm_emit(&p, objs[0],
-	                  opt->emit_llvm ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n) : NULL))
+	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n), ptx_bytes))
 		return false;
 	if (opt->embed_weights) {
 		size_t size;

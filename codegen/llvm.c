@@ -21,7 +21,9 @@
 #include "plan.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -36,6 +38,7 @@ struct gen {
 	LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, voidt;
 	const struct cg_plan *p;
 	const struct cg_kernel *k;
+	bool gpu;           /* NVPTX: math from libdevice, one thread per element */
 	LLVMValueRef *base; /* per argument: its data pointer */
 	LLVMValueRef *xoff; /* per load expression: element offset of the row */
 	LLVMValueRef *xv;   /* per expression: its value at the element */
@@ -89,33 +92,68 @@ static LLVMValueRef call_intrinsic(struct gen *g, const char *name, LLVMTypeRef 
 	return LLVMBuildCall2(g->b, ft, fn, args, (unsigned)nargs, "");
 }
 
+static LLVMValueRef libm(struct gen *g, const char *name, LLVMValueRef x);
+static LLVMValueRef libm2(struct gen *g, const char *name, LLVMValueRef x, LLVMValueRef y);
+
+/* Intrinsics NVPTX has no instruction for: on the GPU they become
+ * libdevice calls (llvm.exp -> __nv_expf), which the CPU has as libm. */
+static const char *gpu_libm(const struct gen *g, const char *name)
+{
+	static const char *const names[] = { "llvm.exp", "llvm.log", "llvm.pow", "llvm.sin",
+		                             "llvm.cos" };
+	if (!g->gpu)
+		return NULL;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(name, names[i]))
+			return name + 5;
+	return NULL;
+}
+
 /* A float intrinsic overloaded on its argument type: llvm.sqrt etc. */
 static LLVMValueRef fintr(struct gen *g, const char *name, LLVMValueRef x)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
+	if (gpu_libm(g, name))
+		return libm(g, gpu_libm(g, name), x);
 	return call_intrinsic(g, name, &t, 1, &x, 1);
 }
 
 static LLVMValueRef fintr2(struct gen *g, const char *name, LLVMValueRef x, LLVMValueRef y)
 {
+	if (gpu_libm(g, name))
+		return libm2(g, gpu_libm(g, name), x, y);
 	LLVMTypeRef t = LLVMTypeOf(x);
 	LLVMValueRef a[2] = { x, y };
 	return call_intrinsic(g, name, &t, 1, a, 2);
 }
 
-/* A C math library function (expf or exp by the argument's type). */
-static LLVMValueRef libm(struct gen *g, const char *name, LLVMValueRef x)
+/* A C math library function of nargs arguments (expf or exp by the
+ * argument type); on the GPU libdevice's (__nv_expf), linked in later. */
+static LLVMValueRef libm_call(struct gen *g, const char *name, LLVMValueRef *args, int nargs)
 {
-	LLVMTypeRef t = LLVMTypeOf(x), ft = LLVMFunctionType(t, &t, 1, 0);
-	char fname[32];
+	LLVMTypeRef t = LLVMTypeOf(args[0]), params[2] = { t, t };
+	LLVMTypeRef ft = LLVMFunctionType(t, params, (unsigned)nargs, 0);
+	char fname[48];
 	LLVMValueRef fn;
-	snprintf(fname, sizeof fname, "%s%s", name, t == g->f32 ? "f" : "");
+	snprintf(fname, sizeof fname, "%s%s%s", g->gpu ? "__nv_" : "", name,
+	         t == g->f32 ? "f" : "");
 	fn = LLVMGetNamedFunction(g->mod, fname);
 	if (!fn) {
 		fn = LLVMAddFunction(g->mod, fname, ft);
 		LLVMSetFunctionCallConv(fn, LLVMCCallConv);
 	}
-	return LLVMBuildCall2(g->b, ft, fn, &x, 1, "");
+	return LLVMBuildCall2(g->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef libm(struct gen *g, const char *name, LLVMValueRef x)
+{
+	return libm_call(g, name, &x, 1);
+}
+
+static LLVMValueRef libm2(struct gen *g, const char *name, LLVMValueRef x, LLVMValueRef y)
+{
+	LLVMValueRef a[2] = { x, y };
+	return libm_call(g, name, a, 2);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -698,6 +736,35 @@ static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *
 	return -1;
 }
 
+/* Every expression of k at one element: loads from element at[e] of their
+ * argument, the outputs stored at element out. */
+static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef out,
+                        LLVMValueRef *at)
+{
+	for (int e = 0; e < k->nx; e++) {
+		const struct cg_kx *x = &k->x[e];
+		switch (x->kind) {
+		case KX_LOAD:
+			g->xv[e] = load_elem(g, x->dtype, elem_ptr(g, x->arg, x->dtype, at[e]));
+			break;
+		case KX_CONST:
+			if (x->dtype == IR_BOOL)
+				g->xv[e] = LLVMConstInt(g->i1, x->i != 0, 0);
+			else if (isf(x->dtype))
+				g->xv[e] = fconst(g, comp_type(g, x->dtype), x->f);
+			else
+				g->xv[e] = LLVMConstInt(comp_type(g, x->dtype),
+				                        (unsigned long long)x->i, 1);
+			break;
+		case KX_OP: g->xv[e] = emit_op(g, x); break;
+		}
+	}
+	for (int j = 0; j < k->nout; j++) {
+		const struct cg_kx *x = &k->x[k->out_x[j]];
+		store_elem(g, x->dtype, g->xv[k->out_x[j]], elem_ptr(g, j, x->dtype, out));
+	}
+}
+
 static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 {
 	LLVMBuilderRef b = g->b;
@@ -779,41 +846,28 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, inner, ""), ibody, oend);
 
 	LLVMPositionBuilderAtEnd(b, ibody);
-	for (int e = 0; e < k->nx; e++) {
-		const struct cg_kx *x = &k->x[e];
-		switch (x->kind) {
-		case KX_LOAD: {
+	{
+		LLVMValueRef *at = calloc((size_t)k->nx, sizeof *at),
+		             out = LLVMBuildAdd(b, row, i, "");
+		IR_ASSERT(at);
+		for (int e = 0; e < k->nx; e++) {
+			const struct cg_kx *x = &k->x[e];
 			int64_t st = x->view.strides[r - 1];
+			if (x->kind != KX_LOAD)
+				continue;
 			/*
 			 * A dense load uses the store's very address expression
 			 * (row + i): LLVM then sees element i read and written at
 			 * one place even in place, and vectorizes without a
 			 * runtime overlap check, which failed for in-place kernels.
 			 */
-			LLVMValueRef at =
-			        dense_view(k, x) ? LLVMBuildAdd(b, row, i, "")
+			at[e] = dense_view(k, x) ? out
 			        : st             ? LLVMBuildAdd(b, g->xoff[e],
 			                                        LLVMBuildMul(b, i, i64c(g, st), ""), "")
 			                         : g->xoff[e];
-			g->xv[e] = load_elem(g, x->dtype, elem_ptr(g, x->arg, x->dtype, at));
-			break;
 		}
-		case KX_CONST:
-			if (x->dtype == IR_BOOL)
-				g->xv[e] = LLVMConstInt(g->i1, x->i != 0, 0);
-			else if (isf(x->dtype))
-				g->xv[e] = fconst(g, comp_type(g, x->dtype), x->f);
-			else
-				g->xv[e] = LLVMConstInt(comp_type(g, x->dtype),
-				                        (unsigned long long)x->i, 1);
-			break;
-		case KX_OP: g->xv[e] = emit_op(g, x); break;
-		}
-	}
-	for (int j = 0; j < k->nout; j++) {
-		const struct cg_kx *x = &k->x[k->out_x[j]];
-		store_elem(g, x->dtype, g->xv[k->out_x[j]],
-		           elem_ptr(g, j, x->dtype, LLVMBuildAdd(b, row, i, "")));
+		gen_element(g, k, out, at);
+		free(at);
 	}
 	i1 = LLVMBuildAdd(b, i, i64c(g, 1), "");
 	LLVMBuildBr(b, icond);
@@ -836,6 +890,122 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 	free(g->base);
 	free(g->xoff);
 	free(g->xv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The CUDA target: one thread per element                                  */
+/* ------------------------------------------------------------------------ */
+
+#define PTX_KERNEL_CC 71 /* LLVM's CallingConv::PTX_Kernel: a .entry */
+
+/* A special register (llvm.nvvm.read.ptx.sreg.*) widened to i64. */
+static LLVMValueRef sreg(struct gen *g, const char *name)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef fn;
+	LLVMTypeRef ft;
+	IR_ASSERT(id != 0);
+	fn = LLVMGetIntrinsicDeclaration(g->mod, id, NULL, 0);
+	ft = LLVMIntrinsicGetType(g->cx, id, NULL, 0);
+	return LLVMBuildZExt(g->b, LLVMBuildCall2(g->b, ft, fn, NULL, 0, ""), g->i64, "");
+}
+
+/*
+ * The same element computation as gen_kernel under a grid-stride loop:
+ *
+ *     .entry NAME_k<id>(ptr arg0, ..., ptr argN, i64 n)
+ *
+ * thread i handles elements i, i + gridDim*blockDim, ... below n; the
+ * multi-index of an element comes from dividing its flat index by the
+ * (constant) dimension sizes, and each load's offset from its view.
+ */
+static void gen_kernel_gpu(struct gen *g, const struct cg_kernel *k)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef *params = calloc((size_t)k->nargs + 1, sizeof *params), ft;
+	LLVMValueRef fn, n, start, stride, i, i1, *at;
+	LLVMBasicBlockRef entry, cond, body, exit;
+	char name[160];
+	int r = k->rank;
+
+	IR_ASSERT(params);
+	for (int a = 0; a < k->nargs; a++)
+		params[a] = g->ptr;
+	params[k->nargs] = g->i64;
+	ft = LLVMFunctionType(g->voidt, params, (unsigned)k->nargs + 1, 0);
+	free(params);
+	snprintf(name, sizeof name, "%s_k%d", g->p->opt->name, k->id);
+	fn = LLVMAddFunction(g->mod, name, ft);
+	LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
+	entry = LLVMAppendBasicBlockInContext(g->cx, fn, "entry");
+	cond = LLVMAppendBasicBlockInContext(g->cx, fn, "cond");
+	body = LLVMAppendBasicBlockInContext(g->cx, fn, "elem");
+	exit = LLVMAppendBasicBlockInContext(g->cx, fn, "exit");
+
+	g->k = k;
+	g->base = calloc((size_t)k->nargs, sizeof *g->base);
+	g->xv = calloc((size_t)k->nx, sizeof *g->xv);
+	at = calloc((size_t)k->nx, sizeof *at);
+	IR_ASSERT(g->base && g->xv && at);
+	for (int a = 0; a < k->nargs; a++)
+		g->base[a] = LLVMGetParam(fn, (unsigned)a);
+	n = LLVMGetParam(fn, (unsigned)k->nargs);
+
+	LLVMPositionBuilderAtEnd(b, entry);
+	start = LLVMBuildAdd(b,
+	                     LLVMBuildMul(b, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"),
+	                                  sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), ""),
+	                     sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
+	stride = LLVMBuildMul(b, sreg(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"),
+	                      sreg(g, "llvm.nvvm.read.ptx.sreg.ntid.x"), "");
+	LLVMBuildBr(b, cond);
+
+	LLVMPositionBuilderAtEnd(b, cond);
+	i = LLVMBuildPhi(b, g->i64, "i");
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, n, ""), body, exit);
+
+	LLVMPositionBuilderAtEnd(b, body);
+	{
+		LLVMValueRef idx[IR_MAX_RANK];
+		int64_t span = 1;
+		for (int d = r - 1; d >= 0; d--) {
+			LLVMValueRef q = span > 1 ? LLVMBuildUDiv(b, i, i64c(g, span), "") : i;
+			idx[d] = d > 0 ? LLVMBuildURem(b, q, i64c(g, k->dims[d]), "") : q;
+			span *= k->dims[d];
+		}
+		for (int e = 0; e < k->nx; e++) {
+			const struct cg_kx *x = &k->x[e];
+			LLVMValueRef off;
+			if (x->kind != KX_LOAD)
+				continue;
+			if (dense_view(k, x)) {
+				at[e] = i;
+				continue;
+			}
+			off = i64c(g, x->view.offset);
+			for (int d = 0; d < r; d++)
+				if (x->view.strides[d])
+					off = LLVMBuildAdd(b, off,
+					                   LLVMBuildMul(b, idx[d],
+					                                i64c(g, x->view.strides[d]),
+					                                ""),
+					                   "");
+			at[e] = off;
+		}
+	}
+	gen_element(g, k, i, at);
+	i1 = LLVMBuildAdd(b, i, stride, "");
+	LLVMBuildBr(b, cond);
+	{
+		LLVMValueRef vals[2] = { start, i1 };
+		LLVMBasicBlockRef from[2] = { entry, LLVMGetInsertBlock(b) };
+		LLVMAddIncoming(i, vals, from, 2);
+	}
+	LLVMPositionBuilderAtEnd(b, exit);
+	LLVMBuildRetVoid(b);
+	free(g->base);
+	free(g->xv);
+	free(at);
 }
 
 static LLVMTargetMachineRef cpu_target(struct ir_ctx *ctx, const char *cpu)
@@ -872,74 +1042,204 @@ static LLVMTargetMachineRef cpu_target(struct ir_ctx *ctx, const char *cpu)
 	return tm;
 }
 
-bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path)
+/* A module for tm's target with the types the generator uses. */
+static void gen_open(struct gen *g, LLVMTargetMachineRef tm, const char *name)
 {
-	struct gen g = { .p = p };
-	struct ir_ctx *ctx = p->m->ctx;
-	LLVMTargetMachineRef tm;
+	char *triple = LLVMGetTargetMachineTriple(tm), *layout;
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	g->cx = LLVMContextCreate();
+	g->mod = LLVMModuleCreateWithNameInContext(name, g->cx);
+	g->b = LLVMCreateBuilderInContext(g->cx);
+	g->i1 = LLVMInt1TypeInContext(g->cx);
+	g->i8 = LLVMInt8TypeInContext(g->cx);
+	g->i16 = LLVMInt16TypeInContext(g->cx);
+	g->i32 = LLVMInt32TypeInContext(g->cx);
+	g->i64 = LLVMInt64TypeInContext(g->cx);
+	g->f16 = LLVMHalfTypeInContext(g->cx);
+	g->f32 = LLVMFloatTypeInContext(g->cx);
+	g->f64 = LLVMDoubleTypeInContext(g->cx);
+	g->ptr = LLVMPointerTypeInContext(g->cx, 0);
+	g->voidt = LLVMVoidTypeInContext(g->cx);
+	LLVMSetTarget(g->mod, triple);
+	layout = LLVMCopyStringRepOfTargetData(td);
+	LLVMSetDataLayout(g->mod, layout);
+	LLVMDisposeMessage(layout);
+	LLVMDisposeTargetData(td);
+	LLVMDisposeMessage(triple);
+}
+
+static void gen_close(struct gen *g, LLVMTargetMachineRef tm)
+{
+	LLVMDisposeBuilder(g->b);
+	LLVMDisposeModule(g->mod);
+	LLVMContextDispose(g->cx);
+	LLVMDisposeTargetMachine(tm);
+}
+
+/* Verifies, optimizes (O3) and optionally prints the module. */
+static bool optimize(struct gen *g, LLVMTargetMachineRef tm, const char *ll_path)
+{
+	struct ir_ctx *ctx = g->p->m->ctx;
 	LLVMPassBuilderOptionsRef po;
 	LLVMErrorRef lerr;
-	char *err = NULL, *layout;
-	bool ok = false;
-
-	if (!(tm = cpu_target(ctx, p->opt->cpu)))
-		return false;
-	g.cx = LLVMContextCreate();
-	g.mod = LLVMModuleCreateWithNameInContext(p->opt->name, g.cx);
-	g.b = LLVMCreateBuilderInContext(g.cx);
-	g.i1 = LLVMInt1TypeInContext(g.cx);
-	g.i8 = LLVMInt8TypeInContext(g.cx);
-	g.i16 = LLVMInt16TypeInContext(g.cx);
-	g.i32 = LLVMInt32TypeInContext(g.cx);
-	g.i64 = LLVMInt64TypeInContext(g.cx);
-	g.f16 = LLVMHalfTypeInContext(g.cx);
-	g.f32 = LLVMFloatTypeInContext(g.cx);
-	g.f64 = LLVMDoubleTypeInContext(g.cx);
-	g.ptr = LLVMPointerTypeInContext(g.cx, 0);
-	g.voidt = LLVMVoidTypeInContext(g.cx);
-	{
-		char *triple = LLVMGetTargetMachineTriple(tm);
-		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-		LLVMSetTarget(g.mod, triple);
-		layout = LLVMCopyStringRepOfTargetData(td);
-		LLVMSetDataLayout(g.mod, layout);
-		LLVMDisposeMessage(layout);
-		LLVMDisposeTargetData(td);
-		LLVMDisposeMessage(triple);
-	}
-	for (int i = 0; i < p->nkernels; i++)
-		gen_kernel(&g, p->kernels[i]);
-	if (LLVMVerifyModule(g.mod, LLVMReturnStatusAction, &err))
+	char *err = NULL;
+	if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err))
 		ir_panic(__FILE__, __LINE__, "generated LLVM IR is invalid: %s", err);
 	LLVMDisposeMessage(err);
 	err = NULL;
 	po = LLVMCreatePassBuilderOptions();
 	LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
 	LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-	lerr = LLVMRunPasses(g.mod, "default<O3>", tm, po);
+	lerr = LLVMRunPasses(g->mod, "default<O3>", tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (lerr) {
 		char *msg = LLVMGetErrorMessage(lerr);
 		ir_error(ctx, "LLVM optimization failed: %s", msg);
 		LLVMDisposeErrorMessage(msg);
-		goto out;
+		return false;
 	}
-	if (ll_path && LLVMPrintModuleToFile(g.mod, ll_path, &err)) {
+	if (ll_path && LLVMPrintModuleToFile(g->mod, ll_path, &err)) {
 		ir_error(ctx, "cannot write %s: %s", ll_path, err);
-		goto out;
+		LLVMDisposeMessage(err);
+		return false;
 	}
+	return true;
+}
+
+bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path)
+{
+	struct gen g = { .p = p };
+	struct ir_ctx *ctx = p->m->ctx;
+	LLVMTargetMachineRef tm;
+	char *err = NULL;
+	bool ok = false;
+
+	if (!(tm = cpu_target(ctx, p->opt->cpu)))
+		return false;
+	gen_open(&g, tm, p->opt->name);
+	for (int i = 0; i < p->nkernels; i++)
+		gen_kernel(&g, p->kernels[i]);
+	if (!optimize(&g, tm, ll_path))
+		goto out;
 	if (LLVMTargetMachineEmitToFile(tm, g.mod, (char *)path, LLVMObjectFile, &err)) {
 		ir_error(ctx, "LLVM cannot write %s: %s", path, err);
+		LLVMDisposeMessage(err);
 		goto out;
 	}
 	ok = true;
 out:
-	if (err)
+	gen_close(&g, tm);
+	return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* PTX                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* The PTX ISA version onnxc asks for: 8.0, the first with sm_90a, which
+ * CUDA 12 and 13's ptxas and drivers read. */
+#define PTX_FEATURES "+ptx80"
+
+static LLVMTargetMachineRef nvptx_target(struct ir_ctx *ctx, const char *arch)
+{
+	static const char triple[] = "nvptx64-nvidia-cuda";
+	LLVMTargetRef target;
+	LLVMTargetMachineRef tm;
+	char *err = NULL;
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+	if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+		ir_error(ctx, "LLVM has no NVPTX target: %s", err);
 		LLVMDisposeMessage(err);
-	LLVMDisposeBuilder(g.b);
-	LLVMDisposeModule(g.mod);
-	LLVMContextDispose(g.cx);
-	LLVMDisposeTargetMachine(tm);
+		return NULL;
+	}
+	tm = LLVMCreateTargetMachine(target, triple, arch, PTX_FEATURES, LLVMCodeGenLevelAggressive,
+	                             LLVMRelocDefault, LLVMCodeModelDefault);
+	if (!tm)
+		ir_error(ctx, "LLVM cannot create an NVPTX target machine for %s", arch);
+	return tm;
+}
+
+/*
+ * Links libdevice (the CUDA toolkit's math library as LLVM bitcode) into
+ * the module for the __nv_* functions the kernels call, then makes
+ * everything but the kernels internal so O3 keeps only what is used.
+ * libdevice asks __nvvm_reflect("__CUDA_FTZ"): 0, denormals are kept.
+ */
+static bool link_libdevice(struct gen *g)
+{
+	struct ir_ctx *ctx = g->p->m->ctx;
+	const char *path = getenv("ONNXC_LIBDEVICE") ? getenv("ONNXC_LIBDEVICE") : ONNXC_LIBDEVICE;
+	LLVMMemoryBufferRef mb;
+	LLVMModuleRef lib;
+	char *err = NULL;
+	if (!*path) {
+		ir_error(ctx,
+		         "the CUDA target needs libdevice.10.bc from the CUDA toolkit (this onnxc "
+		         "was built without one; set ONNXC_LIBDEVICE)");
+		return false;
+	}
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &err)) {
+		ir_error(ctx, "cannot read libdevice %s: %s", path, err);
+		LLVMDisposeMessage(err);
+		return false;
+	}
+	if (LLVMParseBitcodeInContext2(g->cx, mb, &lib)) {
+		LLVMDisposeMemoryBuffer(mb);
+		ir_error(ctx, "%s is not LLVM bitcode", path);
+		return false;
+	}
+	LLVMDisposeMemoryBuffer(mb);
+	LLVMSetTarget(lib, LLVMGetTarget(g->mod));
+	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(g->mod));
+	if (LLVMLinkModules2(g->mod, lib)) {
+		ir_error(ctx, "linking libdevice %s failed", path);
+		return false;
+	}
+	for (LLVMValueRef f = LLVMGetFirstFunction(g->mod); f; f = LLVMGetNextFunction(f))
+		if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) != PTX_KERNEL_CC)
+			LLVMSetLinkage(f, LLVMInternalLinkage);
+	for (LLVMValueRef v = LLVMGetFirstGlobal(g->mod); v; v = LLVMGetNextGlobal(v))
+		if (!LLVMIsDeclaration(v))
+			LLVMSetLinkage(v, LLVMInternalLinkage);
+	LLVMAddModuleFlag(g->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+	                  LLVMValueAsMetadata(LLVMConstInt(g->i32, 0, 0)));
+	return true;
+}
+
+bool cg_llvm_emit_ptx(const struct cg_plan *p, const char *arch, char **ptx, size_t *size,
+                      const char *ll_path)
+{
+	struct gen g = { .p = p, .gpu = true };
+	struct ir_ctx *ctx = p->m->ctx;
+	LLVMTargetMachineRef tm;
+	LLVMMemoryBufferRef buf;
+	char *err = NULL;
+	bool ok = false;
+
+	*ptx = NULL;
+	*size = 0;
+	if (!(tm = nvptx_target(ctx, arch)))
+		return false;
+	gen_open(&g, tm, p->opt->name);
+	for (int i = 0; i < p->nkernels; i++)
+		gen_kernel_gpu(&g, p->kernels[i]);
+	if (!link_libdevice(&g) || !optimize(&g, tm, ll_path))
+		goto out;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g.mod, LLVMAssemblyFile, &err, &buf)) {
+		ir_error(ctx, "LLVM cannot emit PTX for %s: %s", arch, err);
+		LLVMDisposeMessage(err);
+		goto out;
+	}
+	*size = LLVMGetBufferSize(buf);
+	*ptx = ir_arena_alloc(&p->m->arena, *size + 1); /* NUL-terminated */
+	memcpy(*ptx, LLVMGetBufferStart(buf), *size);
+	LLVMDisposeMemoryBuffer(buf);
+	ok = true;
+out:
+	gen_close(&g, tm);
 	return ok;
 }
 

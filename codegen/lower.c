@@ -1002,28 +1002,63 @@ static bool computes(enum cg_lib lib)
 	}
 }
 
-static void compute_in_f32(struct cg_step *s)
+/* The dtype and ydtype fields of a computing step's descriptor. */
+static void desc_dtypes(struct cg_step *s, int **dt, int **ydt)
 {
-	int *dt;
 	switch (s->lib) {
-	case CG_LIB_GEMM: dt = &s->d.gemm.dtype; break;
-	case CG_LIB_CONV:
-	case CG_LIB_CONV_TRANSPOSE: dt = &s->d.conv.dtype; break;
-	case CG_LIB_POOL: dt = &s->d.pool.dtype; break;
-	case CG_LIB_SOFTMAX: dt = &s->d.softmax.dtype; break;
-	case CG_LIB_LAYERNORM: dt = &s->d.layernorm.dtype; break;
-	case CG_LIB_INSTNORM: dt = &s->d.instnorm.dtype; break;
-	case CG_LIB_LRN: dt = &s->d.lrn.dtype; break;
-	case CG_LIB_REDUCE: dt = &s->d.reduce.dtype; break;
-	case CG_LIB_ARG: dt = &s->d.arg.dtype; break;
-	case CG_LIB_CUMSUM: dt = &s->d.cumsum.dtype; break;
-	case CG_LIB_RESIZE: dt = &s->d.resize.dtype; break;
+#define CASE(lib, f)                   \
+	case lib:                      \
+		*dt = &s->d.f.dtype;   \
+		*ydt = &s->d.f.ydtype; \
+		break;
+		CASE(CG_LIB_GEMM, gemm)
+		CASE(CG_LIB_CONV, conv)
+		CASE(CG_LIB_CONV_TRANSPOSE, conv)
+		CASE(CG_LIB_POOL, pool)
+		CASE(CG_LIB_SOFTMAX, softmax)
+		CASE(CG_LIB_LAYERNORM, layernorm)
+		CASE(CG_LIB_INSTNORM, instnorm)
+		CASE(CG_LIB_LRN, lrn)
+		CASE(CG_LIB_REDUCE, reduce)
+		CASE(CG_LIB_CUMSUM, cumsum)
+		CASE(CG_LIB_RESIZE, resize)
+#undef CASE
+	case CG_LIB_ARG:
+		*dt = &s->d.arg.dtype;
+		*ydt = NULL; /* writes int64 */
+		break;
 	default: ir_panic(__FILE__, __LINE__, "library %d has no dtype", (int)s->lib);
 	}
+}
+
+int cg_step_ydtype(const struct cg_step *s)
+{
+	int *dt, *ydt;
+	if (s->is_kernel || !computes(s->lib))
+		return 0;
+	desc_dtypes((struct cg_step *)s, &dt, &ydt);
+	return ydt ? *ydt : 0;
+}
+
+static void compute_in_f32(struct cg_step *s)
+{
+	int *dt, *ydt;
+	desc_dtypes(s, &dt, &ydt);
 	*dt = RT_F32;
 }
 
-/* The step's half tensors get FP32 copies in its workspace. */
+/* The CUDA target: a step whose result (a cast absorbed) differs in type
+ * from what it reads says so in ydtype; the libraries convert. */
+static void set_ydtype(struct cg_step *s)
+{
+	int *dt, *ydt;
+	if (s->is_kernel || !computes(s->lib))
+		return;
+	desc_dtypes(s, &dt, &ydt);
+	if (ydt && s->args[0] && rt_dtype(s->args[0]->type.dtype) != *dt)
+		*ydt = rt_dtype(s->args[0]->type.dtype);
+}
+
 static bool is_half(const struct ir_value *v)
 {
 	return v && (v->type.dtype == IR_F16 || v->type.dtype == IR_BF16);
@@ -1237,8 +1272,12 @@ bool cg_lower(struct cg_plan *p)
 			p->casts_fused++;
 		}
 	}
-	for (int i = 0; i < p->nsteps; i++)
-		stage_half(&l, &p->steps[i]);
+	for (int i = 0; i < p->nsteps; i++) {
+		if (cg_target_cuda(p->opt))
+			set_ydtype(&p->steps[i]);
+		else
+			stage_half(&l, &p->steps[i]);
+	}
 	count_casts(p);
 	/* constants made while lowering (dense parameters, FP32 twins of half
 	 * weights) need their entries too */

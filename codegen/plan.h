@@ -172,6 +172,8 @@ struct cg_plan {
 
 /* lower.c */
 bool cg_lower(struct cg_plan *p);
+/* The ydtype of a computing step's descriptor (0 for the others). */
+int cg_step_ydtype(const struct cg_step *s);
 /* The storage root of v (following reshape aliases). */
 struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
 
@@ -186,12 +188,17 @@ bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path
 
 /* emit_c.c */
 bool cg_emit_header(const struct cg_plan *p, const char *path);
-bool cg_emit_source(const struct cg_plan *p, const char *path);
+bool cg_emit_source(const struct cg_plan *p, const char *path, size_t ptx_bytes);
 
 /* weights.c */
 bool cg_write_weights(const struct cg_plan *p, const char *path);
 unsigned char *cg_weights_image(const struct cg_plan *p, size_t *size);
 void cg_model_id(struct cg_plan *p);
+
+/* llvm.c, the CUDA target: the kernels as PTX for arch (sm_80 ...), in the
+ * module's arena, NUL-terminated (*size excludes the NUL). */
+bool cg_llvm_emit_ptx(const struct cg_plan *p, const char *arch, char **ptx, size_t *size,
+                      const char *ll_path);
 
 /* llvm.c: an object defining `const unsigned char symbol[]` holding data. */
 bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *symbol,

@@ -12,12 +12,17 @@ static const char compile_help[] =
         "Compiles a model into OUTDIR: NAME.h (the API), NAME.c (the launch code),\n"
         "NAME_kernels.o (generated kernels), NAME.weights and libNAME.a. Link\n"
         "libNAME.a with the onnxc runtime (libonnxc_rt.a, -lopenblas -lpthread -lm).\n"
+        "For --target cuda the kernels are PTX (NAME_kernels.ptx, embedded in\n"
+        "libNAME.a); link also libonnxc_rt_cuda.a, -lcudnn -lcublasLt -lcudart\n"
+        "-lstdc++. The header and API are the same for both targets.\n"
         "\n"
         "options:\n"
         "  -o OUTDIR            where the files go (created if missing)\n"
         "  --name NAME          C identifier prefix and file names (default: the model\n"
         "                       file's name)\n"
-        "  --target cpu         the target (cpu)\n"
+        "  --target T           cpu (default) or cuda\n"
+        "  --arch ARCH          the GPU for --target cuda: sm_80, sm_86, sm_89,\n"
+        "                       sm_90 (default) or sm_90a\n"
         "  --cpu CPU            LLVM CPU name for the kernels, e.g. x86-64-v3\n"
         "                       (default: native, the CPU onnxc runs on)\n"
         "  --embed-weights      link the weights into the library instead of NAME.weights\n"
@@ -61,7 +66,7 @@ static void print_amp(const struct model_opts *mo, const struct cg_stats *s)
 int cmd_compile(int argc, char **argv)
 {
 	struct model_opts mo = { 0 };
-	struct cg_options co = { .target = "cpu", .cpu = "native" };
+	struct cg_options co = { .target = "cpu", .cpu = "native", .arch = "sm_90" };
 	struct cg_stats stats;
 	struct ir_ctx ctx;
 	struct ir_module *m;
@@ -87,6 +92,8 @@ int cmd_compile(int argc, char **argv)
 			co.name = v;
 		else if ((v = opt_value(argc, argv, &i, "--target", true, &bad)))
 			co.target = v;
+		else if ((v = opt_value(argc, argv, &i, "--arch", true, &bad)))
+			co.arch = v;
 		else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad)))
 			co.cpu = v;
 		else if (opt_value(argc, argv, &i, "--embed-weights", false, &bad))
@@ -107,8 +114,12 @@ int cmd_compile(int argc, char **argv)
 		            !input ? "no model given" : "no output folder given (-o OUTDIR)");
 		goto usage;
 	}
-	if (strcmp(co.target, "cpu")) {
-		usage_error("compile: unknown target '%s' (this onnxc supports: cpu)", co.target);
+	if (strcmp(co.target, "cpu") && strcmp(co.target, "cuda")) {
+		usage_error("compile: unknown target '%s' (cpu or cuda)", co.target);
+		goto usage;
+	}
+	if (!cg_valid_arch(co.arch)) {
+		usage_error("compile: unknown --arch '%s' (%s)", co.arch, cg_cuda_archs());
 		goto usage;
 	}
 	if (!co.name) {

@@ -89,13 +89,44 @@ static bool load(struct ir_ctx *ctx, const char *dir, const char *name, struct l
 	return true;
 }
 
-static bool compile_shared(struct ir_module *m, const char *dir, const char *cpu,
+/* Where run and check compile for: --target, --cpu, --arch. */
+struct target {
+	const char *name, *cpu, *arch;
+};
+
+/* 1 if argv[*i] was a target option, 0 if not, -1 after a usage error. */
+static int parse_target(int argc, char **argv, int *i, struct target *t)
+{
+	bool bad = false;
+	const char *v;
+	if ((v = opt_value(argc, argv, i, "--target", true, &bad))) {
+		if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
+			usage_error("--target takes cpu or cuda, not '%s'", v);
+			return -1;
+		}
+		t->name = v;
+	} else if ((v = opt_value(argc, argv, i, "--arch", true, &bad))) {
+		if (!cg_valid_arch(v)) {
+			usage_error("--arch takes %s, not '%s'", cg_cuda_archs(), v);
+			return -1;
+		}
+		t->arch = v;
+	} else if ((v = opt_value(argc, argv, i, "--cpu", true, &bad))) {
+		t->cpu = v;
+	} else {
+		return bad ? -1 : 0;
+	}
+	return 1;
+}
+
+static bool compile_shared(struct ir_module *m, const char *dir, const struct target *t,
                            const char *source, struct cg_stats *stats)
 {
 	struct cg_options co = { .name = "model",
 		                 .out_dir = dir,
-		                 .target = "cpu",
-		                 .cpu = cpu,
+		                 .target = t->name,
+		                 .cpu = t->cpu,
+		                 .arch = t->arch,
 		                 .source = source,
 		                 .shared = true,
 		                 .quiet = true };
@@ -223,6 +254,8 @@ static const char run_help[] =
         "  --cache-dir DIR      where compiled models are kept (default\n"
         "                       $XDG_CACHE_HOME/onnxc or ~/.cache/onnxc)\n"
         "  --cpu CPU            LLVM CPU name for the kernels (default native)\n"
+        "  --target T           cpu (default) or cuda (needs a CUDA GPU to run)\n"
+        "  --arch ARCH          the GPU for --target cuda (default sm_90)\n"
         "  --shape, --dim, --const, --verify, --dump-after   as for onnxc compile\n";
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -295,7 +328,8 @@ int cmd_run(int argc, char **argv)
 	struct ir_value *tensors[MAX_IO];
 	char(*names)[256] = calloc(MAX_IO, 256);
 	char(*order)[256] = calloc(MAX_IO, 256);
-	const char *model = NULL, *files[MAX_IO], *outdir = NULL, *cache = NULL, *cpu = "native";
+	const char *model = NULL, *files[MAX_IO], *outdir = NULL, *cache = NULL;
+	struct target target = { "cpu", "native", "sm_90" };
 	const void *in[MAX_IO];
 	void **out = NULL;
 	char *dir = NULL;
@@ -341,8 +375,9 @@ int cmd_run(int argc, char **argv)
 			}
 		} else if ((v = opt_value(argc, argv, &i, "--cache-dir", true, &bad))) {
 			cache = v;
-		} else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad))) {
-			cpu = v;
+		} else if ((r = parse_target(argc, argv, &i, &target)) != 0) {
+			if (r < 0)
+				goto usage;
 		} else if (bad) {
 			goto usage;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -383,7 +418,8 @@ int cmd_run(int argc, char **argv)
 	{
 		/* what decides the compiled code: bindings, constants, CPU */
 		char config[8192];
-		size_t at = (size_t)snprintf(config, sizeof config, "cpu=%s", cpu);
+		size_t at = (size_t)snprintf(config, sizeof config, "target=%s cpu=%s arch=%s",
+		                             target.name, target.cpu, target.arch);
 		for (int i = 0; i < mo.fe.nshapes && at < sizeof config; i++) {
 			at += (size_t)snprintf(config + at, sizeof config - at,
 			                       ";%s=", mo.shapes[i].input);
@@ -416,7 +452,7 @@ int cmd_run(int argc, char **argv)
 		snprintf(so, sizeof so, "%s/model.so", dir);
 		if (stat(so, &st) != 0) {
 			struct cg_stats cs;
-			if (!compile_shared(m, dir, cpu, model, &cs))
+			if (!compile_shared(m, dir, &target, model, &cs))
 				goto out;
 			printf("compiled in %.0f ms into %s\n", cs.ms_total, dir);
 		}
@@ -495,6 +531,8 @@ static const char check_help[] =
         "  --json               print one JSON object (see docs/cli.md)\n"
         "  --keep DIR           compile into DIR and keep the files\n"
         "  --cpu CPU            LLVM CPU name for the kernels (default native)\n"
+        "  --target T           cpu (default) or cuda (needs a CUDA GPU to run)\n"
+        "  --arch ARCH          the GPU for --target cuda (default sm_90)\n"
         "  --shape, --dim, --const, --verify, --dump-after   as for onnxc compile\n";
 
 struct cmp {
@@ -600,7 +638,8 @@ int cmd_check(int argc, char **argv)
 	char(*names)[256] = calloc(MAX_IO, 256);
 	char(*sets)[4096] = calloc(64, 4096);
 	char model[4200];
-	const char *dir = NULL, *keep = NULL, *cpu = "native";
+	const char *dir = NULL, *keep = NULL;
+	struct target target = { "cpu", "native", "sm_90" };
 	char *work = NULL;
 	double rtol = 1e-3, atol = 1e-7, max_l2 = -1, compile_ms = 0, run_ms = 0;
 	bool tolerance_given = false;
@@ -646,9 +685,10 @@ int cmd_check(int argc, char **argv)
 			json = true;
 		else if ((v = opt_value(argc, argv, &i, "--keep", true, &bad)))
 			keep = v;
-		else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad)))
-			cpu = v;
-		else if (bad)
+		else if ((r = parse_target(argc, argv, &i, &target)) != 0) {
+			if (r < 0)
+				goto usage;
+		} else if (bad)
 			goto usage;
 		else if (argv[i][0] == '-' && argv[i][1]) {
 			usage_error("check: unknown option '%s'", argv[i]);
@@ -750,7 +790,7 @@ int cmd_check(int argc, char **argv)
 		ir_error(&ctx, "cannot create a temporary folder");
 		goto report;
 	}
-	if (!compile_shared(m, work, cpu, model, &cs))
+	if (!compile_shared(m, work, &target, model, &cs))
 		goto report;
 	compile_ms = cs.ms_total;
 	if (!load(&ctx, work, "model", &l))
