@@ -289,6 +289,21 @@ static void desc_simple(FILE *f, const struct cg_step *s)
 		i64s(f, d->gather_elements.index_dims, d->gather_elements.rank);
 		fputs(" }", f);
 		break;
+	case CG_LIB_SCATTER_ELEMENTS: {
+		static const char *const reductions[] = { "RT_SCATTER_NONE", "RT_SCATTER_ADD",
+			                                  "RT_SCATTER_MUL", "RT_SCATTER_MAX",
+			                                  "RT_SCATTER_MIN" };
+		const struct rt_scatter_elements_desc *se = &d->scatter_elements;
+		fprintf(f,
+		        "{ .dtype = %d, .index_dtype = %d, .reduction = %s, "
+		        ".rank = %d, .axis = %d, .data_dims = ",
+		        se->dtype, se->index_dtype, reductions[se->reduction], se->rank, se->axis);
+		i64s(f, se->data_dims, se->rank);
+		fputs(", .index_dims = ", f);
+		i64s(f, se->index_dims, se->rank);
+		fputs(" }", f);
+		break;
+	}
 	case CG_LIB_TILE:
 		fprintf(f, "{ .esize = %d, .rank = %d, .in_dims = ", d->tile.esize, d->tile.rank);
 		i64s(f, d->tile.in_dims, d->tile.rank);
@@ -324,6 +339,7 @@ static const struct {
 	[CG_LIB_COPY] = { "rt_copy_desc", "rt_copy" },
 	[CG_LIB_GATHER] = { "rt_gather_desc", "rt_gather" },
 	[CG_LIB_GATHER_ELEMENTS] = { "rt_gather_elements_desc", "rt_gather_elements" },
+	[CG_LIB_SCATTER_ELEMENTS] = { "rt_scatter_elements_desc", "rt_scatter_elements" },
 	[CG_LIB_PAD] = { "rt_pad_desc", "rt_pad" },
 	[CG_LIB_TILE] = { "rt_tile_desc", "rt_tile" },
 	[CG_LIB_TRILU] = { "rt_trilu_desc", "rt_trilu" },
@@ -453,6 +469,7 @@ static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, 
 	                 convt[] = { 1, 2, 3, 0 }, pool[] = { 2, 0, 1 }, two[] = { 1, 0 },
 	                 gather[] = { 1, 2, 0 }, ln[] = { 3, 4, 5, 0, 1, 2 },
 	                 inorm[] = { 1, 2, 3, 0 };
+	static const int scatter[] = { 1, 2, 3, 0 };
 	const char *fn = libs[s->lib].fn;
 	bool cuda = cg_target_cuda(p->opt);
 	/* rt_X(ctx, &d<s>, ...) on the CPU; rtc_X(M, &d<s>, ...) on CUDA, and
@@ -481,6 +498,7 @@ static void lib_call(FILE *f, const struct cg_plan *p, const struct cg_step *s, 
 	case CG_LIB_POOL: arg_list(f, p, s, pool, 3); break;
 	case CG_LIB_GATHER:
 	case CG_LIB_GATHER_ELEMENTS: arg_list(f, p, s, gather, 3); break;
+	case CG_LIB_SCATTER_ELEMENTS: arg_list(f, p, s, scatter, 4); break;
 	case CG_LIB_LAYERNORM: arg_list(f, p, s, ln, 6); break;
 	case CG_LIB_INSTNORM: arg_list(f, p, s, inorm, 4); break;
 	default: arg_list(f, p, s, two, 2); break;

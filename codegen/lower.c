@@ -698,6 +698,28 @@ static bool lower_gather_elements(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* ScatterElements reads and writes its elements in their own type (the
+ * CPU kernel rounds half results after each update, as the GPU does), so
+ * it is not staged through FP32. */
+static bool lower_scatter_elements(struct lower *l, struct ir_node *n)
+{
+	static const char *const reductions[] = { "none", "add", "mul", "max", "min" };
+	const char *red = ir_attr_s(n, "reduction");
+	struct cg_step *s = lib_step(l, n, CG_LIB_SCATTER_ELEMENTS, 1, 4, n->out[0], n->in[0],
+	                             n->in[1], n->in[2]);
+	struct rt_scatter_elements_desc *d = &s->d.scatter_elements;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->index_dtype = rt_dtype(n->in[1]->type.dtype);
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(red, reductions[i]))
+			d->reduction = i; /* enum rt_scatter_reduction's order */
+	d->rank = n->in[0]->type.rank;
+	d->axis = (int)ir_attr_i(n, "axis");
+	memcpy(d->data_dims, n->in[0]->type.dims, sizeof(int64_t) * (size_t)d->rank);
+	memcpy(d->index_dims, n->in[1]->type.dims, sizeof(int64_t) * (size_t)d->rank);
+	return true;
+}
+
 static bool lower_pad(struct lower *l, struct ir_node *n)
 {
 	const struct ir_type *x = &n->in[0]->type;
@@ -995,6 +1017,7 @@ static bool computes(enum cg_lib lib)
 	case CG_LIB_COPY:
 	case CG_LIB_GATHER:
 	case CG_LIB_GATHER_ELEMENTS:
+	case CG_LIB_SCATTER_ELEMENTS:
 	case CG_LIB_PAD:
 	case CG_LIB_TILE:
 	case CG_LIB_TRILU: return false;
@@ -1187,6 +1210,7 @@ static const lower_fn lowerers[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = lower_slice,
 	[IR_OP_GATHER] = lower_gather,
 	[IR_OP_GATHER_ELEMENTS] = lower_gather_elements,
+	[IR_OP_SCATTER_ELEMENTS] = lower_scatter_elements,
 	[IR_OP_EXPAND] = lower_expand,
 	[IR_OP_TILE] = lower_tile,
 	[IR_OP_PAD] = lower_pad,

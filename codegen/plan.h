@@ -73,6 +73,7 @@ enum cg_lib {
 	CG_LIB_COPY,
 	CG_LIB_GATHER,
 	CG_LIB_GATHER_ELEMENTS,
+	CG_LIB_SCATTER_ELEMENTS,
 	CG_LIB_PAD,
 	CG_LIB_TILE,
 	CG_LIB_TRILU,
@@ -100,6 +101,7 @@ union cg_desc {
 	struct rt_copy_desc copy;
 	struct rt_gather_desc gather;
 	struct rt_gather_elements_desc gather_elements;
+	struct rt_scatter_elements_desc scatter_elements;
 	struct rt_pad_desc pad;
 	struct rt_tile_desc tile;
 	struct rt_trilu_desc trilu;

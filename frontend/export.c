@@ -561,6 +561,32 @@ static bool ex_trilu(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/* ScatterElements: reduction exists from opset 16 (none, add, mul); max
+ * and min from opset 18, beyond what export writes. */
+static bool ex_scatter_elements(struct ex *ex, const struct ir_node *n)
+{
+	const char *red = ir_attr_s(n, "reduction");
+	const char *const skip[] = { "reduction", NULL };
+	struct ex_node *en;
+	bool none = !strcmp(red, "none");
+	if (!none && (!strcmp(red, "max") || !strcmp(red, "min")))
+		return ex_node_error(ex, n,
+		                     "ScatterElements takes reduction '%s' from opset 18; onnxc "
+		                     "exports opsets %d to %d",
+		                     red, FE_EXPORT_MIN_OPSET, FE_EXPORT_MAX_OPSET);
+	if (!none && ex->opset < 16)
+		return ex_node_error(ex, n,
+		                     "ScatterElements takes reduction '%s' from opset 16; the "
+		                     "export targets opset %lld (use --opset 16 or later)",
+		                     red, (long long)ex->opset);
+	en = ex_std(ex, n, 0);
+	ex_ir_inputs(en);
+	ex_ir_attrs(en, skip);
+	if (!none)
+		ex_attr_s(en, "reduction", red);
+	return true;
+}
+
 /* CumSum: the axis as a scalar input. */
 static bool ex_cumsum(struct ex *ex, const struct ir_node *n)
 {
@@ -734,6 +760,7 @@ static const struct ex_op ex_ops[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = { ex_slice },
 	[IR_OP_GATHER] = { ex_plain },
 	[IR_OP_GATHER_ELEMENTS] = { ex_plain },
+	[IR_OP_SCATTER_ELEMENTS] = { ex_scatter_elements },
 	[IR_OP_EXPAND] = { ex_expand },
 	[IR_OP_TILE] = { ex_tile },
 	[IR_OP_PAD] = { ex_pad },

@@ -116,6 +116,8 @@ static const struct ex_types ex_types[] = {
 	{ "Reshape", 14, 2, 1, 0, 0, { 0x1fffe, 0x00080 }, { 0x1fffe } },
 	{ "Resize", 13, 4, 1, 0, 0, { 0x1fffe, 0x00c02, 0x00002, 0x00080 }, { 0x1fffe } },
 	{ "Round", 11, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
+	{ "ScatterElements", 13, 3, 1, 0, 0, { 0x1fffe, 0x000c0, 0x1fffe }, { 0x1fffe } },
+	{ "ScatterElements", 16, 3, 1, 0, 0, { 0x1fffe, 0x000c0, 0x1fffe }, { 0x1fffe } },
 	{ "Selu", 6, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "Shrink", 9, 1, 1, 0, 0, { 0x03cfe }, { 0x03cfe } },
 	{ "Sigmoid", 13, 1, 1, 0, 0, { 0x10c02 }, { 0x10c02 } },

@@ -647,6 +647,42 @@ static bool imp_gather(struct fe_node *nd)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
+/*
+ * ScatterElements (opset 11; reduction from 16, max and min from 18) and
+ * its predecessor Scatter (opsets 9 and 10, no reduction).
+ */
+static bool imp_scatter(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", 0);
+	bool legacy = !strcmp(nd->def->name, "Scatter");
+	const char *red = legacy ? "none" : fe_str(nd, "reduction", "none"), *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 3, 3) || nd->failed)
+		return false;
+	if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+	    strcmp(red, "min"))
+		return fe_fail(nd, "unknown reduction '%s' (none, add, mul, max or min)", red);
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	if (fe_is_const(nd, 1) && ir_dtypes[nd->in[1]->type.dtype].is_int) {
+		/* constant indices into run-time data: check them now */
+		const struct ir_value *iv = nd->in[1];
+		int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
+		for (int64_t i = 0; i < cnt; i++) {
+			int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
+			if (k < -dim || k >= dim)
+				return fe_fail(
+				        nd, "index %lld is out of range for axis %lld of size %lld",
+				        (long long)k, (long long)axis, (long long)dim);
+		}
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, nd->in, 3, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	ir_set_s(nd->fe->m, n, "reduction", red);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
 static bool imp_expand(struct fe_node *nd)
 {
 	struct ir_type s = { 0 }, r;
@@ -937,6 +973,8 @@ const struct fe_op fe_ops_shape[] = {
 	{ "Slice", 1, imp_slice, IR_OP_SLICE },
 	{ "Gather", 1, imp_gather, IR_OP_GATHER },
 	{ "GatherElements", 11, imp_gather, IR_OP_GATHER_ELEMENTS },
+	{ "ScatterElements", 11, imp_scatter, IR_OP_SCATTER_ELEMENTS },
+	{ "Scatter", 9, imp_scatter, IR_OP_SCATTER_ELEMENTS },
 	{ "Expand", 8, imp_expand, IR_OP_EXPAND },
 	{ "Tile", 6, imp_tile, IR_OP_TILE },
 	{ "Pad", 2, imp_pad, IR_OP_PAD },

@@ -117,6 +117,7 @@ bool eval_concat(struct fold *f);
 bool eval_split(struct fold *f);
 bool eval_gather(struct fold *f);
 bool eval_gather_elements(struct fold *f);
+bool eval_scatter_elements(struct fold *f);
 bool eval_trilu(struct fold *f);
 bool eval_pad(struct fold *f);
 bool eval_depth_space(struct fold *f);

@@ -162,6 +162,71 @@ bool eval_gather_elements(struct fold *f)
 	return true;
 }
 
+/*
+ * ScatterElements combines in the result's own type after every update, as
+ * ONNX defines it (a sequential loop over the updates) and the kernels do:
+ * floats in double, rounded to the dtype on each store (which gives the
+ * correctly rounded FP32/FP16/BF16 sum or product of two stored values),
+ * integers wrapping. max and min let a NaN through, as numpy's maximum.
+ */
+static double scatter_f(const char *red, double a, double b)
+{
+	if (!strcmp(red, "add"))
+		return a + b;
+	if (!strcmp(red, "mul"))
+		return a * b;
+	if (!strcmp(red, "max"))
+		return b > a || b != b ? b : a;
+	return b < a || b != b ? b : a; /* min */
+}
+
+static uint64_t scatter_u(const char *red, uint64_t a, uint64_t b, bool is_signed)
+{
+	if (!strcmp(red, "add"))
+		return a + b;
+	if (!strcmp(red, "mul"))
+		return a * b;
+	bool b_above = is_signed ? (int64_t)b > (int64_t)a : b > a;
+	bool b_below = is_signed ? (int64_t)b < (int64_t)a : b < a;
+	return (!strcmp(red, "max") ? b_above : b_below) ? b : a;
+}
+
+bool eval_scatter_elements(struct fold *f)
+{
+	const struct ir_type *x = &IN(0)->type, *it = &IN(1)->type;
+	enum ir_dtype dt = x->dtype;
+	int axis = (int)ir_attr_i(f->n, "axis");
+	const char *red = ir_attr_s(f->n, "reduction");
+	bool none = !strcmp(red, "none"), is_signed = ir_dtypes[dt].is_signed;
+	int64_t s[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 }, total = ir_type_elems(it);
+	size_t es = esize(IN(0));
+	memcpy(f->out[0], IN(0)->data, (size_t)ir_type_elems(x) * es);
+	eval_strides(x, s);
+	for (int64_t k = 0; k < total; k++) {
+		int64_t j = ir_load_i64(it->dtype, IN(1)->data, (size_t)k), dst = 0;
+		if (j < -x->dims[axis] || j >= x->dims[axis])
+			FAIL("index %lld is out of range for axis %d of size %lld", (long long)j,
+			     axis, (long long)x->dims[axis]);
+		if (j < 0)
+			j += x->dims[axis];
+		for (int d = 0; d < x->rank; d++)
+			dst += (d == axis ? j : idx[d]) * s[d];
+		if (none) {
+			memcpy((char *)f->out[0] + (size_t)dst * es,
+			       (const char *)IN(2)->data + (size_t)k * es, es);
+		} else if (isf(dt)) {
+			double a = ir_load_f64(dt, f->out[0], (size_t)dst);
+			putf(f, 0, dst, scatter_f(red, a, getf(IN(2), k)));
+		} else {
+			uint64_t a = (uint64_t)ir_load_i64(dt, f->out[0], (size_t)dst);
+			uint64_t b = (uint64_t)geti(IN(2), k);
+			puti(f, 0, dst, (int64_t)scatter_u(red, a, b, is_signed));
+		}
+		eval_next(idx, it->dims, it->rank);
+	}
+	return true;
+}
+
 bool eval_trilu(struct fold *f)
 {
 	const struct ir_type *t = &IN(0)->type;

@@ -422,6 +422,7 @@ static const eval_fn evaluators[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = eval_slice,
 	[IR_OP_GATHER] = eval_gather,
 	[IR_OP_GATHER_ELEMENTS] = eval_gather_elements,
+	[IR_OP_SCATTER_ELEMENTS] = eval_scatter_elements,
 	[IR_OP_EXPAND] = eval_expand,
 	[IR_OP_TILE] = eval_tile,
 	[IR_OP_PAD] = eval_pad,

@@ -730,6 +730,44 @@ bool ir_infer_gather_elements(const struct ir_node *n, struct ir_type *out, char
 	return true;
 }
 
+/*
+ * ScatterElements: the data with updates written (or combined) at the
+ * positions indices name along axis; updates has the shape of indices,
+ * which may be smaller than the data outside the axis.
+ */
+bool ir_infer_scatter_elements(const struct ir_node *n, struct ir_type *out, char *err,
+                               size_t errlen)
+{
+	const struct ir_type *x = T(0), *idx = T(1), *u = T(2);
+	int64_t axis = ir_attr_i(n, "axis");
+	const char *red = ir_attr_s(n, "reduction");
+	tbuf s1, s2;
+	if (idx->dtype != IR_I32 && idx->dtype != IR_I64)
+		FAIL("indices must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	if (idx->rank != x->rank)
+		FAIL("indices must have the rank of the data (%d)", x->rank);
+	if (u->dtype != x->dtype)
+		FAIL("updates are %s but the data is %s", ir_dtype_name(u->dtype),
+		     ir_dtype_name(x->dtype));
+	if (u->rank != idx->rank || memcmp(u->dims, idx->dims, sizeof(int64_t) * (size_t)u->rank))
+		FAIL("updates %s must have the shape of indices %s", TS(u, s1), TS(idx, s2));
+	for (int i = 0; i < x->rank; i++)
+		if (i != axis && idx->dims[i] > x->dims[i])
+			FAIL("indices %s exceed the data %s in dimension %d", TS(idx, s1),
+			     TS(x, s2), i);
+	if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+	    strcmp(red, "min"))
+		FAIL("unknown reduction '%s' (none, add, mul, max, min)", red);
+	if (strcmp(red, "none") && x->dtype == IR_BOOL)
+		FAIL("reduction '%s' on bool data", red);
+	if (x->dims[axis] == 0 && ir_type_elems(idx) > 0)
+		FAIL("scattering into an empty axis");
+	out[0] = *x;
+	return true;
+}
+
 bool ir_infer_expand(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	int c;

@@ -128,6 +128,7 @@ IR_OP(SPLIT,             "split",              "Split",               1, 1,  1, 
 IR_OP(SLICE,             "slice",              "Slice",               1, 1,  1, 1, MOVE,    CLEAR,   "starts:I ends:I steps:I",              ir_infer_slice)
 IR_OP(GATHER,            "gather",             "Gather",              2, 2,  1, 1, MOVE,    CLEAR,   "axis:i",                               ir_infer_gather)
 IR_OP(GATHER_ELEMENTS,   "gather_elements",    "GatherElements",      2, 2,  1, 1, MOVE,    CLEAR,   "axis:i",                               ir_infer_gather_elements)
+IR_OP(SCATTER_ELEMENTS,  "scatter_elements",   "ScatterElements",     3, 3,  1, 1, MOVE,    CLEAR,   "axis:i reduction:s",                   ir_infer_scatter_elements)
 IR_OP(EXPAND,            "expand",             "Expand",              1, 1,  1, 1, MOVE,    CLEAR,   "shape:I",                              ir_infer_expand)
 IR_OP(TILE,              "tile",               "Tile",                1, 1,  1, 1, MOVE,    CLEAR,   "repeats:I",                            ir_infer_tile)
 IR_OP(PAD,               "pad",                "Pad",                 1, 1,  1, 1, MOVE,    CLEAR,   "pads:I mode:s value:f",                ir_infer_pad)

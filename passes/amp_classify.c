@@ -7,6 +7,9 @@
  * the user:
  *   - Resize is clear in nearest mode (it only moves values) and infer when
  *     it interpolates;
+ *   - ScatterElements is clear when it places values (reduction none, max,
+ *     min) and deny when it adds or multiplies them: many updates may land
+ *     on one element, and half would round after each;
  *   - in FP16, a node reading a constant with values beyond the FP16 range
  *     (|x| > 65504) stays FP32: converting it would make them infinite;
  *   - --amp-lists moves op types between classes;
@@ -67,6 +70,10 @@ void amp_classify(struct ir_module *m, const struct amp_options *o, struct amp_r
 		enum ir_amp c = o->override[n->op] ? o->override_class[n->op] : ir_ops[n->op].amp;
 		if (!o->override[n->op] && n->op == IR_OP_RESIZE)
 			c = strcmp(ir_attr_s(n, "mode"), "nearest") ? IR_AMP_INFER : IR_AMP_CLEAR;
+		if (!o->override[n->op] && n->op == IR_OP_SCATTER_ELEMENTS &&
+		    (!strcmp(ir_attr_s(n, "reduction"), "add") ||
+		     !strcmp(ir_attr_s(n, "reduction"), "mul")))
+			c = IR_AMP_DENY; /* accumulates many updates per element */
 		a->cls = c;
 		a->paintable = paintable(n) && c != IR_AMP_SPECIAL;
 		a->prec = AMP_FP32;
@@ -194,6 +201,8 @@ static const char *const reasons[IR_OP_COUNT] = {
 	[IR_OP_SLICE] = MOVES,
 	[IR_OP_GATHER] = MOVES,
 	[IR_OP_GATHER_ELEMENTS] = MOVES,
+	[IR_OP_SCATTER_ELEMENTS] = "clear when it places values (none, max, min); deny when it "
+	                           "adds or multiplies them (sums many terms)",
 	[IR_OP_EXPAND] = MOVES,
 	[IR_OP_TILE] = MOVES,
 	[IR_OP_PAD] = MOVES,

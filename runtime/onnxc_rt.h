@@ -379,6 +379,33 @@ struct rt_gather_elements_desc {
 int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc *d, const void *x,
                        const void *indices, void *y);
 
+/*
+ * ScatterElements: y = x (data_dims), then each element of updates (shaped
+ * index_dims, as indices) goes to its own position in y with the axis
+ * coordinate replaced by its index, stored (RT_SCATTER_NONE: the last
+ * update wins) or combined with what is there, in order, in the element
+ * type: floats rounded after each update (FP16/BF16 through FP32),
+ * integers wrapping; max and min let NaN through. x may be y. An index out
+ * of range, or indices larger than the data outside the axis, return
+ * RT_ERR_INDEX.
+ */
+enum rt_scatter_reduction {
+	RT_SCATTER_NONE,
+	RT_SCATTER_ADD,
+	RT_SCATTER_MUL,
+	RT_SCATTER_MAX,
+	RT_SCATTER_MIN
+};
+struct rt_scatter_elements_desc {
+	int dtype; /* of x, updates and y (any dtype; reductions not on bool) */
+	int index_dtype;
+	int reduction;
+	int rank, axis;
+	int64_t data_dims[8], index_dims[8];
+};
+int rt_scatter_elements(struct rt_ctx *ctx, const struct rt_scatter_elements_desc *d, const void *x,
+                        const void *indices, const void *updates, void *y);
+
 enum rt_pad_mode { RT_PAD_CONSTANT, RT_PAD_REFLECT, RT_PAD_EDGE };
 
 /* Pad x [in_dims] by pads (rank begins then rank ends; negative crops) with

@@ -170,6 +170,8 @@ int rtc_gather(struct rtc_model *m, const struct rt_gather_desc *d, const void *
                const void *indices, void *y);
 int rtc_gather_elements(struct rtc_model *m, const struct rt_gather_elements_desc *d, const void *x,
                         const void *indices, void *y);
+int rtc_scatter_elements(struct rtc_model *m, const struct rt_scatter_elements_desc *d,
+                         const void *x, const void *indices, const void *updates, void *y);
 int rtc_pad(struct rtc_model *m, const struct rt_pad_desc *d, const void *x, void *y);
 int rtc_tile(struct rtc_model *m, const struct rt_tile_desc *d, const void *x, void *y);
 int rtc_trilu(struct rtc_model *m, const struct rt_trilu_desc *d, const void *x, void *y);

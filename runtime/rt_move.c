@@ -34,7 +34,10 @@
  * Gathers first validate every index (so an out-of-range index returns
  * RT_ERR_INDEX before anything is written), then copy blocks of up to
  * IDX_BLOCK elements through a small stack table of normalized source
- * offsets. Pad and trilu work row by row: each output row is a middle part
+ * offsets. ScatterElements, the one kernel here that looks at elements
+ * (its reductions), copies the data, validates every index and then
+ * applies the updates the same way, each work item owning the elements it
+ * writes. Pad and trilu work row by row: each output row is a middle part
  * copied with memcpy and borders that are filled or mapped back into the
  * input (edge, reflect).
  *
@@ -681,6 +684,214 @@ int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc 
 	g.nblk = ceil_div(g.cols, IDX_BLOCK);
 	rt_parallel(ctx, total / g.cols * g.nblk, grain_for(min64(g.cols, IDX_BLOCK) * d->esize),
 	            gather_el_range, &g);
+	return RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ScatterElements                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Indices and updates are viewed as [outer, na, inner] around the axis. A
+ * work item is one outer position and a block of up to IDX_BLOCK inner
+ * positions, over all na: every update that can land on an element of y
+ * (same coordinates outside the axis) is in the same item, applied in
+ * order, so reductions neither race nor depend on the thread count, and
+ * the result is the sequential one bit for bit.
+ */
+struct scatter_job {
+	const struct rt_scatter_elements_desc *d;
+	const void *idx;
+	const char *u;
+	char *y;
+	int es;
+	int64_t xs[8];
+	int64_t outer, na, inner, nblk;
+};
+
+#define SCATTER_COMBINE_FLOAT(red, a, b)                                   \
+	((red) == RT_SCATTER_ADD   ? (a) + (b)                             \
+	 : (red) == RT_SCATTER_MUL ? (a) * (b)                             \
+	 : (red) == RT_SCATTER_MAX ? ((b) > (a) || (b) != (b) ? (b) : (a)) \
+	 : (red) == RT_SCATTER_MIN ? ((b) < (a) || (b) != (b) ? (b) : (a)) \
+	                           : (b))
+
+/* y[dst[j]] (op)= u[j] for j < n; the n destinations are distinct. */
+#define DEFINE_SCATTER_FLOAT(T)                                                                   \
+	static void scatter_##T(int red, char *yb, const int64_t *dst, const char *ub, int64_t n) \
+	{                                                                                         \
+		T *y = (T *)yb;                                                                   \
+		const T *u = (const T *)ub;                                                       \
+		for (int64_t j = 0; j < n; j++)                                                   \
+			y[dst[j]] = SCATTER_COMBINE_FLOAT(red, y[dst[j]], u[j]);                  \
+	}
+
+/* Integers wrap: sums and products in the unsigned type. */
+#define DEFINE_SCATTER_INT(T, UT)                                                                 \
+	static void scatter_##T(int red, char *yb, const int64_t *dst, const char *ub, int64_t n) \
+	{                                                                                         \
+		T *y = (T *)yb;                                                                   \
+		const T *u = (const T *)ub;                                                       \
+		for (int64_t j = 0; j < n; j++) {                                                 \
+			T a = y[dst[j]], b = u[j];                                                \
+			switch (red) {                                                            \
+			case RT_SCATTER_ADD: a = (T)(UT)((uint64_t)(UT)a + (UT)b); break;         \
+			case RT_SCATTER_MUL: a = (T)(UT)((uint64_t)(UT)a * (UT)b); break;         \
+			case RT_SCATTER_MAX: a = b > a ? b : a; break;                            \
+			case RT_SCATTER_MIN: a = b < a ? b : a; break;                            \
+			default: a = b; break;                                                    \
+			}                                                                         \
+			y[dst[j]] = a;                                                            \
+		}                                                                                 \
+	}
+
+DEFINE_SCATTER_FLOAT(float)
+DEFINE_SCATTER_FLOAT(double)
+DEFINE_SCATTER_INT(int8_t, uint8_t)
+DEFINE_SCATTER_INT(int16_t, uint16_t)
+DEFINE_SCATTER_INT(int32_t, uint32_t)
+DEFINE_SCATTER_INT(int64_t, uint64_t)
+DEFINE_SCATTER_INT(uint8_t, uint8_t)
+DEFINE_SCATTER_INT(uint16_t, uint16_t)
+DEFINE_SCATTER_INT(uint32_t, uint32_t)
+DEFINE_SCATTER_INT(uint64_t, uint64_t)
+
+/* FP16 and BF16 combine in FP32 and round after each update (the
+ * conversions are rt_convert's: n <= IDX_BLOCK runs on this thread). */
+static void scatter_half(int dtype, int red, char *yb, const int64_t *dst, const char *ub,
+                         int64_t n)
+{
+	uint16_t *y = (uint16_t *)yb, h[IDX_BLOCK];
+	float a[IDX_BLOCK], b[IDX_BLOCK];
+	for (int64_t j = 0; j < n; j++)
+		h[j] = y[dst[j]];
+	rt_convert(NULL, a, RT_F32, h, dtype, n);
+	rt_convert(NULL, b, RT_F32, ub, dtype, n);
+	for (int64_t j = 0; j < n; j++)
+		a[j] = SCATTER_COMBINE_FLOAT(red, a[j], b[j]);
+	rt_convert(NULL, h, dtype, a, RT_F32, n);
+	for (int64_t j = 0; j < n; j++)
+		y[dst[j]] = h[j];
+}
+
+/* Stores (no reduction): any element type, by size. */
+static void scatter_store(int es, char *y, const int64_t *dst, const char *u, int64_t n)
+{
+	switch (es) {
+	case 1: scatter_uint8_t(RT_SCATTER_NONE, y, dst, u, n); break;
+	case 2: scatter_uint16_t(RT_SCATTER_NONE, y, dst, u, n); break;
+	case 4: scatter_uint32_t(RT_SCATTER_NONE, y, dst, u, n); break;
+	case 8: scatter_uint64_t(RT_SCATTER_NONE, y, dst, u, n); break;
+	default:
+		for (int64_t j = 0; j < n; j++)
+			memcpy(y + dst[j] * es, u + j * es, (size_t)es);
+	}
+}
+
+static void scatter_apply(const struct rt_scatter_elements_desc *d, char *y, const int64_t *dst,
+                          const char *u, int64_t n)
+{
+	int red = d->reduction;
+	if (red == RT_SCATTER_NONE) {
+		scatter_store(rt_dtype_size(d->dtype), y, dst, u, n);
+		return;
+	}
+	switch (d->dtype) {
+	case RT_F32: scatter_float(red, y, dst, u, n); break;
+	case RT_F64: scatter_double(red, y, dst, u, n); break;
+	case RT_F16:
+	case RT_BF16: scatter_half(d->dtype, red, y, dst, u, n); break;
+	case RT_I8: scatter_int8_t(red, y, dst, u, n); break;
+	case RT_I16: scatter_int16_t(red, y, dst, u, n); break;
+	case RT_I32: scatter_int32_t(red, y, dst, u, n); break;
+	case RT_I64: scatter_int64_t(red, y, dst, u, n); break;
+	case RT_U8: scatter_uint8_t(red, y, dst, u, n); break;
+	case RT_U16: scatter_uint16_t(red, y, dst, u, n); break;
+	case RT_U32: scatter_uint32_t(red, y, dst, u, n); break;
+	case RT_U64: scatter_uint64_t(red, y, dst, u, n); break;
+	default: break; /* refused by rt_scatter_elements */
+	}
+}
+
+static void scatter_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct scatter_job *g = arg;
+	const struct rt_scatter_elements_desc *d = g->d;
+	int axis = d->axis, rank = d->rank;
+	int64_t ioff[IDX_BLOCK], off[IDX_BLOCK], dst[IDX_BLOCK];
+	for (int64_t it = begin; it < end; it++) {
+		int64_t o = it / g->nblk, i0 = it % g->nblk * IDX_BLOCK, base = 0, r = o;
+		int64_t n = min64(IDX_BLOCK, g->inner - i0), dig[8] = { 0 };
+		for (int k = axis - 1; k >= 0; k--) {
+			base += r % d->index_dims[k] * g->xs[k];
+			r /= d->index_dims[k];
+		}
+		/* the inner positions' offsets in y: an odometer from i0 */
+		r = i0;
+		for (int k = rank - 1; k > axis; k--) {
+			dig[k] = r % d->index_dims[k];
+			r /= d->index_dims[k];
+		}
+		for (int64_t j = 0; j < n; j++) {
+			int64_t v = 0;
+			for (int k = axis + 1; k < rank; k++)
+				v += dig[k] * g->xs[k];
+			ioff[j] = v;
+			for (int k = rank - 1; k > axis && ++dig[k] == d->index_dims[k]; k--)
+				dig[k] = 0;
+		}
+		for (int64_t a = 0; a < g->na; a++) {
+			int64_t first = (o * g->na + a) * g->inner + i0;
+			load_offsets(g->idx, d->index_dtype, first, n, d->data_dims[axis],
+			             g->xs[axis], off);
+			for (int64_t j = 0; j < n; j++)
+				dst[j] = base + off[j] + ioff[j];
+			scatter_apply(d, g->y, dst, g->u + first * g->es, n);
+		}
+	}
+}
+
+int rt_scatter_elements(struct rt_ctx *ctx, const struct rt_scatter_elements_desc *d, const void *x,
+                        const void *indices, const void *updates, void *y)
+{
+	struct scatter_job g = {
+		d, indices, updates, y, rt_dtype_size(d->dtype), { 0 }, 1, 1, 1, 0
+	};
+	int64_t total, nx;
+	int status;
+	if (g.es < 1 || (d->index_dtype != RT_I32 && d->index_dtype != RT_I64) || d->rank < 1 ||
+	    d->rank > 8 || d->axis < 0 || d->axis >= d->rank || d->reduction < RT_SCATTER_NONE ||
+	    d->reduction > RT_SCATTER_MIN ||
+	    (d->reduction != RT_SCATTER_NONE && d->dtype == RT_BOOL) ||
+	    (nx = count_elems(d->data_dims, d->rank)) < 0 ||
+	    (total = count_elems(d->index_dims, d->rank)) < 0)
+		return RT_ERR_ARGUMENT;
+	/* positions beyond the data outside the axis have nowhere to go */
+	for (int k = 0; k < d->rank; k++)
+		if (k != d->axis && d->index_dims[k] > d->data_dims[k])
+			return RT_ERR_INDEX;
+	if (total && (!indices || !updates))
+		return RT_ERR_ARGUMENT;
+	if ((status = check_indices(indices, d->index_dtype, total, d->data_dims[d->axis])))
+		return status;
+	if (nx == 0)
+		return RT_OK;
+	if (!x || !y)
+		return RT_ERR_ARGUMENT;
+	if (x != y) {
+		struct rt_copy_desc c = {
+			.esize = g.es, .rank = 1, .dims = { nx }, .strides = { 1 }, .dst_dense = 1
+		};
+		rt_copy(ctx, &c, x, y);
+	}
+	if (total == 0)
+		return RT_OK;
+	dense_strides(d->data_dims, d->rank, g.xs);
+	for (int k = 0; k < d->rank; k++)
+		*(k < d->axis ? &g.outer : k > d->axis ? &g.inner : &g.na) *= d->index_dims[k];
+	g.nblk = ceil_div(g.inner, IDX_BLOCK);
+	rt_parallel(ctx, g.outer * g.nblk, grain_for(min64(g.inner, IDX_BLOCK) * g.na * g.es),
+	            scatter_range, &g);
 	return RT_OK;
 }
 

@@ -930,6 +930,43 @@ RTC_HD int64_t rtc_gel_base(const struct rtc_gel *g, int64_t f)
 	return off;
 }
 
+/*
+ * ScatterElements (rt_move.c): update f goes to y at rtc_gel_base(f) +
+ * index * axis_stride, GatherElements' arithmetic over the same dims; esize
+ * comes from the dtype.
+ */
+RTC_HOST int rtc_scel_plan(const struct rt_scatter_elements_desc *d, struct rtc_gel *g)
+{
+	struct rt_gather_elements_desc e;
+	memset(g, 0, sizeof *g);
+	memset(&e, 0, sizeof e);
+	switch (d->dtype) {
+	case RT_BOOL:
+	case RT_I8:
+	case RT_U8: e.esize = 1; break;
+	case RT_F16:
+	case RT_BF16:
+	case RT_I16:
+	case RT_U16: e.esize = 2; break;
+	case RT_F32:
+	case RT_I32:
+	case RT_U32: e.esize = 4; break;
+	case RT_F64:
+	case RT_I64:
+	case RT_U64: e.esize = 8; break;
+	default: return RT_ERR_ARGUMENT;
+	}
+	if (d->reduction < RT_SCATTER_NONE || d->reduction > RT_SCATTER_MIN ||
+	    (d->reduction != RT_SCATTER_NONE && d->dtype == RT_BOOL) || d->rank < 1 || d->rank > 8)
+		return RT_ERR_ARGUMENT;
+	e.index_dtype = d->index_dtype;
+	e.rank = d->rank;
+	e.axis = d->axis;
+	memcpy(e.data_dims, d->data_dims, sizeof e.data_dims);
+	memcpy(e.index_dims, d->index_dims, sizeof e.index_dims);
+	return rtc_gel_plan(&e, g);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Pad (rt_move.c)                                                          */
 /* ------------------------------------------------------------------------ */

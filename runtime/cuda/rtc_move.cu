@@ -1,7 +1,7 @@
 /*
  * rtc_move.cu - data movement on the GPU with rt_move.c's semantics:
  * strided copies (transpose, slice, expand, concat/split pieces) and tile,
- * gather, gather_elements, pad and trilu.
+ * gather, gather_elements, scatter_elements, pad and trilu.
  *
  * Everything is dtype-agnostic: an element is esize bytes, moved as one
  * 1, 2, 4, 8 or 16-byte load and store (bytewise for other sizes). Copies
@@ -246,6 +246,182 @@ int rtc_gather_elements(struct rtc_model *m, const struct rt_gather_elements_des
 			        g, (const char *)x, (const int64_t *)indices, (char *)y, err);
 	});
 	return rtc_launched(m, "rtc_gather_elements");
+}
+
+/* ------------------------------------------------------------------------ */
+/* ScatterElements                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The data is copied to y, then one thread per update stores it (the
+ * order among duplicates is undefined, as in ONNX) or combines it
+ * atomically: a native atomicAdd where the type has one, otherwise a
+ * compare-and-swap loop on the element (1- and 2-byte elements: on the
+ * aligned 32-bit word around them). Values combine as rt_move.c does:
+ * halves in FP32 rounded after each update, integers wrapping, max and
+ * min letting NaN through; only the order of the updates differs, so
+ * float sums may round differently from the CPU's.
+ */
+template <class T> __device__ __forceinline__ T scel_combine(int red, T a, T b)
+{
+	if constexpr (std::is_integral<T>::value) {
+		typedef typename std::make_unsigned<T>::type U;
+		typedef unsigned long long W;
+		switch (red) {
+		case RT_SCATTER_ADD: return (T)(U)((W)(U)a + (W)(U)b);
+		case RT_SCATTER_MUL: return (T)(U)((W)(U)a * (W)(U)b);
+		case RT_SCATTER_MAX: return b > a ? b : a;
+		case RT_SCATTER_MIN: return b < a ? b : a;
+		default: return b;
+		}
+	} else {
+		auto x = to_acc(a), y = to_acc(b);
+		switch (red) {
+		case RT_SCATTER_ADD: x = x + y; break;
+		case RT_SCATTER_MUL: x = x * y; break;
+		case RT_SCATTER_MAX: x = y > x || y != y ? y : x; break;
+		case RT_SCATTER_MIN: x = y < x || y != y ? y : x; break;
+		default: x = y; break;
+		}
+		return to_store<T>(x);
+	}
+}
+
+/* *p = combine(*p, v) atomically, by compare-and-swap. */
+template <class T> __device__ void scel_cas(T *p, T v, int red)
+{
+	if constexpr (sizeof(T) == 8 || sizeof(T) == 4) {
+		typedef typename std::conditional<sizeof(T) == 8, unsigned long long,
+		                                  unsigned>::type W;
+		W *w = (W *)p, old = *w, seen, nw;
+		do {
+			T a, r;
+			seen = old;
+			memcpy(&a, &seen, sizeof a);
+			r = scel_combine(red, a, v);
+			memcpy(&nw, &r, sizeof nw);
+			old = atomicCAS(w, seen, nw);
+		} while (old != seen);
+	} else {
+		unsigned *w = (unsigned *)((uintptr_t)p & ~(uintptr_t)3);
+		unsigned shift = (unsigned)((uintptr_t)p & 3) * 8,
+		         mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+		unsigned old = *w, seen, bits;
+		do {
+			T a, r;
+			seen = old;
+			bits = seen >> shift;
+			memcpy(&a, &bits, sizeof a); /* little-endian: the low bytes */
+			r = scel_combine(red, a, v);
+			bits = 0;
+			memcpy(&bits, &r, sizeof r);
+			old = atomicCAS(w, seen, (seen & ~mask) | (bits << shift));
+		} while (old != seen);
+	}
+}
+
+/* The types atomicAdd takes (FP16 from sm_70, BF16 from sm_80). */
+template <class T> constexpr bool scel_native_add()
+{
+	return std::is_floating_point<T>::value || std::is_same<T, f16>::value ||
+	       std::is_same<T, bf16>::value || sizeof(T) == 4 || sizeof(T) == 8;
+}
+
+template <class T> __device__ __forceinline__ void scel_add(T *p, T v)
+{
+	if constexpr (sizeof(T) == 8 && std::is_integral<T>::value)
+		atomicAdd((unsigned long long *)p, (unsigned long long)v);
+	else if constexpr (std::is_same<T, int32_t>::value)
+		atomicAdd((int *)p, (int)v);
+	else if constexpr (std::is_same<T, uint32_t>::value)
+		atomicAdd((unsigned *)p, (unsigned)v);
+	else
+		atomicAdd(p, v);
+}
+
+template <class T, class I>
+__global__ void scel_kernel(const __grid_constant__ struct rtc_gel g, const I *idx, const T *u,
+                            T *y, int red, int *err)
+{
+	RTC_GRID_LOOP(f, g.total)
+	{
+		int64_t k = rtc_norm_index((int64_t)idx[f], g.axis_n);
+		if (k < 0) {
+			*err = 1;
+			continue;
+		}
+		T *p = y + rtc_gel_base(&g, f) + k * g.axis_stride;
+		if (red == RT_SCATTER_NONE) {
+			*p = u[f];
+			continue;
+		}
+		if constexpr (scel_native_add<T>()) {
+			if (red == RT_SCATTER_ADD) {
+				scel_add(p, u[f]);
+				continue;
+			}
+		}
+		scel_cas(p, u[f], red);
+	}
+}
+
+template <class T>
+static void scel_launch(const struct rtc_gel &g, int blocks, cudaStream_t s, const void *idx,
+                        const void *u, void *y, int red, int *err)
+{
+	if (g.index_dtype == RT_I32)
+		scel_kernel<T><<<blocks, RTC_THREADS, 0, s>>>(g, (const int32_t *)idx, (const T *)u,
+		                                              (T *)y, red, err);
+	else
+		scel_kernel<T><<<blocks, RTC_THREADS, 0, s>>>(g, (const int64_t *)idx, (const T *)u,
+		                                              (T *)y, red, err);
+}
+
+int rtc_scatter_elements(struct rtc_model *m, const struct rt_scatter_elements_desc *d,
+                         const void *x, const void *indices, const void *updates, void *y)
+{
+	struct rtc_gel g;
+	int status = rtc_scel_plan(d, &g);
+	if (status == RT_ERR_INDEX)
+		return rtc_fail(
+		        m, RT_ERR_INDEX,
+		        "rtc_scatter_elements: indices larger than the data outside the axis");
+	if (status != RT_OK || (g.total && (!indices || !updates)))
+		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_scatter_elements: bad descriptor");
+	int64_t nx = rtc_count(d->data_dims, d->rank);
+	if (nx == 0)
+		return g.total ? check_indices(m, indices, d->index_dtype, g.total, g.axis_n,
+		                               "rtc_scatter_elements")
+		               : RT_OK;
+	if (!x || !y)
+		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_scatter_elements: NULL tensor");
+	cudaStream_t s = rtc_stream(m);
+	if (x != y &&
+	    (status = rtc_check(
+	             m, cudaMemcpyAsync(y, x, (size_t)(nx * g.esize), cudaMemcpyDeviceToDevice, s),
+	             "rtc_scatter_elements (copy)")))
+		return status;
+	if (g.total == 0)
+		return RT_OK;
+	int blocks = rtc_blocks(g.total, RTC_THREADS, rtc_sm_count(m)), red = d->reduction;
+	int *err = rtc_index_error(m);
+	switch (d->dtype) {
+	case RT_F32: scel_launch<float>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_F64: scel_launch<double>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_F16: scel_launch<f16>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_BF16: scel_launch<bf16>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_I8: scel_launch<int8_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_I16: scel_launch<int16_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_I32: scel_launch<int32_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_I64: scel_launch<int64_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_U16: scel_launch<uint16_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_U32: scel_launch<uint32_t>(g, blocks, s, indices, updates, y, red, err); break;
+	case RT_U64: scel_launch<uint64_t>(g, blocks, s, indices, updates, y, red, err); break;
+	default: /* bool (no reduction) and u8 */
+		scel_launch<uint8_t>(g, blocks, s, indices, updates, y, red, err);
+		break;
+	}
+	return rtc_launched(m, "rtc_scatter_elements");
 }
 
 /* ------------------------------------------------------------------------ */

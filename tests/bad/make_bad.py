@@ -824,6 +824,27 @@ def gather_elements_out_of_range(d):
 
 
 @case
+def scatter_elements_bad_reduction(d):
+    i = const("i", np.array([[0, 1]], np.int64))
+    return model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="sc", axis=1,
+                                   reduction="sum")],
+                 [vi("x", [2, 3]), vi("u", [1, 2])], [vi("y", [2, 3])], [i], opset=16)
+
+
+@case
+def scatter_elements_out_of_range(d):
+    i = const("i", np.array([[0, -4]], np.int64))
+    return model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="sc", axis=1)],
+                 [vi("x", [2, 3]), vi("u", [1, 2])], [vi("y", [2, 3])], [i])
+
+
+@case
+def scatter_elements_updates_shape(d):
+    return model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="sc", axis=0)],
+                 [vi("x", [2, 3]), vi("i", [1, 2], I64), vi("u", [2, 2])], [vi("y", [2, 3])])
+
+
+@case
 def matmul_inner_mismatch(d):
     return model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
                  [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", [2, 5])])

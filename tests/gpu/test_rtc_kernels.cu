@@ -12,8 +12,8 @@
  * match within 1e-5 relative, FP16 within 1e-3, BF16 within 8e-3; max,
  * indices, integers and data movement match exactly. A last test captures
  * a sequence of steps into a CUDA Graph and replays it (every launch must
- * be capturable: nothing synchronizes). Gathers with indices out of range
- * must set the index error flag.
+ * be capturable: nothing synchronizes). Gathers and scatters with indices
+ * out of range must set the index error flag.
  *
  * The kernels are linked without rtc_core.c: a stand-in below provides the
  * stream, the multiprocessor count, the error flag and the error strings.
@@ -1030,6 +1030,96 @@ static void test_gather(void)
 	}
 }
 
+/*
+ * ScatterElements: values are small integers (updates for mul: -2, -1, 1,
+ * 2) so that every sum and product is exact in each float type and the
+ * atomics' order cannot change a bit; reduction none gets distinct
+ * indices per column (the order among duplicates is undefined).
+ */
+static void scel_case(struct rt_scatter_elements_desc d, bool bad_index, bool inplace)
+{
+	int64_t nx = 1, ni = 1, na = d.index_dims[d.axis], dim = d.data_dims[d.axis];
+	int es = esize(d.dtype);
+	bool fl = d.dtype == RT_F32 || d.dtype == RT_F16 || d.dtype == RT_BF16 || d.dtype == RT_F64;
+	for (int k = 0; k < d.rank; k++) {
+		nx *= d.data_dims[k];
+		ni *= d.index_dims[k];
+	}
+	bytes x((size_t)(nx * es)), u((size_t)(ni * es)), idx, want((size_t)(nx * es));
+	if (fl) {
+		std::vector<float> xv((size_t)nx), uv((size_t)ni);
+		for (auto &v : xv)
+			v = (float)rnd_in(-16, 16);
+		for (auto &v : uv)
+			v = d.reduction == RT_SCATTER_MUL
+			            ? (float)(rnd(2) ? 1 : 2) * (rnd(2) ? 1 : -1)
+			            : (float)rnd_in(-4, 4);
+		x = pack(xv, d.dtype);
+		u = pack(uv, d.dtype);
+	} else {
+		rnd_fill(x);
+		rnd_fill(u);
+	}
+	rnd_indices(idx, d.index_dtype, ni, dim);
+	if (d.reduction == RT_SCATTER_NONE && na <= dim) /* index a + r_column mod dim */
+		for (int64_t f = 0; f < ni; f++) {
+			int64_t inner = 1;
+			for (int k = d.axis + 1; k < d.rank; k++)
+				inner *= d.index_dims[k];
+			int64_t a = f / inner % na, col = f / (inner * na) * inner + f % inner;
+			set_index(idx, d.index_dtype, f, (a + col * 7) % dim - (col % 2 ? dim : 0));
+		}
+	if (bad_index && ni)
+		set_index(idx, d.index_dtype, rnd(ni), rnd(2) ? dim : -dim - 1);
+	int status = rt_scatter_elements(ctx, &d, x.data(), idx.data(), u.data(), want.data());
+	void *dx = up(x), *di = up(idx), *du = up(u), *dy = inplace ? dx : dev(want.size());
+	if (!ran(rtc_scatter_elements(&M, &d, dx, di, du, dy), "rtc_scatter_elements"))
+		return;
+	bytes got = down(dy, want.size());
+	EXPECT(take_flag() == (status == RT_ERR_INDEX));
+	if (status == RT_OK)
+		compare_bytes("scatter_elements", got, want);
+}
+
+static void test_scatter(void)
+{
+	static const int dtypes[] = { RT_F32, RT_F16, RT_BF16, RT_F64, RT_I8,  RT_U8,
+		                      RT_I16, RT_U16, RT_I32,  RT_U32, RT_I64, RT_U64 };
+	for (int cs = 0; cs < 1200; cs++) {
+		struct rt_scatter_elements_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = dtypes[rnd(12)];
+		d.index_dtype = rnd(2) ? RT_I32 : RT_I64;
+		d.reduction = (int)rnd(5);
+		d.rank = (int)rnd_in(1, 4);
+		d.axis = (int)rnd(d.rank);
+		for (int k = 0; k < d.rank; k++) {
+			d.data_dims[k] = rnd_in(1, 6);
+			d.index_dims[k] = k == d.axis ? rnd_in(0, d.reduction ? 9 : d.data_dims[k])
+			                              : rnd_in(0, d.data_dims[k]);
+		}
+		scel_case(d, cs % 7 == 0, cs % 5 == 0);
+	}
+	/* embedding gradients: 4096 rows added into a [1000, 256] table */
+	static const int grads[] = { RT_F32, RT_F16, RT_BF16, RT_F64 };
+	for (int dt : grads) {
+		struct rt_scatter_elements_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = dt;
+		d.index_dtype = RT_I64;
+		d.reduction = RT_SCATTER_ADD;
+		d.rank = 2;
+		d.data_dims[0] = 1000;
+		d.data_dims[1] = d.index_dims[1] = 256;
+		d.index_dims[0] = 4096;
+		scel_case(d, false, false);
+	}
+	struct rt_scatter_elements_desc bad = {
+		RT_BOOL, RT_I64, RT_SCATTER_ADD, 1, 0, { 4 }, { 4 }
+	};
+	EXPECT(rtc_scatter_elements(&M, &bad, dev(4), dev(32), dev(4), dev(4)) == RT_ERR_ARGUMENT);
+}
+
 static void test_pad_trilu(void)
 {
 	for (int cs = 0; cs < 800; cs++) {
@@ -1464,7 +1554,8 @@ int main(int argc, char **argv)
 		{ "copy", test_copy },         { "tile", test_tile },
 		{ "gather", test_gather },     { "pad_trilu", test_pad_trilu },
 		{ "resize", test_resize },     { "convert", test_convert },
-		{ "epilogue", test_epilogue }, { "graph", test_graph }
+		{ "epilogue", test_epilogue }, { "graph", test_graph },
+		{ "scatter", test_scatter }
 	};
 	int ndev = 0;
 	cudaDeviceProp prop;

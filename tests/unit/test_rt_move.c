@@ -4,7 +4,8 @@
  *
  * Every case builds the descriptor the way the compiler does for an IR op
  * (transpose, slice, expand, concat and split pieces, depth/space
- * rearrangements as one 6-D copy, gather, gather_elements, pad, tile, trilu),
+ * rearrangements as one 6-D copy, gather, gather_elements, pad, tile, trilu,
+ * and scatter_elements with its reductions),
  * runs the kernel with a 1-thread and a 3-thread context into an exactly
  * sized buffer (so ASan sees any stray write) and compares the bytes with the
  * reference's result: data movement is exact. Shapes are random over many
@@ -700,6 +701,124 @@ static void test_gather_elements(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* ScatterElements                                                          */
+/* ------------------------------------------------------------------------ */
+
+struct scatter_case {
+	struct rt_scatter_elements_desc d;
+	const void *x, *idx, *u;
+	size_t xbytes;
+	bool inplace; /* y starts as a copy of x and is passed as both */
+};
+
+static int run_scatter(struct rt_ctx *ctx, const void *ud, void *y)
+{
+	const struct scatter_case *c = ud;
+	if (c->inplace) {
+		memcpy(y, c->x, c->xbytes);
+		return rt_scatter_elements(ctx, &c->d, y, c->idx, c->u, y);
+	}
+	return rt_scatter_elements(ctx, &c->d, c->x, c->idx, c->u, y);
+}
+
+/*
+ * The kernel against the reference: duplicate indices are common here
+ * (few positions along the axis), so reductions combine several updates
+ * per element, in the reference's order. Halves round after each update
+ * in both, so even float results match bit for bit.
+ */
+static void scatter_case(enum ir_dtype dt, enum ir_dtype it, int rank, const int64_t *dims,
+                         int axis, const int64_t *idims, int red)
+{
+	static const char *const names[] = { "none", "add", "mul", "max", "min" };
+	struct ref_tensor in[3] = { make(dt, rank, dims), make_indices(it, rank, idims, dims[axis]),
+		                    make(dt, rank, idims) };
+	struct ref_tensor y = { 0 };
+	struct attrs at = { 0 };
+	struct scatter_case c = { .d = { .dtype = ir_dtypes[dt].onnx,
+		                         .index_dtype = ir_dtypes[it].onnx,
+		                         .reduction = red,
+		                         .rank = rank,
+		                         .axis = axis },
+		                  .x = in[0].data,
+		                  .idx = in[1].data,
+		                  .u = in[2].data,
+		                  .xbytes = bytes_of(&in[0].type),
+		                  .inplace = rnd(4) == 0 };
+	int64_t n = ir_type_elems(&in[1].type);
+	memcpy(c.d.data_dims, dims, sizeof *dims * (size_t)rank);
+	memcpy(c.d.index_dims, idims, sizeof *idims * (size_t)rank);
+	if (red == RT_SCATTER_MUL) /* small factors keep products finite */
+		rand_fill(dt, in[2].data, n, ir_dtypes[dt].is_signed ? -3 : 0, 4, &seed);
+	ATTR(&at, 'i', "axis", i, axis);
+	ATTR(&at, 's', "reduction", s, names[red]);
+	if ((dims[axis] || !n) && reference(IR_OP_SCATTER_ELEMENTS, &at, in, 3, &y, 1)) {
+		unsigned char *got = malloc(c.xbytes + 1), *want = malloc(c.xbytes + 1);
+		expect_bytes(run_scatter, &c, y.data, bytes_of(&y.type), "scatter_elements");
+		/* an index out of range: refused before anything is written */
+		if (n) {
+			ir_store_i64(it, in[1].data, (size_t)rnd(n),
+			             rnd(2) ? dims[axis] : -dims[axis] - 1);
+			memset(got, 0x5a, c.xbytes + 1);
+			memset(want, 0x5a, c.xbytes + 1);
+			c.inplace = false;
+			CHECK_EQ(run_scatter(ctxs[1], &c, got), RT_ERR_INDEX);
+			CHECK(!memcmp(got, want, c.xbytes + 1));
+		}
+		free(got);
+		free(want);
+	}
+	for (int i = 0; i < 3; i++)
+		free(in[i].data);
+	free(y.data);
+}
+
+static void test_scatter_elements(void)
+{
+	static const enum ir_dtype types[] = { IR_F32, IR_F16, IR_BF16, IR_F64, IR_I8,  IR_I16,
+		                               IR_I32, IR_I64, IR_U8,   IR_U16, IR_BOOL };
+	setup();
+	/* an embedding gradient (rows of a [1000, 64] table, many repeated) and
+	 * a scatter along the last axis: the parallel paths */
+	scatter_case(IR_F32, IR_I64, 2, (int64_t[]){ 1000, 64 }, 0, (int64_t[]){ 3000, 64 },
+	             RT_SCATTER_ADD);
+	scatter_case(IR_F16, IR_I32, 2, (int64_t[]){ 300, 400 }, 1, (int64_t[]){ 300, 700 },
+	             RT_SCATTER_ADD);
+	scatter_case(IR_BF16, IR_I64, 3, (int64_t[]){ 20, 30, 400 }, 1, (int64_t[]){ 20, 50, 300 },
+	             RT_SCATTER_MAX);
+	for (int it = 0; it < 4 * 400; it++) {
+		enum ir_dtype dt = types[rnd(sizeof types / sizeof *types)];
+		int rank = 1 + (int)rnd(4), axis = (int)rnd(rank);
+		int red = dt == IR_BOOL ? RT_SCATTER_NONE : (int)rnd(5);
+		int64_t dims[8], idims[8];
+		rand_dims(dims, rank, 6);
+		if (dims[axis] == 0)
+			dims[axis] = 3;
+		for (int i = 0; i < rank; i++)
+			idims[i] = i == axis ? rnd(8) : rnd(dims[i] + 1);
+		scatter_case(dt, rnd(2) ? IR_I32 : IR_I64, rank, dims, axis, idims, red);
+	}
+	/* index dims beyond the data outside the axis have nowhere to go */
+	struct rt_scatter_elements_desc d = { .dtype = RT_F32,
+		                              .index_dtype = RT_I64,
+		                              .reduction = RT_SCATTER_ADD,
+		                              .rank = 2,
+		                              .axis = 0,
+		                              .data_dims = { 2, 2 },
+		                              .index_dims = { 1, 3 } };
+	int64_t idx[3] = { 0 };
+	float x[4] = { 0 }, u[3] = { 0 }, y[4];
+	CHECK_EQ(rt_scatter_elements(ctxs[0], &d, x, idx, u, y), RT_ERR_INDEX);
+	/* no reductions on bool, no unknown reductions */
+	d.index_dims[1] = 2;
+	d.dtype = RT_BOOL;
+	CHECK_EQ(rt_scatter_elements(ctxs[0], &d, x, idx, u, y), RT_ERR_ARGUMENT);
+	d.dtype = RT_F32;
+	d.reduction = 7;
+	CHECK_EQ(rt_scatter_elements(ctxs[0], &d, x, idx, u, y), RT_ERR_ARGUMENT);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Pad                                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -830,5 +949,5 @@ static void test_trilu(void)
 }
 
 TESTS(T(test_transpose) T(test_slice) T(test_expand) T(test_depth_space) T(test_copy_edges)
-              T(test_concat_split) T(test_tile) T(test_gather) T(test_gather_elements) T(test_pad)
-                      T(test_trilu))
+              T(test_concat_split) T(test_tile) T(test_gather) T(test_gather_elements)
+                      T(test_scatter_elements) T(test_pad) T(test_trilu))

@@ -1142,6 +1142,107 @@ static void test_gather_elements(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* One update combined as the kernels do (the dtypes test_scatter_elements
+ * draws: f32, i32, i64, u8). */
+static void scel_combine(int dtype, int red, char *y, const char *u)
+{
+	if (red == RT_SCATTER_NONE) {
+		memcpy(y, u, (size_t)rt_dtype_size(dtype));
+	} else if (dtype == RT_F32) {
+		float a, b;
+		memcpy(&a, y, 4);
+		memcpy(&b, u, 4);
+		a = red == RT_SCATTER_ADD   ? a + b
+		    : red == RT_SCATTER_MUL ? a * b
+		    : red == RT_SCATTER_MAX ? (b > a || b != b ? b : a)
+		                            : (b < a || b != b ? b : a);
+		memcpy(y, &a, 4);
+	} else {
+		int es = rt_dtype_size(dtype);
+		uint64_t a = 0, b = 0, r;
+		int64_t sa, sb;
+		memcpy(&a, y, (size_t)es); /* little-endian: the low bytes */
+		memcpy(&b, u, (size_t)es);
+		sa = es == 8 ? (int64_t)a : es == 4 ? (int32_t)(uint32_t)a : (int64_t)a;
+		sb = es == 8 ? (int64_t)b : es == 4 ? (int32_t)(uint32_t)b : (int64_t)b;
+		r = red == RT_SCATTER_ADD   ? a + b
+		    : red == RT_SCATTER_MUL ? a * b
+		    : red == RT_SCATTER_MAX ? (sb > sa ? b : a)
+		                            : (sb < sa ? b : a);
+		memcpy(y, &r, (size_t)es);
+	}
+}
+
+/* ScatterElements: the GatherElements arithmetic (rtc_scel_plan) sending
+ * each update, in order, to its element, against rt_scatter_elements. */
+static void test_scatter_elements(void)
+{
+	static const int dtypes[] = { RT_F32, RT_I32, RT_I64, RT_U8 };
+	int bad = 0;
+	setup();
+	for (int cs = 0; cs < 3000; cs++) {
+		struct rt_scatter_elements_desc d;
+		struct rtc_gel g;
+		int64_t nx = 1, ni = 1;
+		int err = 0, status, plan, es;
+		memset(&d, 0, sizeof d);
+		d.dtype = dtypes[rnd(4)];
+		d.index_dtype = rnd(2) ? RT_I32 : RT_I64;
+		d.reduction = (int)rnd(5);
+		d.rank = (int)rnd_in(1, 4);
+		d.axis = (int)rnd(d.rank);
+		es = rt_dtype_size(d.dtype);
+		for (int k = 0; k < d.rank; k++) {
+			d.data_dims[k] = rnd_in(rnd(20) ? 1 : 0, 4);
+			d.index_dims[k] = k == d.axis ? rnd_in(0, 6) : rnd_in(0, d.data_dims[k]);
+			if (rnd(40) == 0)
+				d.index_dims[k] = d.data_dims[k] + 1; /* too big: RT_ERR_INDEX */
+			nx *= d.data_dims[k];
+			ni *= d.index_dims[k];
+		}
+		char *x = alloc((size_t)(nx * es)), *y = alloc((size_t)(nx * es));
+		char *z = alloc((size_t)(nx * es)), *u = alloc((size_t)(ni * es));
+		void *idx = alloc(8 * (size_t)ni);
+		if (d.dtype == RT_F32) {
+			for (int64_t i = 0; i < nx; i++)
+				((float *)x)[i] = (float)rnd_in(-50, 50) * 0.25f;
+			for (int64_t i = 0; i < ni; i++)
+				((float *)u)[i] = (float)rnd_in(-8, 8) * 0.5f;
+		} else {
+			rnd_bytes(x, (size_t)(nx * es));
+			rnd_bytes(u, (size_t)(ni * es));
+		}
+		rnd_indices(idx, d.index_dtype, ni, d.data_dims[d.axis], rnd(3) ? 0 : 8);
+		status = rt_scatter_elements(ctx, &d, x, idx, u, y);
+		plan = rtc_scel_plan(&d, &g);
+		if (plan == RT_ERR_INDEX) {
+			CHECK_EQ(status, RT_ERR_INDEX);
+		} else {
+			CHECK_EQ(plan, RT_OK);
+			CHECK_EQ(g.esize, es);
+			memcpy(z, x, (size_t)(nx * es));
+			for (int64_t f = 0; f < g.total; f++) {
+				int64_t k =
+				        rtc_norm_index(index_at(idx, d.index_dtype, f), g.axis_n);
+				int64_t at = rtc_gel_base(&g, f) + k * g.axis_stride;
+				if (k < 0)
+					err = 1;
+				else
+					scel_combine(d.dtype, d.reduction, z + at * es, u + f * es);
+			}
+			CHECK_EQ(status, err ? RT_ERR_INDEX : RT_OK);
+			if (!err)
+				bytes_equal(y, z, (size_t)(nx * es), "scatter_elements", cs, &bad);
+		}
+		free(x);
+		free(y);
+		free(z);
+		free(u);
+		free(idx);
+	}
+	CHECK_EQ(bad, 0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Pad, trilu                                                               */
 /* ------------------------------------------------------------------------ */
@@ -1397,5 +1498,5 @@ static void test_refusals(void)
 
 TESTS(T(test_div) T(test_launch) T(test_dtypes) T(test_pool) T(test_reduce) T(test_arg)
               T(test_softmax_lanes) T(test_cumsum) T(test_lrn) T(test_copy) T(test_tile)
-                      T(test_gather) T(test_gather_elements) T(test_pad) T(test_trilu)
-                              T(test_resize) T(test_refusals))
+                      T(test_gather) T(test_gather_elements) T(test_scatter_elements) T(test_pad)
+                              T(test_trilu) T(test_resize) T(test_refusals))
