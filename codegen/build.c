@@ -93,10 +93,61 @@ static bool run(struct ir_ctx *ctx, char *const *argv)
 	return true;
 }
 
+static bool run(struct ir_ctx *ctx, char *const *argv) { return run_in(ctx, NULL, argv); }
+
 static const char *cc(void)
 {
 	const char *c = getenv("CC");
 	return c && *c ? c : "cc";
+}
+
+/* cc() for a command run in another folder: a relative $CC such as
+ * ./bin/cc made absolute (cwd as onnxc sees it). */
+static char *cc_from(struct ir_arena *a, const char *dir)
+{
+	const char *c = cc();
+	char cwd[4096];
+	if (!dir || c[0] == '/' || !strchr(c, '/') || !getcwd(cwd, sizeof cwd))
+		return (char *)c;
+	return ir_arena_printf(a, "%s/%s", cwd, c);
+}
+
+/*
+ * The libraries a model links after its own objects, appended to argv at k
+ * (room for at most nargs entries in all); returns the new k. The CUDA
+ * runtime next to the CPU one; the CUDA libraries where the toolkit was at
+ * build time, and in the folders ONNXC_CUDA_LIBDIRS names (colon-separated:
+ * cuDNN from a Python wheel, say).
+ */
+static int link_libraries(struct ir_arena *a, const struct cg_options *o, const char *rtlib,
+                          char **argv, int k, int nargs)
+{
+	if (cg_target_cuda(o)) {
+		const char *dirs = getenv("ONNXC_CUDA_LIBDIRS");
+		argv[k++] = rtc_library(a, rtlib);
+		argv[k++] = (char *)rtlib;
+		argv[k++] = "-L" ONNXC_CUDA_LIBDIR;
+		argv[k++] = "-Wl,-rpath," ONNXC_CUDA_LIBDIR;
+		for (const char *d = dirs; d && *d && k < nargs - 12;) {
+			size_t len = strcspn(d, ":");
+			if (len) {
+				argv[k++] = ir_arena_printf(a, "-L%.*s", (int)len, d);
+				argv[k++] = ir_arena_printf(a, "-Wl,-rpath,%.*s", (int)len, d);
+			}
+			d += len + (d[len] == ':');
+		}
+		argv[k++] = "-lcudnn";
+		argv[k++] = "-lcublasLt";
+		argv[k++] = "-lcudart";
+		argv[k++] = "-lstdc++";
+	} else {
+		argv[k++] = (char *)rtlib;
+	}
+	argv[k++] = "-L" ONNXC_BLAS_LIBDIR;
+	argv[k++] = "-lopenblas";
+	argv[k++] = "-lpthread";
+	argv[k++] = "-lm";
+	return k;
 }
 
 bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
@@ -104,7 +155,6 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 	struct ir_ctx *ctx = p->m->ctx;
 	struct ir_arena *a = &p->m->arena;
 	const char *dir = p->opt->out_dir, *name = p->opt->name, *inc, *rtlib;
-	char *src = ir_arena_printf(a, "%s/%s.c", dir, name);
 	char *obj = ir_arena_printf(a, "%s/%s.o", dir, name);
 	char *lib = ir_arena_printf(a, "%s/lib%s.a", dir, name);
 	char *incflag;
@@ -165,41 +215,99 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		argv[k++] = obj;
 		for (int i = 0; i < nobjects; i++)
 			argv[k++] = (char *)objects[i];
-		if (cg_target_cuda(p->opt)) {
-			/* the CUDA runtime next to the CPU one; the CUDA libraries
-			 * where the toolkit was at build time, and in the folders
-			 * ONNXC_CUDA_LIBDIRS names (colon-separated: cuDNN from a
-			 * Python wheel, say) */
-			const char *dirs = getenv("ONNXC_CUDA_LIBDIRS");
-			argv[k++] = rtc_library(a, rtlib);
-			argv[k++] = (char *)rtlib;
-			argv[k++] = "-L" ONNXC_CUDA_LIBDIR;
-			argv[k++] = "-Wl,-rpath," ONNXC_CUDA_LIBDIR;
-			for (const char *d = dirs; d && *d && k < nargs - 12;) {
-				size_t len = strcspn(d, ":");
-				if (len) {
-					argv[k++] = ir_arena_printf(a, "-L%.*s", (int)len, d);
-					argv[k++] =
-					        ir_arena_printf(a, "-Wl,-rpath,%.*s", (int)len, d);
-				}
-				d += len + (d[len] == ':');
-			}
-			argv[k++] = "-lcudnn";
-			argv[k++] = "-lcublasLt";
-			argv[k++] = "-lcudart";
-			argv[k++] = "-lstdc++";
-		} else {
-			argv[k++] = (char *)rtlib;
-		}
-		argv[k++] = "-L" ONNXC_BLAS_LIBDIR;
-		argv[k++] = "-lopenblas";
-		argv[k++] = "-lpthread";
-		argv[k++] = "-lm";
+		k = link_libraries(a, p->opt, rtlib, argv, k, nargs);
 		if (ONNXC_SANITIZE_FLAGS[0])
 			argv[k++] = ONNXC_SANITIZE_FLAGS;
 		argv[k] = NULL;
 		if (!run(ctx, argv))
 			return false;
+	}
+	return true;
+}
+
+bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_options *o,
+                      const char *name)
+{
+	const char *dir = o->out_dir, *inc, *rtlib;
+	char *src = ir_arena_printf(a, "%s/%s_train.c", dir, name);
+	char *obj = ir_arena_printf(a, "%s/%s_train.o", dir, name);
+	char *lib = ir_arena_printf(a, "%s/lib%s_train.a", dir, name);
+	char *main_src = ir_arena_printf(a, "%s/%s_train_main.c", dir, name);
+	char *exe = ir_arena_printf(a, "%s/train", dir);
+	char *incflag, *dirflag;
+	FILE *f;
+	if (!cg_runtime_paths(ctx, &inc, &rtlib))
+		return false;
+	if (cg_target_cuda(o) && !exists(rtc_library(a, rtlib))) {
+		ir_error(ctx,
+		         "the CUDA runtime (libonnxc_rt_cuda.a) is not next to %s: this onnxc "
+		         "was built without the CUDA toolkit and cannot link a CUDA training "
+		         "program",
+		         rtlib);
+		return false;
+	}
+	incflag = ir_arena_printf(a, "-I%s", inc);
+	dirflag = ir_arena_printf(a, "-I%s", dir);
+	if (!(f = fopen(main_src, "w"))) {
+		ir_error(ctx, "cannot write %s: %s", main_src, strerror(errno));
+		return false;
+	}
+	fprintf(f,
+	        "/* The training program (generated by onnxc train; docs/training.md). */\n"
+	        "#include \"%s_train.h\"\n\n"
+	        "int main(int argc, char **argv)\n{\n"
+	        "\treturn rt_train_main(&%s_train_model, argc, argv);\n}\n",
+	        name, name);
+	if (fclose(f)) {
+		ir_error(ctx, "cannot write %s: %s", main_src, strerror(errno));
+		return false;
+	}
+	{
+		char *argv[] = { (char *)cc(),
+			         "-std=c11",
+			         "-O2",
+			         "-w",
+			         incflag,
+			         dirflag,
+			         "-c",
+			         src,
+			         "-o",
+			         obj,
+			         ONNXC_SANITIZE_FLAGS[0] ? ONNXC_SANITIZE_FLAGS : NULL,
+			         NULL };
+		if (!run(ctx, argv))
+			return false;
+	}
+	{
+		char *step = ir_arena_printf(a, "%s/lib%s_step.a", dir, name);
+		char *eval = ir_arena_printf(a, "%s/lib%s_eval.a", dir, name);
+		char *argv[] = { "ar", "rcsD", lib, obj, NULL };
+		unlink(lib);
+		if (!run(ctx, argv))
+			return false;
+		/* the program: main, the description, both steps, the runtime */
+		{
+			int nargs = 48, k = 0;
+			char **cmd = ir_arena_alloc(a, sizeof *cmd * (size_t)nargs);
+			cmd[k++] = (char *)cc();
+			cmd[k++] = "-std=c11";
+			cmd[k++] = "-O2";
+			cmd[k++] = "-w";
+			cmd[k++] = incflag;
+			cmd[k++] = dirflag;
+			cmd[k++] = "-o";
+			cmd[k++] = exe;
+			cmd[k++] = main_src;
+			cmd[k++] = lib;
+			cmd[k++] = step;
+			cmd[k++] = eval;
+			k = link_libraries(a, o, rtlib, cmd, k, nargs);
+			if (ONNXC_SANITIZE_FLAGS[0])
+				cmd[k++] = ONNXC_SANITIZE_FLAGS;
+			cmd[k] = NULL;
+			if (!run(ctx, cmd))
+				return false;
+		}
 	}
 	return true;
 }

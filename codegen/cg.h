@@ -73,6 +73,12 @@ bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_sta
  * to onnxc, or in the build tree). */
 bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char **library);
 
+/* onnxc train: compiles OUTDIR/NAME_train.c (written by the caller next to
+ * the compiled NAME_step and NAME_eval libraries) into libNAME_train.a and
+ * links the training program OUTDIR/train. false after reporting. */
+bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_options *o,
+                      const char *name);
+
 /* Checks that name is a valid C identifier prefix. */
 bool cg_valid_name(const char *name);
 

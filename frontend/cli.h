@@ -74,10 +74,28 @@ extern const char precision_help[];
  * keys ("" for FP32). */
 void precision_config(const struct model_opts *mo, char *buf, size_t n);
 
+/* --depfile: the files a compile read, in first-read order (copies: the
+ * module's arena that holds the external data paths is gone by the time
+ * the depfile is written). dep_read is struct fe_options' on_read hook. */
+struct deps {
+	char **paths;
+	int n, cap;
+	bool failed; /* out of memory */
+};
+void dep_add(struct deps *d, const char *path);
+void dep_read(void *ud, const char *path);
+void deps_free(struct deps *d);
+/* The other files that decide the output: --const tensors, a --gpu profile
+ * file, --amp-lists. */
+void deps_add_options(struct deps *d, const struct model_opts *mo);
+/* Writes a Make-syntax depfile: outputs depend on d's files. */
+bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d);
+
 /* The commands. */
 int cmd_ir(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);

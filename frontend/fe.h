@@ -57,7 +57,16 @@ struct fe_options {
 	struct fe_const_input *consts;
 	int nconsts;
 	struct fe_wanted *wanted; /* filled in when not NULL */
-	int64_t max_const_bytes;  /* largest constant the import may create (0: 4 GiB) */
+	/* Importing for onnxc train: nothing that reads a float initializer is
+	 * folded (the initializers become trainable inputs), and
+	 * BatchNormalization in training mode is accepted (onnxc train runs
+	 * every BatchNormalization with batch statistics anyway). */
+	bool training;
+	int64_t max_const_bytes; /* largest constant the import may create (0: 4 GiB) */
+	/* called with the path of every external data file the import reads
+	 * (the model's folder joined with the location), for depfiles */
+	void (*on_read)(void *ud, const char *path);
+	void *on_read_ud;
 };
 
 /* Imports the ONNX model at path. NULL after reporting errors through ctx
@@ -74,7 +83,20 @@ bool fe_save_npy(const char *path, const struct ir_type *t, const void *data);
  * order; -1 after reporting errors. */
 int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max);
 
-/* Parses "8x3x224x224" (or "8,3,224,224"; "" for a scalar) into dims. */
+/* Training (onnxc train): the names of the model's initializers, in
+ * model order, copied into a. false after diagnostics. */
+struct fe_train_info {
+	const char **initializers;
+	int ninitializers;
+};
+bool fe_train_info(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
+                   struct fe_train_info *info);
+/* The model at path serialized again without the initializers named in
+ * drop (into a): the template the training program appends the trained
+ * initializers to (protobuf merges concatenated messages). */
+bool fe_train_template(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
+                       const char *const *drop, int ndrop, unsigned char **bytes, size_t *len);
+/* Parses "8x3x224x224"  (or "8,3,224,224"; "" for a scalar) into dims. */
 bool fe_parse_dims(const char *s, int *rank, int64_t *dims);
 
 /* Export (export.c): an IR module written back as a standard ONNX model. */
@@ -187,6 +209,10 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 /* Infers types (reporting errors on the ONNX node), folds constants. false
  * if inference failed. After folding, n->out[] are still the results. */
 bool fe_finish(struct fe_node *nd, struct ir_node *n);
+/* Whether a node of the graph reads the tensor, or it is a graph output. */
+bool fe_tensor_used(struct fe *fe, const char *name);
+/* Whether v is a float initializer of the model (a weight). */
+bool fe_is_weight(struct fe *fe, const struct ir_value *v);
 /* emit + finish for a one-result node whose result is ONNX output k (or an
  * intermediate when k < 0); returns the result or NULL. No attributes. */
 struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *const *in, int nin,

@@ -358,6 +358,28 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
 }
 
+bool fe_tensor_used(struct fe *fe, const char *name)
+{
+	const Onnx__GraphProto *g = fe->model->graph;
+	for (size_t i = 0; i < g->n_node; i++)
+		for (size_t k = 0; k < g->node[i]->n_input; k++)
+			if (!strcmp(g->node[i]->input[k], name))
+				return true;
+	for (size_t i = 0; i < g->n_output; i++)
+		if (g->output[i]->name && !strcmp(g->output[i]->name, name))
+			return true;
+	return false;
+}
+
+bool fe_is_weight(struct fe *fe, const struct ir_value *v)
+{
+	void **p;
+	if (v->kind != IR_VAL_CONST || !ir_dtypes[v->type.dtype].is_float)
+		return false;
+	p = fe_map_get(&fe->reserved, v->name);
+	return p && !strcmp(*p, "initializer");
+}
+
 bool fe_finish(struct fe_node *nd, struct ir_node *n)
 {
 	struct ir_module *m = nd->fe->m;
@@ -386,6 +408,10 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n)
 	if (limit > ((int64_t)1 << 26))
 		limit = (int64_t)1 << 26;
 	(void)out_elems;
+	if (nd->fe->opt && nd->fe->opt->training)
+		for (int i = 0; i < n->nin; i++)
+			if (fe_is_weight(nd->fe, n->in[i]))
+				return true;
 	r = ir_fold_node(m, n, limit, err, sizeof err);
 	if (r < 0) {
 		fe_fail(nd, "%s", err);
@@ -1114,43 +1140,141 @@ bool fe_parse_dims(const char *s, int *rank, int64_t *dims)
 	}
 }
 
-int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max)
+/*
+ * Loads the ModelProto at path (no import) and calls fn on it, under an
+ * out-of-memory guard: what onnxc asks of a model besides importing it.
+ * false when the model cannot be read (reported) or fn returns false.
+ */
+typedef bool (*fe_proto_fn)(struct fe *fe, Onnx__ModelProto *mp, void *ud);
+
+static bool with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, void *ud)
 {
 	struct fe fe = { .ctx = ctx };
 	struct ir_module *volatile m = NULL;
-	Onnx__ModelProto *mp;
+	Onnx__ModelProto *volatile mp = NULL;
 	jmp_buf jb, *saved = ctx->oom;
 	const char *saved_file = ctx->file;
-	int n = 0;
+	volatile bool ok = false;
 	ctx->file = path;
 	if (setjmp(jb)) {
 		ctx->oom = saved;
 		ctx->file = saved_file;
+		if (mp)
+			fe_free_model(&fe, mp);
 		ir_module_free(m);
-		return -1;
+		return false;
 	}
 	ctx->oom = &jb;
-	m = ir_module_new(ctx, "names");
+	m = ir_module_new(ctx, "proto");
 	fe.m = m;
-	mp = fe_load_model(&fe, path);
-	if (mp) {
-		Onnx__GraphProto *g = mp->graph;
-		for (size_t i = 0; i < g->n_input && n < max; i++) {
-			bool init = false;
-			if (!g->input[i]->name)
-				continue;
-			for (size_t k = 0; k < g->n_initializer && !init; k++)
-				init = g->initializer[k]->name &&
-				       !strcmp(g->initializer[k]->name, g->input[i]->name);
-			if (!init)
-				snprintf(names[n++], 256, "%s", g->input[i]->name);
-		}
-		fe_free_model(&fe, mp);
-	} else {
-		n = -1;
-	}
+	if ((mp = fe_load_model(&fe, path)))
+		ok = fn(&fe, mp, ud);
 	ctx->oom = saved;
 	ctx->file = saved_file;
+	if (mp)
+		fe_free_model(&fe, mp);
 	ir_module_free(m);
-	return n;
+	return ok;
+}
+
+struct input_names {
+	char (*names)[256];
+	int max, n;
+};
+
+static bool input_names(struct fe *fe, Onnx__ModelProto *mp, void *ud)
+{
+	struct input_names *r = ud;
+	Onnx__GraphProto *g = mp->graph;
+	(void)fe;
+	for (size_t i = 0; i < g->n_input && r->n < r->max; i++) {
+		bool init = false;
+		if (!g->input[i]->name)
+			continue;
+		for (size_t k = 0; k < g->n_initializer && !init; k++)
+			init = g->initializer[k]->name &&
+			       !strcmp(g->initializer[k]->name, g->input[i]->name);
+		if (!init)
+			snprintf(r->names[r->n++], 256, "%s", g->input[i]->name);
+	}
+	return true;
+}
+
+int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max)
+{
+	struct input_names r = { names, max, 0 };
+	return with_proto(ctx, path, input_names, &r) ? r.n : -1;
+}
+
+struct train_info {
+	struct ir_arena *a;
+	struct fe_train_info *info;
+};
+
+static bool train_info(struct fe *fe, Onnx__ModelProto *mp, void *ud)
+{
+	struct train_info *r = ud;
+	Onnx__GraphProto *g = mp->graph;
+	struct fe_train_info *info = r->info;
+	(void)fe;
+	info->initializers = ir_arena_alloc(
+	        r->a, sizeof *info->initializers * (g->n_initializer ? g->n_initializer : 1));
+	for (size_t i = 0; i < g->n_initializer; i++)
+		if (g->initializer[i]->name)
+			info->initializers[info->ninitializers++] =
+			        ir_arena_strdup(r->a, g->initializer[i]->name);
+	return true;
+}
+
+bool fe_train_info(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
+                   struct fe_train_info *info)
+{
+	struct train_info r = { a, info };
+	memset(info, 0, sizeof *info);
+	return with_proto(ctx, path, train_info, &r);
+}
+
+struct train_template {
+	struct ir_arena *a;
+	const char *const *drop;
+	int ndrop;
+	unsigned char *bytes;
+	size_t len;
+};
+
+/* The model without the dropped initializers, packed (the trainer appends
+ * the trained ones). */
+static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
+{
+	struct train_template *r = ud;
+	Onnx__GraphProto *g = mp->graph;
+	size_t keep = 0, n = g->n_initializer;
+	Onnx__TensorProto **all = g->initializer;
+	Onnx__TensorProto **kept = ir_arena_alloc(&fe->m->arena, sizeof *kept * (n ? n : 1));
+	for (size_t i = 0; i < n; i++) {
+		bool dropped = false;
+		for (int k = 0; k < r->ndrop && !dropped; k++)
+			dropped = all[i]->name && !strcmp(all[i]->name, r->drop[k]);
+		if (!dropped)
+			kept[keep++] = all[i];
+	}
+	g->initializer = kept;
+	g->n_initializer = keep;
+	r->len = onnx__model_proto__get_packed_size(mp);
+	r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
+	onnx__model_proto__pack(mp, r->bytes);
+	g->initializer = all;
+	g->n_initializer = n;
+	return true;
+}
+
+bool fe_train_template(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
+                       const char *const *drop, int ndrop, unsigned char **bytes, size_t *len)
+{
+	struct train_template r = { a, drop, ndrop, NULL, 0 };
+	if (!with_proto(ctx, path, train_template, &r))
+		return false;
+	*bytes = r.bytes;
+	*len = r.len;
+	return true;
 }

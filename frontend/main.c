@@ -21,11 +21,14 @@ static const struct cmd cmds[] = {
 	{ "compile", cmd_compile, "compile a model into a C library" },
 	{ "run", cmd_run, "compile a model (cached) and run it on inputs" },
 	{ "check", cmd_check, "compile and run an ONNX test case, compare its outputs" },
+	{ "train", cmd_train, "compile a model into a training program" },
 	{ "report", cmd_report, "explain the mixed-precision decisions for a model" },
 	{ "ir", cmd_ir, "import a model and print its IR" },
 	{ "export", cmd_export, "write a model back as ONNX (static shapes, after the passes)" },
 	{ "ops", cmd_ops, "list the supported operators" },
 };
+
+static void discard(void *ud, const char *line) {}
 
 static void help(FILE *f)
 {

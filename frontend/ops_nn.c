@@ -330,6 +330,8 @@ static bool imp_global_pool(struct fe_node *nd)
 /* Normalization                                                            */
 /* ------------------------------------------------------------------------ */
 
+static bool training(const struct fe_node *nd) { return nd->fe->opt && nd->fe->opt->training; }
+
 static bool imp_batch_norm(struct fe_node *nd)
 {
 	float eps = fe_float(nd, "epsilon", 1e-5f);
@@ -338,18 +340,35 @@ static bool imp_batch_norm(struct fe_node *nd)
 	fe_ignore(nd, "momentum");
 	if (nd->fe->opset < 9 && fe_int(nd, "spatial", 1) != 1)
 		return fe_fail(nd, "spatial=0 (per-activation statistics) is not supported");
-	if (nd->fe->opset >= 14 && fe_int(nd, "training_mode", 0) != 0)
+	if (nd->fe->opset >= 14 && fe_int(nd, "training_mode", 0) != 0 && !training(nd))
 		return fe_fail(nd, "training_mode=1 cannot be compiled for inference");
 	if (!fe_inputs(nd, 5, 5) || nd->failed)
 		return false;
-	for (int k = 1; k < nd->nout; k++)
-		if (nd->proto->output[k][0])
+	for (int k = 1; k < nd->nout; k++) {
+		if (!nd->proto->output[k][0])
+			continue;
+		if (!training(nd))
 			return fe_fail(nd, "output %d (running statistics) exists only in training",
 			               k);
+		/* onnxc train updates the running statistics itself
+		 * (passes/autodiff.c, ad_train_mode); an exporter's copies of
+		 * them (torch's training-mode export) must be unused */
+		if (fe_tensor_used(nd->fe, nd->proto->output[k]))
+			return fe_fail(nd,
+			               "output %d (the updated running statistics) is used by the "
+			               "graph: onnxc train computes those updates itself",
+			               k);
+	}
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_BATCH_NORM, nd->in, 5, &name, 1);
 	ir_set_f(nd->fe->m, n, "epsilon", eps);
-	return finish1(nd, n);
+	if (!finish1(nd, n))
+		return false;
+	/* the unused statistics outputs stand for the inputs' (never read) */
+	for (int k = 1; k < nd->nout && k < 3; k++)
+		if (nd->proto->output[k][0])
+			fe_bind(nd, k, nd->in[k + 2]);
+	return true;
 }
 
 static bool imp_layer_norm(struct fe_node *nd)

@@ -505,6 +505,23 @@ void ir_add_output(struct ir_module *m, struct ir_value *v)
 	m->outputs[m->noutputs++] = v;
 }
 
+void ir_append_input(struct ir_module *m, struct ir_value *v)
+{
+	IR_ASSERT(v->kind == IR_VAL_INPUT);
+	m->inputs = grow(&m->arena, m->inputs, m->ninputs, &m->cap_inputs, sizeof *m->inputs);
+	m->inputs[m->ninputs++] = v;
+}
+
+struct ir_value *ir_const_to_input(struct ir_module *m, struct ir_value *v)
+{
+	IR_ASSERT(v->kind == IR_VAL_CONST);
+	v->kind = IR_VAL_INPUT;
+	v->data = NULL;
+	v->checksum = 0;
+	ir_append_input(m, v);
+	return v;
+}
+
 static void add_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, int i)
 {
 	v->uses = grow(&m->arena, v->uses, v->nuses, &v->cap_uses, sizeof *v->uses);

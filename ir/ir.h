@@ -363,6 +363,12 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n);
 /* Unlinks n and drops its operand uses but leaves its results alone: the
  * caller turns them into something else (constant folding does). */
 void ir_detach_node(struct ir_module *m, struct ir_node *n);
+/* Appends input value v to m->inputs (reordering inputs: set
+ * m->ninputs = 0, then append them in the new order). */
+void ir_append_input(struct ir_module *m, struct ir_value *v);
+/* Turns constant v into a graph input appended to m->inputs (its data
+ * stays in m's arena: the caller keeps the pointer if it needs it). */
+struct ir_value *ir_const_to_input(struct ir_module *m, struct ir_value *v);
 /* Whether v is one of m's graph outputs. */
 bool ir_is_output(const struct ir_module *m, const struct ir_value *v);
 /* Gives v a new name (unused so far). */

@@ -1,0 +1,753 @@
+/*
+ * rt_train.c - the trainer: FP32 master weights, optimizers, dynamic loss
+ * scaling, stepping through data sets, eval, checkpoints.
+ *
+ * The compiled step computes the loss and the gradients of loss * scale;
+ * everything after that is here, once for every model. The optimizers do
+ * what torch.optim does in 1.13, operation for operation in float32 with
+ * the scalar coefficients computed in double as Python computes them, so a
+ * trajectory matches PyTorch's to rounding: SGD (d = g + wd p; p -= lr d),
+ * SGD with momentum (buf = d on the first update, then buf = m buf + d;
+ * p -= lr buf) and AdamW (p *= 1 - lr wd; m = b1 m + (1-b1) g;
+ * v = b2 v + (1-b2) g^2; p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps)).
+ *
+ * Loss scaling is GradScaler's: a step whose gradients hold an inf or NaN
+ * is skipped and the scale multiplied by backoff; otherwise the gradients
+ * are unscaled (multiplied by the float 1/scale) inside the update, and
+ * after growth_interval finite steps in a row the scale is multiplied by
+ * growth. The elementwise loops run on the runtime's thread pool; every
+ * element is independent, so results do not depend on the thread count.
+ *
+ * Data order: the RNG state at the start of an epoch is what checkpoints
+ * keep; the epoch's permutation is drawn from it again on resume, so a
+ * resumed run sees exactly the batches an uninterrupted one would.
+ */
+#include "onnxc_rt.h"
+#include "rt_train_internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rt_trainer {
+	const struct rt_train_model *m;
+	struct rt_train_config cfg;
+	void *step, *eval;  /* the model instances */
+	struct rt_ctx *ctx; /* threads for the update loops */
+	float **params, **state, **grads, **new_state, **mom1, **mom2;
+	const void **inputs; /* params, state, data, scale */
+	void **outputs;      /* loss, grads, new state */
+	const void **eval_inputs;
+	void **eval_outputs;
+	void **eval_scratch;
+	void **batch; /* rt_train_step_data's batch buffers */
+	int64_t *perm, perm_n;
+	int perm_valid;
+	uint64_t rng_after[4]; /* the RNG after drawing the current epoch's order */
+	float loss, scale;
+	struct rt_train_ckpt_meta st; /* counters, RNG at the epoch's start, scale */
+	char err[1024];
+};
+
+const char *rt_train_strerror(int status)
+{
+	static const char *const msgs[RT_TRAIN_STATUS_COUNT] = {
+		[RT_TRAIN_OK] = "success",
+		[RT_TRAIN_ERR_ARGUMENT] = "invalid argument or configuration",
+		[RT_TRAIN_ERR_NO_MEMORY] = "out of memory",
+		[RT_TRAIN_ERR_MODEL] = "the step or eval model failed",
+		[RT_TRAIN_ERR_IO] = "a file cannot be opened, read or written",
+		[RT_TRAIN_ERR_CHECKPOINT] = "not a valid checkpoint of this model",
+		[RT_TRAIN_ERR_FOREIGN] = "a checkpoint of another model",
+		[RT_TRAIN_ERR_DATA] = "bad training data",
+		[RT_TRAIN_ERR_NONFINITE] = "non-finite gradients",
+		[RT_TRAIN_ERR_NO_EVAL] = "the model has no eval step",
+	};
+	if (status < 0 || status >= RT_TRAIN_STATUS_COUNT)
+		return "unknown status";
+	return msgs[status];
+}
+
+void rt_train_config_default(struct rt_train_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->optimizer = RT_TRAIN_SGD;
+	c->lr = 0.01;
+	c->momentum = 0.9;
+	c->beta1 = 0.9;
+	c->beta2 = 0.999;
+	c->eps = 1e-8;
+	c->weight_decay = 0;
+	c->loss_scaling = 0;
+	c->init_scale = 65536.0;
+	c->growth = 2.0;
+	c->backoff = 0.5;
+	c->growth_interval = 2000;
+	c->seed = 0;
+	c->shuffle = 1;
+}
+
+static const char *const opt_names[] = { "none", "sgd", "momentum", "adamw" };
+
+int rt_train_optimizer_parse(const char *name)
+{
+	for (int i = 1; i < 4; i++)
+		if (name && !strcmp(name, opt_names[i]))
+			return i;
+	return 0;
+}
+
+const char *rt_train_optimizer_name(int k) { return k >= 0 && k < 4 ? opt_names[k] : "unknown"; }
+
+int rt_train_fail(struct rt_trainer *t, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->err, sizeof t->err, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+const struct rt_train_model *rt_train_model_of(const struct rt_trainer *t) { return t->m; }
+const char *rt_train_error(const struct rt_trainer *t) { return t ? t->err : "out of memory"; }
+
+static int check_config(struct rt_trainer *t, const struct rt_train_config *c)
+{
+	const char *bad = NULL;
+	if (c->optimizer < RT_TRAIN_SGD || c->optimizer > RT_TRAIN_ADAMW)
+		bad = "unknown optimizer";
+	else if (!(c->lr >= 0 && isfinite(c->lr)))
+		bad = "the learning rate must be finite and >= 0";
+	else if (!(c->momentum >= 0 && c->momentum < 1))
+		bad = "momentum must be in [0, 1)";
+	else if (!(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1))
+		bad = "betas must be in [0, 1)";
+	else if (!(c->eps > 0 && isfinite(c->eps)))
+		bad = "eps must be > 0";
+	else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
+		bad = "weight decay must be finite and >= 0";
+	else if (c->loss_scaling != 0 && c->loss_scaling != 1)
+		bad = "loss_scaling must be 0 or 1";
+	else if (!(c->init_scale > 0 && c->init_scale <= 3.0e38))
+		bad = "the initial loss scale must be in (0, 3e38]";
+	else if (!(c->growth >= 1 && isfinite(c->growth)))
+		bad = "the loss scale's growth factor must be >= 1";
+	else if (!(c->backoff > 0 && c->backoff <= 1))
+		bad = "the loss scale's backoff factor must be in (0, 1]";
+	else if (c->growth_interval < 1)
+		bad = "the growth interval must be >= 1";
+	if (bad)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "%s", bad);
+	return RT_TRAIN_OK;
+}
+
+static int check_tensors(struct rt_trainer *t, const char *what, int n,
+                         const struct rt_train_tensor *ts, int need_f32)
+{
+	if (n < 0 || (n && !ts))
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "model: bad %s list", what);
+	for (int i = 0; i < n; i++) {
+		int64_t prod = 1;
+		if (!ts[i].name || ts[i].rank < 0 || (ts[i].rank && !ts[i].dims))
+			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "model: bad %s %d", what, i);
+		for (int d = 0; d < ts[i].rank; d++)
+			prod *= ts[i].dims[d];
+		if (prod != ts[i].elems || (need_f32 && ts[i].dtype != RT_F32) ||
+		    rt_dtype_size(ts[i].dtype) == 0)
+			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+			                     "model: %s '%s': bad dtype or element count", what,
+			                     ts[i].name);
+	}
+	return RT_TRAIN_OK;
+}
+
+static float **alloc_f32s(int n, const struct rt_train_tensor *ts)
+{
+	float **a = calloc((size_t)n + 1, sizeof *a);
+	for (int i = 0; a && i < n; i++)
+		if (!(a[i] = calloc((size_t)ts[i].elems + 1, sizeof(float)))) {
+			for (int j = 0; j < i; j++)
+				free(a[j]);
+			free(a);
+			return NULL;
+		}
+	return a;
+}
+
+static void free_f32s(float **a, int n)
+{
+	for (int i = 0; a && i < n; i++)
+		free(a[i]);
+	free(a);
+}
+
+/* The moment buffers the optimizer kind needs. */
+static int ensure_moments(struct rt_trainer *t, int kind)
+{
+	const struct rt_train_model *m = t->m;
+	if ((kind == RT_TRAIN_MOMENTUM || kind == RT_TRAIN_ADAMW) && !t->mom1 &&
+	    !(t->mom1 = alloc_f32s(m->num_params, m->params)))
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (optimizer state)");
+	if (kind == RT_TRAIN_ADAMW && !t->mom2 && !(t->mom2 = alloc_f32s(m->num_params, m->params)))
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (optimizer state)");
+	return RT_TRAIN_OK;
+}
+
+static void reset_counters(struct rt_trainer *t)
+{
+	memset(&t->st, 0, sizeof t->st);
+	rt_train_rng_seed(t->st.rng, t->cfg.seed);
+	t->st.loss_scale = t->cfg.loss_scaling ? t->cfg.init_scale : 1.0;
+	t->perm_valid = 0;
+}
+
+int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
+                    const struct rt_train_config *cfg, const char *step_weights,
+                    const char *eval_weights)
+{
+	struct rt_trainer *t;
+	if (!out)
+		return RT_TRAIN_ERR_ARGUMENT;
+	if (!(*out = t = calloc(1, sizeof *t)))
+		return RT_TRAIN_ERR_NO_MEMORY;
+	if (!m || !cfg)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "no model or configuration");
+	t->m = m;
+	int rc;
+	if (!m->step_create || !m->step_run || !m->step_destroy || m->batch < 1 ||
+	    (m->eval_create && (!m->eval_run || !m->eval_destroy)))
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+		                     "model: missing step functions or a bad batch size");
+	if ((rc = check_tensors(t, "param", m->num_params, m->params, 1)) ||
+	    (rc = check_tensors(t, "state", m->num_state, m->state, 1)) ||
+	    (rc = check_tensors(t, "data input", m->num_data, m->data, 0)) ||
+	    (rc = check_tensors(t, "eval output", m->eval_create ? m->num_eval_outputs : 0,
+	                        m->eval_outputs, 0)) ||
+	    (rc = check_config(t, cfg)))
+		return rc;
+	t->cfg = *cfg;
+	int np = m->num_params, ns = m->num_state, nd = m->num_data;
+	if (!(t->params = alloc_f32s(np, m->params)) || !(t->grads = alloc_f32s(np, m->params)) ||
+	    !(t->state = alloc_f32s(ns, m->state)) || !(t->new_state = alloc_f32s(ns, m->state)) ||
+	    !(t->inputs = calloc((size_t)(np + ns + nd + 1), sizeof *t->inputs)) ||
+	    !(t->outputs = calloc((size_t)(1 + np + ns), sizeof *t->outputs)) ||
+	    !(t->batch = calloc((size_t)nd + 1, sizeof *t->batch)))
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (weights)");
+	for (int i = 0; i < nd; i++)
+		if (!(t->batch[i] = malloc((size_t)(m->batch * m->data[i].elems) *
+		                                   (size_t)rt_dtype_size(m->data[i].dtype) +
+		                           1)))
+			return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (batches)");
+	for (int i = 0; i < np; i++) {
+		t->inputs[i] = t->params[i];
+		t->outputs[1 + i] = t->grads[i];
+	}
+	for (int i = 0; i < ns; i++) {
+		t->inputs[np + i] = t->state[i];
+		t->outputs[1 + np + i] = t->new_state[i];
+	}
+	t->inputs[np + ns + nd] = &t->scale;
+	t->outputs[0] = &t->loss;
+	if ((rc = ensure_moments(t, cfg->optimizer)))
+		return rc;
+	if (m->eval_create) {
+		int ne = m->num_eval_outputs;
+		if (!(t->eval_inputs =
+		              calloc((size_t)(np + ns + nd + 1), sizeof *t->eval_inputs)) ||
+		    !(t->eval_outputs = calloc((size_t)ne + 1, sizeof *t->eval_outputs)) ||
+		    !(t->eval_scratch = calloc((size_t)ne + 1, sizeof *t->eval_scratch)))
+			return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (eval)");
+		for (int i = 0; i < ne; i++)
+			if (!(t->eval_scratch[i] = malloc(
+			              (size_t)m->eval_outputs[i].elems *
+			                      (size_t)rt_dtype_size(m->eval_outputs[i].dtype) +
+			              1)))
+				return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY,
+				                     "out of memory (eval)");
+		memcpy(t->eval_inputs, t->inputs, (size_t)(np + ns) * sizeof *t->inputs);
+	}
+	if ((rc = rt_ctx_create(&t->ctx, 0)))
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "cannot start threads: %s",
+		                     rt_status_message(rc));
+	reset_counters(t);
+	if ((rc = m->step_create(&t->step, step_weights))) {
+		t->step = NULL;
+		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "%s: cannot create the step model: %s",
+		                     m->name, m->step_strerror ? m->step_strerror(rc) : "failed");
+	}
+	if (m->eval_create && (rc = m->eval_create(&t->eval, eval_weights))) {
+		t->eval = NULL;
+		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "%s: cannot create the eval model: %s",
+		                     m->name, m->eval_strerror ? m->eval_strerror(rc) : "failed");
+	}
+	return RT_TRAIN_OK;
+}
+
+void rt_train_destroy(struct rt_trainer *t)
+{
+	if (!t)
+		return;
+	const struct rt_train_model *m = t->m;
+	if (t->step)
+		m->step_destroy(t->step);
+	if (t->eval)
+		m->eval_destroy(t->eval);
+	if (t->ctx)
+		rt_ctx_destroy(t->ctx);
+	if (m) {
+		free_f32s(t->params, m->num_params);
+		free_f32s(t->grads, m->num_params);
+		free_f32s(t->mom1, m->num_params);
+		free_f32s(t->mom2, m->num_params);
+		free_f32s(t->state, m->num_state);
+		free_f32s(t->new_state, m->num_state);
+		for (int i = 0; t->batch && i < m->num_data; i++)
+			free(t->batch[i]);
+		for (int i = 0; t->eval_scratch && i < m->num_eval_outputs; i++)
+			free(t->eval_scratch[i]);
+	}
+	free(t->batch);
+	free(t->eval_scratch);
+	free(t->eval_inputs);
+	free(t->eval_outputs);
+	free(t->inputs);
+	free(t->outputs);
+	free(t->perm);
+	free(t);
+}
+
+void rt_train_get_config(const struct rt_trainer *t, struct rt_train_config *cfg) { *cfg = t->cfg; }
+
+int rt_train_set_config(struct rt_trainer *t, const struct rt_train_config *cfg)
+{
+	int rc = check_config(t, cfg);
+	if (rc)
+		return rc;
+	if (cfg->optimizer != t->cfg.optimizer && t->st.opt_step > 0)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+		                     "cannot switch the optimizer from %s to %s after %llu updates",
+		                     rt_train_optimizer_name(t->cfg.optimizer),
+		                     rt_train_optimizer_name(cfg->optimizer),
+		                     (unsigned long long)t->st.opt_step);
+	if ((rc = ensure_moments(t, cfg->optimizer)))
+		return rc;
+	if (cfg->loss_scaling != t->cfg.loss_scaling || (t->st.step == 0 && t->cfg.loss_scaling))
+		t->st.loss_scale = cfg->loss_scaling ? cfg->init_scale : 1.0;
+	if (cfg->seed != t->cfg.seed && t->st.step == 0) {
+		rt_train_rng_seed(t->st.rng, cfg->seed);
+		t->perm_valid = 0;
+	}
+	t->cfg = *cfg;
+	return RT_TRAIN_OK;
+}
+
+void rt_train_get_progress(const struct rt_trainer *t, struct rt_train_progress *p)
+{
+	p->step = (int64_t)t->st.step;
+	p->opt_step = (int64_t)t->st.opt_step;
+	p->skipped = (int64_t)t->st.skipped;
+	p->epoch = (int64_t)t->st.epoch;
+	p->epoch_pos = (int64_t)t->st.epoch_pos;
+	p->loss_scale = t->st.loss_scale;
+	p->good_steps = (int64_t)t->st.good_steps;
+}
+
+float *rt_train_param(struct rt_trainer *t, int i)
+{
+	return i >= 0 && i < t->m->num_params ? t->params[i] : NULL;
+}
+
+float *rt_train_state(struct rt_trainer *t, int i)
+{
+	return i >= 0 && i < t->m->num_state ? t->state[i] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The update loops                                                         */
+/* ------------------------------------------------------------------------ */
+
+struct finite_job {
+	const float *g;
+	atomic_int bad;
+};
+
+static void finite_range(void *arg, int64_t begin, int64_t end)
+{
+	struct finite_job *j = arg;
+	uint32_t acc = 0;
+	for (int64_t i = begin; i < end; i++) {
+		uint32_t u;
+		memcpy(&u, &j->g[i], 4); /* the exponent's bits: immune to fast-math flags */
+		acc |= (u & 0x7f800000u) == 0x7f800000u;
+	}
+	if (acc)
+		atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
+/* Index of the first tensor with a non-finite gradient, or -1. */
+static int first_nonfinite(struct rt_trainer *t)
+{
+	for (int i = 0; i < t->m->num_params; i++) {
+		struct finite_job j = { t->grads[i], 0 };
+		rt_parallel(t->ctx, t->m->params[i].elems, 1 << 14, finite_range, &j);
+		if (atomic_load(&j.bad))
+			return i;
+	}
+	return -1;
+}
+
+struct update_job {
+	int kind, first;
+	float *p, *m, *v;
+	const float *g;
+	float inv, neg_lr, wd, mom, decay, b1, one_b1, b2, one_b2, bc2_sqrt, eps, neg_step;
+};
+
+static void update_range(void *arg, int64_t begin, int64_t end)
+{
+	const struct update_job *j = arg;
+	float *p = j->p, *m = j->m, *v = j->v;
+	const float *g = j->g;
+	switch (j->kind) {
+	case RT_TRAIN_SGD:
+		for (int64_t i = begin; i < end; i++) {
+			float d = g[i] * j->inv;
+			if (j->wd != 0)
+				d = d + j->wd * p[i];
+			p[i] = p[i] + j->neg_lr * d;
+		}
+		break;
+	case RT_TRAIN_MOMENTUM:
+		for (int64_t i = begin; i < end; i++) {
+			float d = g[i] * j->inv;
+			if (j->wd != 0)
+				d = d + j->wd * p[i];
+			m[i] = j->first ? d : m[i] * j->mom + d;
+			p[i] = p[i] + j->neg_lr * m[i];
+		}
+		break;
+	case RT_TRAIN_ADAMW:
+		for (int64_t i = begin; i < end; i++) {
+			float d = g[i] * j->inv;
+			p[i] = p[i] * j->decay;
+			m[i] = m[i] * j->b1 + j->one_b1 * d;
+			v[i] = v[i] * j->b2 + j->one_b2 * d * d;
+			float denom = sqrtf(v[i]) / j->bc2_sqrt + j->eps;
+			p[i] = p[i] + j->neg_step * m[i] / denom;
+		}
+		break;
+	}
+}
+
+static void apply_update(struct rt_trainer *t, double scale)
+{
+	const struct rt_train_config *c = &t->cfg;
+	struct update_job j = { 0 };
+	double step = (double)t->st.opt_step; /* already counts this update */
+	j.kind = c->optimizer;
+	j.first = t->st.opt_step == 1;
+	j.inv = (float)(1.0 / scale);
+	j.neg_lr = (float)-c->lr;
+	j.wd = (float)c->weight_decay;
+	j.mom = (float)c->momentum;
+	j.decay = (float)(1.0 - c->lr * c->weight_decay);
+	j.b1 = (float)c->beta1;
+	j.one_b1 = (float)(1.0 - c->beta1);
+	j.b2 = (float)c->beta2;
+	j.one_b2 = (float)(1.0 - c->beta2);
+	j.bc2_sqrt = (float)sqrt(1.0 - pow(c->beta2, step));
+	j.eps = (float)c->eps;
+	j.neg_step = (float)-(c->lr / (1.0 - pow(c->beta1, step)));
+	for (int i = 0; i < t->m->num_params; i++) {
+		j.p = t->params[i];
+		j.g = t->grads[i];
+		j.m = t->mom1 ? t->mom1[i] : NULL;
+		j.v = t->mom2 ? t->mom2[i] : NULL;
+		rt_parallel(t->ctx, t->m->params[i].elems, 1 << 14, update_range, &j);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Steps                                                                    */
+/* ------------------------------------------------------------------------ */
+
+int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_train_result *r)
+{
+	struct rt_train_result dummy;
+	if (!r)
+		r = &dummy;
+	memset(r, 0, sizeof *r);
+	if (!t || !batch)
+		return t ? rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "train step: NULL batch")
+		         : RT_TRAIN_ERR_ARGUMENT;
+	const struct rt_train_model *m = t->m;
+	int np = m->num_params, ns = m->num_state, nd = m->num_data;
+	double scale = t->cfg.loss_scaling ? t->st.loss_scale : 1.0;
+	for (int i = 0; i < nd; i++) {
+		if (!batch[i])
+			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+			                     "train step: data input %d is NULL", i);
+		t->inputs[np + ns + i] = batch[i];
+	}
+	t->scale = (float)scale;
+	t->loss = NAN;
+	int rc = m->step_run(t->step, t->inputs, t->outputs);
+	if (rc)
+		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "step %llu: the step model failed: %s",
+		                     (unsigned long long)t->st.step + 1,
+		                     m->step_strerror ? m->step_strerror(rc) : "error");
+	for (int i = 0; i < ns; i++)
+		memcpy(t->state[i], t->new_state[i], (size_t)m->state[i].elems * sizeof(float));
+	t->st.step++;
+	r->loss = t->loss;
+	r->loss_scale = scale;
+	int bad = first_nonfinite(t);
+	if (bad >= 0) {
+		t->st.skipped++;
+		r->skipped = 1;
+		if (!t->cfg.loss_scaling)
+			return rt_train_fail(
+			        t, RT_TRAIN_ERR_NONFINITE,
+			        "step %llu: the gradient of '%s' is not finite (loss %g; "
+			        "loss scaling is off)",
+			        (unsigned long long)t->st.step, m->params[bad].name,
+			        (double)t->loss);
+		t->st.loss_scale *= t->cfg.backoff;
+		t->st.good_steps = 0;
+		return RT_TRAIN_OK;
+	}
+	t->st.opt_step++;
+	apply_update(t, scale);
+	if (t->cfg.loss_scaling && ++t->st.good_steps >= (uint64_t)t->cfg.growth_interval) {
+		t->st.loss_scale *= t->cfg.growth;
+		if (t->st.loss_scale > 3.0e38) /* stays a finite float */
+			t->st.loss_scale = 3.0e38;
+		t->st.good_steps = 0;
+	}
+	return RT_TRAIN_OK;
+}
+
+int rt_train_eval_step(struct rt_trainer *t, const void *const batch[], float *loss,
+                       void *const outputs[])
+{
+	const struct rt_train_model *m = t->m;
+	if (!t->eval)
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_EVAL, "%s has no eval model", m->name);
+	if (!batch)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "eval step: NULL batch");
+	int np = m->num_params, ns = m->num_state;
+	for (int i = 0; i < m->num_data; i++)
+		t->eval_inputs[np + ns + i] = batch[i];
+	float l = NAN;
+	t->eval_outputs[0] = &l;
+	for (int i = 0; i < m->num_eval_outputs; i++)
+		t->eval_outputs[1 + i] = outputs && outputs[i] ? outputs[i] : t->eval_scratch[i];
+	int rc = m->eval_run(t->eval, t->eval_inputs, t->eval_outputs);
+	if (rc)
+		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "the eval model failed: %s",
+		                     m->eval_strerror ? m->eval_strerror(rc) : "error");
+	if (loss)
+		*loss = l;
+	return RT_TRAIN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data                                                                     */
+/* ------------------------------------------------------------------------ */
+
+int64_t rt_train_data_batches(const struct rt_trainer *t, const struct rt_train_data *d)
+{
+	return d->samples / t->m->batch;
+}
+
+static void gather(struct rt_trainer *t, struct rt_train_data *d, const int64_t *idx)
+{
+	for (int i = 0; i < d->num; i++) {
+		size_t sb = d->sample_bytes[i];
+		unsigned char *dst = t->batch[i];
+		const unsigned char *src = d->arrays[i];
+		for (int64_t b = 0; b < t->m->batch; b++)
+			memcpy(dst + (size_t)b * sb, src + (size_t)idx[b] * sb, sb);
+	}
+}
+
+/* The order of the next epoch's samples in t->perm. */
+static void epoch_order(struct rt_trainer *t, int64_t n)
+{
+	if (t->cfg.shuffle) {
+		rt_train_shuffle(t->rng_after, t->perm, n);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		t->perm[i] = i;
+}
+
+int rt_train_step_data(struct rt_trainer *t, struct rt_train_data *d, struct rt_train_result *r)
+{
+	int64_t n = d->samples, nb = n / t->m->batch;
+	if (t->st.data_samples && t->st.data_samples != (uint64_t)n)
+		return rt_train_fail(t, RT_TRAIN_ERR_DATA,
+		                     "the run's data set had %llu samples, this one has %lld: "
+		                     "cannot continue its epoch",
+		                     (unsigned long long)t->st.data_samples, (long long)n);
+	t->st.data_samples = (uint64_t)n;
+	if (!t->perm_valid || t->perm_n != n) {
+		int64_t *p = realloc(t->perm, (size_t)n * sizeof *p);
+		if (!p)
+			return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY,
+			                     "out of memory (shuffling)");
+		t->perm = p;
+		t->perm_n = n;
+		memcpy(t->rng_after, t->st.rng, sizeof t->rng_after);
+		epoch_order(t, n);
+		t->perm_valid = 1;
+	}
+	if (t->st.epoch_pos >= (uint64_t)nb) { /* the next epoch, the next order */
+		t->st.epoch++;
+		t->st.epoch_pos = 0;
+		memcpy(t->st.rng, t->rng_after, sizeof t->st.rng);
+		epoch_order(t, n);
+	}
+	gather(t, d, t->perm + t->st.epoch_pos * (uint64_t)t->m->batch);
+	int rc = rt_train_step(t, (const void *const *)t->batch, r);
+	if (rc == RT_TRAIN_OK || rc == RT_TRAIN_ERR_NONFINITE)
+		t->st.epoch_pos++;
+	return rc;
+}
+
+int rt_train_eval_data(struct rt_trainer *t, struct rt_train_data *d, double *mean_loss)
+{
+	int64_t nb = d->samples / t->m->batch;
+	double sum = 0;
+	int64_t idx_storage[64], *idx = idx_storage;
+	if (t->m->batch > 64 && !(idx = malloc((size_t)t->m->batch * sizeof *idx)))
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory");
+	int rc = RT_TRAIN_OK;
+	for (int64_t b = 0; b < nb && !rc; b++) {
+		float l;
+		for (int64_t k = 0; k < t->m->batch; k++)
+			idx[k] = b * t->m->batch + k;
+		gather(t, d, idx);
+		rc = rt_train_eval_step(t, (const void *const *)t->batch, &l, NULL);
+		sum += l;
+	}
+	if (idx != idx_storage)
+		free(idx);
+	if (!rc && mean_loss)
+		*mean_loss = nb ? sum / (double)nb : NAN;
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints                                                              */
+/* ------------------------------------------------------------------------ */
+
+int rt_train_save(struct rt_trainer *t, const char *path)
+{
+	const struct rt_train_model *m = t->m;
+	struct rt_train_ckpt ck = { 0 };
+	struct rt_train_ckpt_tensor *ts =
+	        calloc((size_t)(m->num_params + m->num_state) + 1, sizeof *ts);
+	if (!ts)
+		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "%s: out of memory", path);
+	for (int i = 0; i < m->num_params + m->num_state; i++) {
+		int p = i < m->num_params;
+		const struct rt_train_tensor *mt = p ? &m->params[i] : &m->state[i - m->num_params];
+		ts[i] = (struct rt_train_ckpt_tensor){ mt->name, mt->rank, mt->dims, mt->elems,
+			                               p ? t->params[i]
+			                                 : t->state[i - m->num_params] };
+	}
+	ck.model_id = m->model_id;
+	ck.meta = t->st;
+	ck.meta.cfg = t->cfg;
+	ck.meta.batch = (uint64_t)m->batch;
+	ck.num_params = m->num_params;
+	ck.params = ts;
+	ck.num_state = m->num_state;
+	ck.state = ts + m->num_params;
+	if (t->cfg.optimizer == RT_TRAIN_MOMENTUM || t->cfg.optimizer == RT_TRAIN_ADAMW)
+		ck.mom1 = (const float *const *)t->mom1;
+	if (t->cfg.optimizer == RT_TRAIN_ADAMW)
+		ck.mom2 = (const float *const *)t->mom2;
+	int rc = rt_train_ckpt_write(path, &ck, t->err, sizeof t->err);
+	free(ts);
+	return rc;
+}
+
+static void copy_tensors(float **dst, int n, const struct rt_train_ckpt_tensor *src)
+{
+	for (int i = 0; i < n; i++)
+		memcpy(dst[i], src[i].data, (size_t)src[i].elems * sizeof(float));
+}
+
+int rt_train_load_weights(struct rt_trainer *t, const char *path)
+{
+	struct rt_train_ckpt ck;
+	void *buf;
+	int rc = rt_train_ckpt_read(path, t->m->model_id, t->m, &ck, &buf, t->err, sizeof t->err);
+	if (rc)
+		return rc;
+	copy_tensors(t->params, ck.num_params, ck.params);
+	copy_tensors(t->state, ck.num_state, ck.state);
+	free(buf);
+	return RT_TRAIN_OK;
+}
+
+int rt_train_load(struct rt_trainer *t, const char *path)
+{
+	struct rt_train_ckpt ck;
+	void *buf;
+	int rc = rt_train_ckpt_read(path, t->m->model_id, t->m, &ck, &buf, t->err, sizeof t->err);
+	if (rc)
+		return rc;
+	const struct rt_train_ckpt_meta *meta = &ck.meta;
+	int kind = meta->cfg.optimizer;
+	char msg[sizeof t->err + 32];
+	rc = RT_TRAIN_ERR_CHECKPOINT;
+	if (kind == RT_TRAIN_OPT_NONE) { /* initial weights: nothing to resume */
+		snprintf(msg, sizeof msg, "an initial-weights file, not a training checkpoint");
+		goto bad;
+	}
+	struct rt_trainer probe = *t;
+	if (check_config(&probe, &meta->cfg)) {
+		snprintf(msg, sizeof msg, "bad hyper-parameters: %s", probe.err);
+		goto bad;
+	}
+	if (((kind == RT_TRAIN_MOMENTUM || kind == RT_TRAIN_ADAMW) && !ck.mom1) ||
+	    (kind == RT_TRAIN_ADAMW && !ck.mom2)) {
+		snprintf(msg, sizeof msg, "optimizer %s without its moments",
+		         rt_train_optimizer_name(kind));
+		goto bad;
+	}
+	if (!(meta->rng[0] | meta->rng[1] | meta->rng[2] | meta->rng[3])) {
+		snprintf(msg, sizeof msg, "an all-zero RNG state");
+		goto bad;
+	}
+	if (meta->batch != (uint64_t)t->m->batch || meta->epoch_pos > meta->step ||
+	    meta->opt_step > meta->step || !(meta->loss_scale > 0 && meta->loss_scale <= 3.0e38)) {
+		snprintf(msg, sizeof msg, "inconsistent counters");
+		goto bad;
+	}
+	if ((rc = ensure_moments(t, kind))) {
+		free(buf);
+		return rc;
+	}
+	copy_tensors(t->params, ck.num_params, ck.params);
+	copy_tensors(t->state, ck.num_state, ck.state);
+	if (ck.mom1)
+		for (int i = 0; i < ck.num_params; i++)
+			memcpy(t->mom1[i], ck.mom1[i], (size_t)ck.params[i].elems * sizeof(float));
+	if (ck.mom2)
+		for (int i = 0; i < ck.num_params; i++)
+			memcpy(t->mom2[i], ck.mom2[i], (size_t)ck.params[i].elems * sizeof(float));
+	t->cfg = meta->cfg;
+	t->st = *meta;
+	t->perm_valid = 0;
+	free(buf);
+	return RT_TRAIN_OK;
+bad:
+	free(buf);
+	return rt_train_fail(t, RT_TRAIN_ERR_CHECKPOINT, "%s: %s", path, msg);
+}

@@ -1,0 +1,152 @@
+"""onnxc's training program against PyTorch on the same model, initial
+weights, data order and hyper-parameters.
+
+    check.py --onnxc ONNXC MODEL OPTIMIZER [--precision mixed] [--steps N]
+             [--rtol R] [--keep DIR]
+
+MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt). PyTorch 1.13
+trains the model (train() mode, batches in file order) and exports it at
+initialisation; `onnxc train` compiles that export with the same loss and
+hyper-parameters; OUTDIR/train runs the same batches (--shuffle off). Every
+step's loss must agree with PyTorch's within RTOL relative (FP32 default
+1e-4). With --precision mixed the step runs in half precision where the
+cost model says so and the bound is the mixed-precision one (default
+2e-2): the curve tracks the FP32 one. Prints the largest deviation.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def check_trained(args, work, ref, trained):
+    """The exported model: its weights in PyTorch reach PyTorch's own
+    held-out accuracy, and ONNX Runtime runs it to the same outputs."""
+    import numpy as np
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    sys.path.insert(0, HERE)
+    import models
+    torch.manual_seed(0)
+    model, x, _ = models.make(args.model, ref["batch"], args.steps, np.random.default_rng(0))
+    weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+    state = model.state_dict()
+    missing = [n for n in state if n not in weights and state[n].is_floating_point()]
+    if missing:
+        print("FAIL: the exported model lacks %s" % ", ".join(missing))
+        return 1
+    for n in state:
+        if n in weights:
+            state[n] = torch.from_numpy(weights[n].copy())
+    model.load_state_dict(state)
+    status = 0
+    if ref["accuracy"] is not None:
+        xe = np.load(os.path.join(work, "eval_x.npy"))
+        le = np.load(os.path.join(work, "eval_label.npy"))
+        model.eval()
+        with torch.no_grad():
+            acc = float((model(torch.from_numpy(xe)).argmax(-1).numpy() == le).mean())
+        ok = abs(acc - ref["accuracy"]) <= 2.0 / len(le)
+        print("held-out accuracy: onnxc-trained %.4f, PyTorch-trained %.4f (%d samples)%s"
+              % (acc, ref["accuracy"], len(le), "" if ok else "  FAIL"))
+        status |= not ok
+    # ONNX Runtime on the exported model, one batch, against PyTorch with
+    # the same weights (train() mode: the export is training-mode)
+    ort_run = os.path.join(HERE, "..", "..", "scripts", "ort_run.js")
+    node = shutil.which("node")
+    if node and subprocess.run([node, ort_run, "--check"], capture_output=True).returncode == 0:
+        xb = x[:ref["batch"]]
+        np.save(os.path.join(work, "ort_x.npy"), xb)
+        subprocess.run([node, ort_run, trained, "--input", "x=" + os.path.join(work, "ort_x.npy"),
+                        "--output-dir", os.path.join(work, "ort")], check=True,
+                       stdout=subprocess.DEVNULL)
+        y_ort = np.load(os.path.join(work, "ort", "output_0.npy"))
+        model.train()
+        with torch.no_grad():
+            y = model(torch.from_numpy(xb)).numpy()
+        err = float(np.abs(y_ort - y).max() / (np.abs(y).max() + 1e-30))
+        ok = err <= 1e-4
+        print("ONNX Runtime on the exported model vs PyTorch with its weights: max relative "
+              "error %.2e%s" % (err, "" if ok else "  FAIL"))
+        status |= not ok
+    else:
+        print("ONNX Runtime not installed (scripts/ort_run.js --check): export not run")
+    return status
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--onnxc", required=True)
+    ap.add_argument("model")
+    ap.add_argument("optimizer")
+    ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--amp-policy", default="cost",
+                    help="with --precision mixed; greedy paints every allow-list op half "
+                         "(the cost model keeps these small models in FP32)")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--rtol", type=float, default=0)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    rtol = args.rtol or (1e-4 if args.precision == "fp32" else 2e-2)
+    work = args.keep or tempfile.mkdtemp(prefix="onnxc-train-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        subprocess.run([PY, os.path.join(HERE, "models.py"), work, args.model, args.optimizer,
+                        "--steps", str(args.steps)], check=True, stderr=subprocess.DEVNULL)
+        ref = json.load(open(os.path.join(work, "reference.json")))
+        h = ref["hyper"]
+        cmd = [args.onnxc, "train", os.path.join(work, "model.onnx"), "-o",
+               os.path.join(work, "out"), "--name", "net", "-q", "--loss", ref["loss"],
+               "--optimizer", args.optimizer, "--lr", repr(h["lr"]),
+               "--weight-decay", repr(h["weight_decay"]), "--precision", args.precision]
+        if ref["frozen"]:
+            cmd += ["--frozen", ",".join(ref["frozen"])]
+        if "momentum" in h and args.optimizer == "momentum":
+            cmd += ["--momentum", repr(h["momentum"])]
+        if args.optimizer == "adamw":
+            cmd += ["--betas", "%r,%r" % tuple(h["betas"]), "--eps", repr(h["eps"])]
+        if args.precision == "mixed":
+            # the comparison is about the precision, not the loss scale:
+            # on a well-scaled model the scale must never have to back off
+            cmd += ["--loss-scale", "on", "--amp-policy", args.amp_policy]
+        subprocess.run(cmd, check=True)
+        log = os.path.join(work, "log.csv")
+        trained = os.path.join(work, "trained.onnx")
+        subprocess.run([os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+                        "--steps", str(args.steps), "--shuffle", "off", "--log", log,
+                        "--export-onnx", trained],
+                       check=True, stdout=subprocess.DEVNULL)
+        rows = list(csv.DictReader(open(log)))
+        losses = [float(r["loss"]) for r in rows]
+        skipped = sum(int(r["skipped"]) for r in rows)
+        if len(losses) != len(ref["losses"]):
+            print("FAIL: %d steps logged, %d expected" % (len(losses), len(ref["losses"])))
+            return 1
+        worst, at = 0.0, 0
+        for i, (a, b) in enumerate(zip(losses, ref["losses"])):
+            d = abs(a - b) / max(abs(b), 1e-12)
+            if d > worst:
+                worst, at = d, i + 1
+        print("%s %s %s: %d steps, loss %.6f -> %.6f (torch %.6f -> %.6f), largest relative "
+              "deviation %.2e at step %d (bound %.0e), %d skipped"
+              % (args.model, args.optimizer, args.precision, len(losses), losses[0], losses[-1],
+                 ref["losses"][0], ref["losses"][-1], worst, at, rtol, skipped))
+        if worst > rtol:
+            print("FAIL: the loss curve leaves PyTorch's")
+            return 1
+        return check_trained(args, work, ref, trained)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

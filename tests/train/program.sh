@@ -1,0 +1,49 @@
+#!/bin/sh
+# program.sh FAKE_TRAIN PYTHON - the train program as a program: --help, usage
+# errors (2), the initial weights found next to the program, a run with a log,
+# a run stopped and resumed giving the same losses, a corrupt checkpoint and
+# a wrong batch size refused (1 and 2).
+set -u
+bin=$1
+py=${2:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+w=$(mktemp -d "${TMPDIR:-/tmp}/onnxc_train_prog_XXXXXX")
+fail() { echo "FAIL: $*"; exit 1; }
+expect() { # expect STATUS CMD...: runs CMD, demands its exit status
+	want=$1; shift
+	"$@" > "$w/out" 2>&1; got=$?
+	[ "$got" = "$want" ] || { cat "$w/out"; fail "'$*' exited $got, not $want"; }
+}
+
+mkdir -p "$w/data" || fail "mkdir"
+cp "$bin" "$w/train" || fail "copy"
+expect 0 "$w/train" --help
+grep -q "input_x_0.npy" "$w/out" || fail "--help does not list the data files"
+expect 2 "$w/train"
+expect 2 "$w/train" --data "$w/data"
+"$py" "$here/make_init.py" "$w" || { [ $? = 77 ] && exit 77; fail "make_init.py"; }
+
+cd "$w" || fail "cd"
+expect 2 ./train --data data --steps 3 --batch 3
+grep -q "compiled for batch 8" out || fail "no batch message"
+# fake.init is found next to the program, from another folder
+mkdir elsewhere && cd elsewhere || fail "cd"
+expect 0 ../train --data ../data --steps 9 --log ../full.csv --optimizer adamw --lr 0.05
+cd "$w" || fail "cd"
+[ "$(wc -l < full.csv)" = 10 ] || fail "full.csv should have a header and 9 lines"
+head -1 full.csv | grep -qx "step,epoch,loss,loss_scale,skipped,samples_per_s" || fail "log header"
+expect 0 ./train --data data --steps 4 --log part.csv --optimizer adamw --lr 0.05 \
+	--checkpoint ck --checkpoint-every 3
+[ -f ck/ckpt ] || fail "no checkpoint"
+expect 0 ./train --data data --steps 9 --log part.csv --checkpoint ck --resume
+cut -d, -f1-3 full.csv > a
+cut -d, -f1-3 part.csv > b
+cmp -s a b || { diff a b; fail "the resumed run's losses differ"; }
+head -c 300 ck/ckpt > ck/short && mv ck/short ck/ckpt
+expect 1 ./train --data data --steps 12 --checkpoint ck --resume
+grep -q "truncated" out || { cat out; fail "no truncation message"; }
+rm -f fake.init
+expect 1 ./train --data data --steps 2
+grep -q "no initial weights" out || fail "no message for a missing .init"
+cd / && rm -rf "$w"
+echo "train program ok"

@@ -1,0 +1,778 @@
+/*
+ * test_autodiff.c - the autodiff pass (passes/autodiff.c) checked against
+ * central finite differences, rule by rule.
+ *
+ * Each case is a small module in IR text. The harness appends the loss
+ * sum(output * W) over every float output (W fixed pseudo-random, so every
+ * output element matters), differentiates it with respect to every float
+ * graph input, checks the verifier, and evaluates the gradients with the
+ * reference interpreter (ir_input_to_const + ir_fold_all). Each element's
+ * gradient is compared with (L(x + h) - L(x - h)) / 2h, every evaluation on
+ * a module parsed afresh. Inputs whose name starts with 'p' take positive
+ * values (variances, logarithms); the input named 'seed' is the loss scale
+ * (bound to 3). Cases are f64 where the op accepts it, so the differences
+ * are accurate to about 1e-9.
+ */
+#include "passes/autodiff.h"
+#include "testutil.h"
+
+#include <math.h>
+
+enum { MAX_IN = 8, TRAIN = 1 };
+
+/* A deterministic pseudo-random value in [-1, 1) for (stream, i). */
+static double noise(uint32_t stream, int64_t i)
+{
+	uint32_t h = (uint32_t)i * 2654435761u ^ stream * 0x9e3779b9u;
+	h ^= h >> 15;
+	h *= 0x2c1b3c6du;
+	h ^= h >> 12;
+	return (h >> 8) / 8388608.0 - 1;
+}
+
+struct gcase {
+	const char *name;
+	const char *text; /* the module body: inputs, constants, nodes, outputs */
+	int flags;        /* TRAIN: ad_train_mode first */
+	struct ir_ctx ctx;
+	struct diag_buf diag;
+	int nin;
+	char *in_name[MAX_IN];
+	struct ir_type in_type[MAX_IN];
+	double *in_data[MAX_IN];
+};
+
+static struct ir_module *parse_case(struct gcase *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct ir_module *m;
+	fprintf(f, "onnxc-ir 1\nmodule \"%s\"\n%s", c->name, c->text);
+	fclose(f);
+	m = ir_parse(&c->ctx, text, len);
+	free(text);
+	if (!m)
+		fprintf(stderr, "%s: parse failed:\n%s\n", c->name, c->diag.text);
+	return m;
+}
+
+static struct ir_value *typed(struct ir_module *m, struct ir_node *n)
+{
+	char err[256];
+	if (!ir_infer_node(m, n, err, sizeof err)) {
+		fprintf(stderr, "loss: %s\n", err);
+		abort();
+	}
+	return n->out[0];
+}
+
+/* sum(output * W) over every float output, in the outputs' dtypes, cast to
+ * f64 and added. */
+static struct ir_value *add_loss(struct ir_module *m)
+{
+	struct ir_value *total = NULL;
+	int nout = m->noutputs;
+	for (int i = 0; i < nout; i++) {
+		struct ir_value *o = m->outputs[i], *w, *in[2];
+		int64_t n = ir_type_elems(&o->type), axes[IR_MAX_RANK];
+		void *data;
+		struct ir_node *p;
+		if (!ir_dtypes[o->type.dtype].is_float)
+			continue;
+		data = calloc((size_t)(n ? n : 1), 8);
+		for (int64_t k = 0; k < n; k++)
+			ir_store_f64(o->type.dtype, data, (size_t)k, noise(1000 + (uint32_t)i, k));
+		w = ir_add_const(m, ir_unique_name(m, "loss.w"), &o->type, data);
+		free(data);
+		in[0] = o;
+		in[1] = w;
+		o = typed(m, ir_add_node(m, IR_OP_MUL, "loss", in, 2, NULL, 1));
+		if (o->type.rank) {
+			for (int d = 0; d < o->type.rank; d++)
+				axes[d] = d;
+			p = ir_add_node(m, IR_OP_REDUCE_SUM, "loss", &o, 1, NULL, 1);
+			ir_set_ints(m, p, "axes", axes, o->type.rank);
+			ir_set_i(m, p, "keepdims", 0);
+			o = typed(m, p);
+		}
+		if (o->type.dtype != IR_F64) {
+			p = ir_add_node(m, IR_OP_CAST, "loss", &o, 1, NULL, 1);
+			ir_set_t(m, p, "to", IR_F64);
+			o = typed(m, p);
+		}
+		if (total) {
+			in[0] = total;
+			in[1] = o;
+			o = typed(m, ir_add_node(m, IR_OP_ADD, "loss", in, 2, NULL, 1));
+		}
+		total = o;
+	}
+	return total;
+}
+
+/* Parses the case and appends the loss (after ad_train_mode with TRAIN). */
+static struct ir_module *build(struct gcase *c, struct ir_value **loss)
+{
+	struct ir_module *m = parse_case(c);
+	if (!m)
+		return NULL;
+	if (c->flags & TRAIN)
+		CHECK(ad_train_mode(m, 0.1f, NULL, 0, NULL));
+	*loss = add_loss(m);
+	return m;
+}
+
+/* Binds every input; element `elem` of input `which` moves by delta. */
+static void bind(struct gcase *c, struct ir_module *m, int which, int64_t elem, double delta)
+{
+	for (int i = 0; i < c->nin; i++) {
+		struct ir_value *v = ir_find_value(m, c->in_name[i]);
+		int64_t n = ir_type_elems(&c->in_type[i]);
+		void *data = calloc((size_t)(n ? n : 1), 8);
+		for (int64_t k = 0; k < n; k++)
+			ir_store_f64(c->in_type[i].dtype, data, (size_t)k,
+			             c->in_data[i][k] + (i == which && k == elem ? delta : 0));
+		CHECK(v && ir_input_to_const(m, v, data));
+		free(data);
+	}
+}
+
+static bool fold(struct gcase *c, struct ir_module *m)
+{
+	char err[512];
+	int left = ir_fold_all(m, err, sizeof err);
+	if (left != 0) {
+		fprintf(stderr, "%s: evaluation left %d nodes: %s\n", c->name, left,
+		        left < 0 ? err : "");
+		test_failures++;
+		return false;
+	}
+	return true;
+}
+
+static double loss_at(struct gcase *c, int which, int64_t elem, double delta)
+{
+	struct ir_value *loss;
+	struct ir_module *m = build(c, &loss);
+	double l = NAN;
+	if (!m)
+		return NAN;
+	bind(c, m, which, elem, delta);
+	if (fold(c, m))
+		l = ir_load_f64(loss->type.dtype, loss->data, 0);
+	ir_module_free(m);
+	return l;
+}
+
+static bool is_seed(const struct gcase *c, int i) { return !strcmp(c->in_name[i], "seed"); }
+
+/* The whole check of one case; returns the number of gradient mismatches. */
+static int check_case(const char *name, const char *text, int flags)
+{
+	struct gcase c = { .name = name, .text = text, .flags = flags };
+	struct ir_module *m;
+	struct ir_value *loss, *seed = NULL, *wrt[MAX_IN], *grads[MAX_IN];
+	int nwrt = 0, wrt_in[MAX_IN], bad = 0, compared = 0;
+	double scale = 1;
+	ctx_collect(&c.ctx, &c.diag);
+	m = build(&c, &loss);
+	CHECK(m != NULL);
+	if (!m)
+		return 1;
+	c.nin = m->ninputs;
+	IR_ASSERT(c.nin <= MAX_IN);
+	for (int i = 0; i < c.nin; i++) {
+		struct ir_value *v = m->inputs[i];
+		int64_t n = ir_type_elems(&v->type);
+		c.in_name[i] = strdup(v->name);
+		c.in_type[i] = v->type;
+		c.in_data[i] = calloc((size_t)(n ? n : 1), sizeof(double));
+		for (int64_t k = 0; k < n; k++) {
+			double r = noise((uint32_t)i + 1, k);
+			c.in_data[i][k] = v->name[0] == 'p' ? 1 + 0.5 * r : r;
+		}
+		if (is_seed(&c, i)) {
+			seed = v;
+			c.in_data[i][0] = scale = 3;
+		} else if (ir_dtypes[v->type.dtype].is_float) {
+			wrt_in[nwrt] = i;
+			wrt[nwrt++] = v;
+		}
+	}
+	CHECK(ad_gradients(m, loss, seed, wrt, nwrt, grads));
+	if (c.diag.len)
+		fprintf(stderr, "%s: %s", name, c.diag.text);
+	CHECK_EQ(ir_verify(m), 0);
+	for (int i = 0; i < nwrt; i++) {
+		char want[256];
+		snprintf(want, sizeof want, "grad/%s", wrt[i]->name);
+		CHECK(grads[i] && grads[i]->kind == IR_VAL_NODE);
+		CHECK(grads[i] && ir_type_eq(&grads[i]->type, &wrt[i]->type));
+		CHECK(grads[i] && !strcmp(grads[i]->name, want));
+		if (grads[i])
+			ir_add_output(m, grads[i]);
+	}
+	CHECK_EQ(ir_verify(m), 0);
+	if (getenv("AD_PRINT") && !strcmp(getenv("AD_PRINT"), name))
+		ir_print(m, stderr);
+	bind(&c, m, -1, 0, 0);
+	if (fold(&c, m)) {
+		for (int w = 0; w < nwrt; w++) {
+			int i = wrt_in[w];
+			bool f32 = c.in_type[i].dtype != IR_F64;
+			double h = f32 ? 1.0 / 1024 : 1e-5, atol = f32 ? 2e-3 : 1e-6,
+			       rtol = f32 ? 1e-2 : 1e-5;
+			for (int64_t k = 0; k < ir_type_elems(&c.in_type[i]); k++) {
+				double fd =
+				        (loss_at(&c, i, k, h) - loss_at(&c, i, k, -h)) / (2 * h);
+				double ad = ir_load_f64(grads[w]->type.dtype, grads[w]->data,
+				                        (size_t)k);
+				fd *= scale;
+				compared++;
+				if (!(fabs(ad - fd) <= atol + rtol * fabs(fd))) {
+					if (bad < 5)
+						fprintf(stderr,
+						        "%s: d loss / d %s[%lld]: autodiff %.9g, "
+						        "finite differences %.9g\n",
+						        name, c.in_name[i], (long long)k, ad, fd);
+					bad++;
+				}
+			}
+		}
+	}
+	CHECK(compared > 0);
+	if (bad)
+		fprintf(stderr, "%s: %d gradient element(s) differ\n", name, bad);
+	if (getenv("AD_VERBOSE"))
+		fprintf(stderr, "%s: %d elements compared\n", name, compared);
+	test_failures += bad;
+	ir_module_free(m);
+	for (int i = 0; i < c.nin; i++) {
+		free(c.in_name[i]);
+		free(c.in_data[i]);
+	}
+	return bad;
+}
+
+#define CASE(text)       check_case(__func__, text, 0)
+#define CASE_NAMED(n, t) check_case(n, t, 0)
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void test_unary(void)
+{
+	static const struct {
+		const char *op, *attrs, *in;
+	} ops[] = {
+		{ "neg", "", "x" },
+		{ "abs", "", "x" },
+		{ "relu", "", "x" },
+		{ "sqrt", "", "px" },
+		{ "reciprocal", "", "px" },
+		{ "exp", "", "x" },
+		{ "log", "", "px" },
+		{ "erf", "", "x" },
+		{ "tanh", "", "x" },
+		{ "sigmoid", "", "x" },
+		{ "sin", "", "x" },
+		{ "cos", "", "x" },
+		{ "softplus", "", "x" },
+		{ "softsign", "", "x" },
+		{ "leaky_relu", " {alpha=0.1}", "x" },
+		{ "elu", " {alpha=0.7}", "x" },
+		{ "celu", " {alpha=0.7}", "x" },
+		{ "selu", " {alpha=1.6732632, gamma=1.050701}", "x" },
+		{ "thresholded_relu", " {alpha=0.2}", "x" },
+		{ "hard_sigmoid", " {alpha=0.3, beta=0.5}", "x" },
+		{ "clip", " {min=-0.5, max=0.4}", "x" },
+		{ "floor", "", "x" },
+		{ "sign", "", "x" },
+	};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+		         "input %%%s : f64[2,3]\n"
+		         "%%y : f64[2,3] = %s(%%%s)%s @n\n"
+		         "output %%y\n",
+		         ops[i].in, ops[i].op, ops[i].in, ops[i].attrs);
+		CASE_NAMED(ops[i].op, text);
+	}
+}
+
+/* hard_swish and hard_sigmoid across their kinks: inputs scaled to [-4, 4] */
+static void test_hard_ops(void)
+{
+	CASE("input %x : f64[3,4]\n"
+	     "const %s : f64[] = [4]\n"
+	     "%xs : f64[3,4] = mul(%x, %s) @s\n"
+	     "%y : f64[3,4] = hard_swish(%xs) @hs\n"
+	     "%z : f64[3,4] = hard_sigmoid(%xs) {alpha=0.2, beta=0.5} @hsig\n"
+	     "output %y\noutput %z\n");
+}
+
+static void test_cast_copy(void)
+{
+	CASE("input %x : f32[2,3]\n"
+	     "%y : f64[2,3] = cast(%x) {to=f64} @c\n"
+	     "%z : f64[2,3] = copy(%y) @cp\n"
+	     "output %z\n");
+}
+
+static void test_binary_broadcast(void)
+{
+	static const char *const ops[] = { "add", "sub", "mul", "div", "min", "max" };
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		char text[512];
+		snprintf(text, sizeof text,
+		         "input %%px : f64[2,3,4]\n"
+		         "input %%py : f64[3,1]\n"
+		         "%%y : f64[2,3,4] = %s(%%px, %%py) @n\n"
+		         "%%z : f64[2,3,4] = %s(%%py, %%px) @m\n"
+		         "output %%y\noutput %%z\n",
+		         ops[i], ops[i]);
+		CASE_NAMED(ops[i], text);
+	}
+}
+
+static void test_pow(void)
+{
+	CASE("input %px : f64[2,3]\n" /* general: both operands */
+	     "input %py : f64[3]\n"
+	     "%y : f64[2,3] = pow(%px, %py) @p\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,3]\n" /* constant exponents, float and integer */
+	     "const %e : f64[] = [3]\n"
+	     "const %k : i64[3] = [2, 1, 3]\n"
+	     "%y : f64[2,3] = pow(%x, %e) @p\n"
+	     "%z : f64[2,3] = pow(%x, %k) @q\n"
+	     "output %y\noutput %z\n");
+}
+
+static void test_prelu_where_mask(void)
+{
+	CASE("input %x : f64[2,3,4]\n"
+	     "input %s : f64[3,1]\n"
+	     "%y : f64[2,3,4] = prelu(%x, %s) @p\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,1,4]\n"
+	     "input %y : f64[3,1]\n"
+	     "const %c : bool[3,4] = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0]\n"
+	     "%z : f64[2,3,4] = where(%c, %x, %y) @w\n"
+	     "output %z\n");
+	/* dropout in training: a multiply by a scaled mask */
+	CASE("input %x : f64[2,3]\n"
+	     "const %mask : f64[2,3] = [2, 0, 2, 2, 0, 0]\n"
+	     "%y : f64[2,3] = mul(%x, %mask) @drop\n"
+	     "output %y\n");
+}
+
+/* a value with several uses sums its gradients; an input the loss does not
+ * read gets zeros; the loss scale multiplies everything */
+static void test_accumulate_seed(void)
+{
+	CASE("input %x : f64[2,3]\n"
+	     "input %unused : f64[4,5]\n"
+	     "input %seed : f32[]\n"
+	     "%a : f64[2,3] = mul(%x, %x) @sq\n"
+	     "%b : f64[2,3] = add(%a, %x) @plus\n"
+	     "%c : f64[2,3] = tanh(%b) @t\n"
+	     "%d : f64[2,3] = mul(%c, %x) @again\n"
+	     "output %d\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Linear algebra, convolution                                              */
+/* ------------------------------------------------------------------------ */
+
+static void test_matmul(void)
+{
+	CASE("input %x : f64[2,3,4]\ninput %w : f64[4,5]\n"
+	     "%y : f64[2,3,5] = matmul(%x, %w) @mm\noutput %y\n");
+	CASE("input %x : f64[3,4]\ninput %w : f64[2,4,5]\n"
+	     "%y : f64[2,3,5] = matmul(%x, %w) @mm\noutput %y\n");
+	CASE("input %x : f64[2,1,3,4]\ninput %w : f64[3,4,2]\n" /* batch broadcasting both ways */
+	     "%y : f64[2,3,3,2] = matmul(%x, %w) @mm\noutput %y\n");
+	CASE("input %x : f64[4]\ninput %w : f64[2,4,5]\n"
+	     "%y : f64[2,5] = matmul(%x, %w) @mm\noutput %y\n");
+	CASE("input %x : f64[2,3,4]\ninput %w : f64[4]\n"
+	     "%y : f64[2,3] = matmul(%x, %w) @mm\noutput %y\n");
+	CASE("input %x : f64[4]\ninput %w : f64[4]\n"
+	     "%y : f64[] = matmul(%x, %w) @mm\noutput %y\n");
+}
+
+static void test_gemm(void)
+{
+	CASE("input %a : f64[3,4]\ninput %b : f64[5,4]\ninput %c : f64[5]\n"
+	     "%y : f64[3,5] = gemm(%a, %b, %c) {alpha=0.5, beta=2, trans_a=0, trans_b=1} @g\n"
+	     "output %y\n");
+	CASE("input %a : f64[4,3]\ninput %b : f64[4,5]\ninput %c : f64[3,1]\n"
+	     "%y : f64[3,5] = gemm(%a, %b, %c) {alpha=1.5, beta=1, trans_a=1, trans_b=0} @g\n"
+	     "output %y\n");
+	CASE("input %a : f64[4,3]\ninput %b : f64[5,4]\n"
+	     "%y : f64[3,5] = gemm(%a, %b) {alpha=1, beta=1, trans_a=1, trans_b=1} @g\n"
+	     "output %y\n");
+}
+
+static void test_conv(void)
+{
+	CASE("input %x : f64[1,2,5,5]\ninput %w : f64[3,2,3,3]\ninput %b : f64[3]\n"
+	     "%y : f64[1,3,5,5] = conv(%x, %w, %b) {strides=[1,1], pads=[1,1,1,1], "
+	     "dilations=[1,1], group=1} @c\noutput %y\n");
+	/* stride 2, asymmetric pads, dilation, two groups */
+	CASE("input %x : f64[2,4,6,5]\ninput %w : f64[6,2,3,2]\ninput %b : f64[6]\n"
+	     "%y : f64[2,6,3,4] = conv(%x, %w, %b) {strides=[2,1], pads=[1,0,0,1], "
+	     "dilations=[1,2], group=2} @c\noutput %y\n");
+	/* depthwise, strided and dilated */
+	CASE("input %x : f64[2,3,5,5]\ninput %w : f64[3,1,3,3]\n"
+	     "%y : f64[2,3,2,2] = conv(%x, %w) {strides=[2,2], pads=[1,1,1,1], "
+	     "dilations=[2,2], group=3} @c\noutput %y\n");
+	/* f32, as training compiles it */
+	CASE("input %x : f32[2,2,5,4]\ninput %w : f32[4,1,2,3]\ninput %b : f32[4]\n"
+	     "%y : f32[2,4,2,2] = conv(%x, %w, %b) {strides=[2,2], pads=[0,1,0,0], "
+	     "dilations=[2,1], group=2} @c\noutput %y\n");
+	/* 1-D, a stride that skips the last input positions */
+	CASE("input %x : f64[2,2,7]\ninput %w : f64[4,2,3]\n"
+	     "%y : f64[2,4,3] = conv(%x, %w) {strides=[3], pads=[0,2], dilations=[1], "
+	     "group=1} @c\noutput %y\n");
+}
+
+static void test_conv_transpose(void)
+{
+	CASE("input %x : f64[2,4,3,3]\ninput %w : f64[4,3,3,3]\ninput %b : f64[6]\n"
+	     "%y : f64[2,6,6,6] = conv_transpose(%x, %w, %b) {strides=[2,2], pads=[1,0,1,1], "
+	     "dilations=[1,1], group=2, output_padding=[1,0]} @ct\noutput %y\n");
+	CASE("input %x : f64[1,2,4]\ninput %w : f64[2,2,2]\n"
+	     "%y : f64[1,2,5] = conv_transpose(%x, %w) {strides=[1], pads=[1,0], "
+	     "dilations=[2], group=1, output_padding=[0]} @ct\noutput %y\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Normalization, softmax                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void test_norms(void)
+{
+	CASE("input %x : f64[2,3,2,2]\ninput %s : f64[3]\ninput %b : f64[3]\n"
+	     "input %m : f64[3]\ninput %pv : f64[3]\n"
+	     "%y : f64[2,3,2,2] = batch_norm(%x, %s, %b, %m, %pv) {epsilon=1e-05} @bn\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,3,4]\ninput %s : f64[3,4]\ninput %b : f64[4]\n"
+	     "%y : f64[2,3,4] = layer_norm(%x, %s, %b) {axis=1, epsilon=1e-05} @ln\n"
+	     "output %y\n");
+	/* f32 with the saved statistics */
+	CASE("input %x : f32[2,3,4]\ninput %s : f32[4]\ninput %b : f32[4]\n"
+	     "%y : f32[2,3,4], %mu : f32[2,3,1], %inv : f32[2,3,1] = layer_norm(%x, %s, %b) "
+	     "{axis=2, epsilon=1e-05} @ln\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,3,2,3]\ninput %s : f64[3]\ninput %b : f64[3]\n"
+	     "%y : f64[2,3,2,3] = instance_norm(%x, %s, %b) {epsilon=1e-05} @in\n"
+	     "output %y\n");
+}
+
+static void test_softmax(void)
+{
+	CASE("input %x : f64[2,3,4]\n"
+	     "%y : f64[2,3,4] = softmax(%x) {axis=1} @sm\n"
+	     "%z : f64[2,3,4] = log_softmax(%x) {axis=2} @lsm\n"
+	     "output %y\noutput %z\n");
+}
+
+/* Batch statistics: the gradient flows through the mean and variance. */
+static void test_batch_norm_train(void)
+{
+	check_case("bn_train",
+	           "input %x : f64[3,2,2,2]\ninput %s : f64[2]\ninput %b : f64[2]\n"
+	           "const %m : f64[2] = [0.5, -0.5]\nconst %v : f64[2] = [2, 0.5]\n"
+	           "%y : f64[3,2,2,2] = batch_norm(%x, %s, %b, %m, %v) {epsilon=1e-05} @bn\n"
+	           "output %y\n",
+	           TRAIN);
+}
+
+/* The rewrite's values and running statistics, against PyTorch's formulas. */
+static void test_batch_norm_train_values(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *run[3], *upd[3];
+	char err[256];
+	double x[12], mean[2] = { 0 }, var[2] = { 0 };
+	const char *text = "onnxc-ir 1\nmodule \"bn\"\n"
+	                   "input %x : f64[3,2,2]\n"
+	                   "const %s : f64[2] = [1.5, 0.5]\nconst %b : f64[2] = [0.25, -1]\n"
+	                   "const %m : f64[2] = [0.5, -0.5]\nconst %v : f64[2] = [2, 0.5]\n"
+	                   "const %other : f64[2] = [1, 2]\n"
+	                   "%y : f64[3,2,2] = batch_norm(%x, %s, %b, %m, %v) {epsilon=0.001} @bn\n"
+	                   "output %y\n";
+	ctx_collect(&ctx, &d);
+	m = ir_parse(&ctx, text, strlen(text));
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	run[0] = ir_find_value(m, "v");
+	run[1] = ir_find_value(m, "m");
+	run[2] = ir_find_value(m, "other");
+	CHECK(ad_train_mode(m, 0.1f, run, 3, upd));
+	CHECK_EQ(ir_verify(m), 0);
+	CHECK(!strcmp(upd[0]->name, "v/updated") && !strcmp(upd[1]->name, "m/updated"));
+	CHECK(upd[2]->def && upd[2]->def->op == IR_OP_COPY && upd[2]->def->in[0] == run[2]);
+	IR_FOR_EACH_NODE(m, n)
+	CHECK(n->op != IR_OP_BATCH_NORM);
+	CHECK(!strcmp(m->outputs[0]->name, "y"));
+	for (int i = 0; i < 12; i++) {
+		x[i] = noise(7, i) * 2 + 0.3;
+		mean[i / 2 % 2] += x[i] / 6;
+	}
+	for (int i = 0; i < 12; i++)
+		var[i / 2 % 2] += (x[i] - mean[i / 2 % 2]) * (x[i] - mean[i / 2 % 2]) / 6;
+	ir_add_output(m, upd[0]);
+	ir_add_output(m, upd[1]);
+	ir_add_output(m, upd[2]);
+	CHECK(ir_input_to_const(m, ir_find_value(m, "x"), x));
+	CHECK_EQ(ir_fold_all(m, err, sizeof err), 0);
+	const double *y = m->outputs[0]->data, *rm = upd[1]->data, *rv = upd[0]->data;
+	const double s[2] = { 1.5, 0.5 }, b[2] = { 0.25, -1 }, m0[2] = { 0.5, -0.5 },
+	             v0[2] = { 2, 0.5 };
+	for (int i = 0; i < 12; i++) {
+		int c = i / 2 % 2;
+		double want = (x[i] - mean[c]) / sqrt(var[c] + 0.001) * s[c] + b[c];
+		CHECK(fabs(y[i] - want) < 1e-6);
+	}
+	for (int c = 0; c < 2; c++) {
+		CHECK(fabs(rm[c] - (0.9 * m0[c] + 0.1 * mean[c])) < 1e-6);
+		CHECK(fabs(rv[c] - (0.9 * v0[c] + 0.1 * var[c] * 6 / 5)) < 1e-6);
+	}
+	ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling, reductions                                                      */
+/* ------------------------------------------------------------------------ */
+
+static void test_pool(void)
+{
+	CASE("input %x : f64[1,2,5,5]\n"
+	     "%y : f64[1,2,3,3] = max_pool(%x) {kernel=[3,3], strides=[2,2], pads=[1,1,1,1], "
+	     "dilations=[1,1], ceil_mode=0, storage_order=0} @mp\noutput %y\n");
+	CASE("input %x : f64[1,1,5,5]\n" /* ceil mode, the indices result present */
+	     "%y : f64[1,1,3,3], %i : i64[1,1,3,3] = max_pool(%x) {kernel=[2,2], strides=[2,2], "
+	     "pads=[0,0,0,0], dilations=[1,1], ceil_mode=1, storage_order=0} @mp\n"
+	     "output %y\noutput %i\n");
+	CASE("input %x : f64[1,2,6,6]\n" /* dilation; column-major indices kept */
+	     "%y : f64[1,2,2,2], %i : i64[1,2,2,2] = max_pool(%x) {kernel=[2,2], strides=[3,3], "
+	     "pads=[0,0,0,0], dilations=[2,2], ceil_mode=0, storage_order=1} @mp\n"
+	     "output %y\noutput %i\n");
+	CASE("input %x : f64[1,2,5,5]\n"
+	     "%y : f64[1,2,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[1,1,1,1], "
+	     "ceil_mode=0, count_include_pad=0} @ap\n"
+	     "%z : f64[1,2,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[1,1,1,1], "
+	     "ceil_mode=0, count_include_pad=1} @ap1\n"
+	     "output %y\noutput %z\n");
+	CASE("input %x : f64[1,1,6,6]\n"
+	     "%y : f64[1,1,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[0,0,0,0], "
+	     "ceil_mode=1, count_include_pad=0} @ap\noutput %y\n");
+	CASE("input %x : f64[2,2,7]\n"
+	     "%y : f64[2,2,4] = avg_pool(%x) {kernel=[3], strides=[2], pads=[1,2], "
+	     "ceil_mode=0, count_include_pad=1} @ap\noutput %y\n");
+	CASE("input %x : f64[2,3,2,2]\n"
+	     "%y : f64[2,3,1,1] = global_avg_pool(%x) @gap\n"
+	     "%z : f64[2,3,1,1] = global_max_pool(%x) @gmp\n"
+	     "output %y\noutput %z\n");
+}
+
+static void test_reduce(void)
+{
+	CASE("input %x : f64[2,3,4]\n"
+	     "%a : f64[3] = reduce_sum(%x) {axes=[0,2], keepdims=0} @rs\n"
+	     "%b : f64[2,1,4] = reduce_mean(%x) {axes=[1], keepdims=1} @rm\n"
+	     "%c : f64[2,3] = reduce_max(%x) {axes=[2], keepdims=0} @rx\n"
+	     "%d : f64[1,3,1] = reduce_min(%x) {axes=[0,2], keepdims=1} @rn\n"
+	     "%e : f64[2] = reduce_sum_square(%x) {axes=[1,2], keepdims=0} @rq\n"
+	     "output %a\noutput %b\noutput %c\noutput %d\noutput %e\n");
+	CASE("input %x : f64[2,4]\n"
+	     "%a : f64[2,4] = cumsum(%x) {axis=1, exclusive=0, reverse=0} @cs\n"
+	     "%b : f64[2,4] = cumsum(%x) {axis=1, exclusive=1, reverse=1} @cs1\n"
+	     "output %a\noutput %b\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void test_move(void)
+{
+	CASE("input %x : f64[2,3,4]\n"
+	     "%a : f64[6,4] = reshape(%x) {shape=[6,4]} @r\n"
+	     "%b : f64[4,2,3] = transpose(%x) {perm=[2,0,1]} @t\n"
+	     "output %a\noutput %b\n");
+	CASE("input %a : f64[2,3]\ninput %b : f64[2,2]\n"
+	     "%c : f64[2,5] = concat(%a, %b) {axis=1} @cat\n"
+	     "%d : f64[4,3] = concat(%a, %a) {axis=0} @cat2\n"
+	     "output %c\noutput %d\n");
+	CASE("input %x : f64[2,5]\n" /* one result unused: its gradient is zeros */
+	     "%a : f64[2,2], %b : f64[2,3] = split(%x) {axis=1, split=[2,3]} @sp\n"
+	     "%c : f64[1,5], %d : f64[1,5] = split(%x) {axis=0, split=[1,1]} @sp2\n"
+	     "output %a\noutput %d\n");
+	CASE("input %x : f64[3,1]\n"
+	     "%a : f64[2,3,4] = expand(%x) {shape=[2,3,4]} @e\n"
+	     "%b : f64[6,2] = tile(%x) {repeats=[2,2]} @t\n"
+	     "output %a\noutput %b\n");
+	CASE("input %x : f64[2,1,3]\n"
+	     "%a : f64[2,2,6] = tile(%x) {repeats=[1,2,2]} @t\noutput %a\n");
+	CASE("input %x : f64[2,3]\n"
+	     "%a : f64[3,5] = pad(%x) {pads=[1,0,0,2], mode=\"constant\", value=0} @p\n"
+	     "%b : f64[3,2] = pad(%x) {pads=[0,-1,1,0], mode=\"constant\", value=0.5} @q\n"
+	     "output %a\noutput %b\n");
+}
+
+static void test_slice(void)
+{
+	CASE("input %x : f64[4,6]\n"
+	     "%a : f64[2,6] = slice(%x) {starts=[1,0], ends=[4,6], steps=[2,1]} @s\n"
+	     "%b : f64[4,3] = slice(%x) {starts=[3,5], ends=[-1,0], steps=[-1,-2]} @s1\n"
+	     "%c : f64[1,2] = slice(%x) {starts=[2,1], ends=[3,3], steps=[1,1]} @s2\n"
+	     "output %a\noutput %b\noutput %c\n");
+	CASE("input %x : f64[3,8]\n"
+	     "%a : f64[3,3] = slice(%x) {starts=[0,1], ends=[3,8], steps=[1,3]} @s\n"
+	     "%b : f64[1,2] = slice(%x) {starts=[2,6], ends=[0,-1], steps=[-5,-4]} @s1\n"
+	     "output %a\noutput %b\n");
+}
+
+static void test_gather(void)
+{
+	CASE("input %t : f64[5,3]\n" /* an embedding lookup, repeated and negative indices */
+	     "const %i : i64[4] = [0, 2, 2, -1]\n"
+	     "%y : f64[4,3] = gather(%t, %i) {axis=0} @g\noutput %y\n");
+	CASE("input %t : f64[2,5,3]\n"
+	     "const %i : i32[2,2] = [4, 0, 1, 4]\n"
+	     "%y : f64[2,2,2,3] = gather(%t, %i) {axis=1} @g\noutput %y\n");
+	CASE("input %x : f64[3,4]\n"
+	     "const %i : i64[2,4] = [0, 2, 1, 2, 2, 2, 0, 1]\n"
+	     "%y : f64[2,4] = gather_elements(%x, %i) {axis=0} @ge\noutput %y\n");
+	CASE("input %x : f64[3,4]\ninput %u : f64[2,3]\n"
+	     "const %i : i64[2,3] = [3, 0, 1, 2, 0, 3]\n"
+	     "%y : f64[3,4] = scatter_elements(%x, %i, %u) {axis=1, reduction=\"none\"} @s\n"
+	     "%z : f64[3,4] = scatter_elements(%x, %i, %u) {axis=1, reduction=\"add\"} @sa\n"
+	     "output %y\noutput %z\n");
+}
+
+/* A small network: conv, training batch norm, relu, max pool, a linear
+ * layer and log_softmax picked at labels. */
+static void test_network(void)
+{
+	check_case("network",
+	           "input %x : f64[2,1,4,4]\ninput %w : f64[2,1,3,3]\n"
+	           "input %s : f64[2]\ninput %b : f64[2]\ninput %fw : f64[3,2]\n"
+	           "input %fb : f64[3]\n"
+	           "const %m : f64[2] = [0, 0]\nconst %v : f64[2] = [1, 1]\n"
+	           "const %lab : i64[2,1] = [2, 0]\n"
+	           "%c : f64[2,2,4,4] = conv(%x, %w) {strides=[1,1], pads=[1,1,1,1], "
+	           "dilations=[1,1], group=1} @conv\n"
+	           "%n : f64[2,2,4,4] = batch_norm(%c, %s, %b, %m, %v) {epsilon=1e-05} @bn\n"
+	           "%r : f64[2,2,4,4] = relu(%n) @relu\n"
+	           "%p : f64[2,2,2,2] = max_pool(%r) {kernel=[2,2], strides=[2,2], "
+	           "pads=[0,0,0,0], dilations=[1,1], ceil_mode=0, storage_order=0} @pool\n"
+	           "%g : f64[2,2,1,1] = global_avg_pool(%p) @gap\n"
+	           "%f : f64[2,2] = reshape(%g) {shape=[2,2]} @flat\n"
+	           "%l : f64[2,3] = gemm(%f, %fw, %fb) {alpha=1, beta=1, trans_a=0, "
+	           "trans_b=1} @fc\n"
+	           "%ls : f64[2,3] = log_softmax(%l) {axis=1} @lsm\n"
+	           "%pick : f64[2,1] = gather_elements(%ls, %lab) {axis=1} @nll\n"
+	           "output %pick\n",
+	           TRAIN);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Diagnostics and the pass's contract                                      */
+/* ------------------------------------------------------------------------ */
+
+static struct ir_module *parse_text(struct ir_ctx *ctx, const char *body)
+{
+	char text[2048];
+	snprintf(text, sizeof text, "onnxc-ir 1\nmodule \"t\"\n%s", body);
+	return ir_parse(ctx, text, strlen(text));
+}
+
+static void test_no_rule(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *x, *g[1];
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %x : f32[1,3,2,2]\n"
+	                     "%y : f32[1,3,2,2] = lrn(%x) {size=3, alpha=0.0001, beta=0.75, "
+	                     "bias=1} @norm1\n"
+	                     "%z : f32[1,3,2,2] = mish(%y) @act\n"
+	                     "%s : f32[] = reduce_sum(%z) {axes=[0,1,2,3], keepdims=0} @sum\n"
+	                     "output %s\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	x = ir_find_value(m, "x");
+	CHECK(!ad_gradients(m, ir_find_value(m, "s"), NULL, &x, 1, g));
+	CHECK_STR(d.text, "node 'norm1' (lrn): no gradient for lrn");
+	CHECK_STR(d.text, "node 'act' (mish): no gradient for mish");
+	CHECK_EQ(ir_verify(m), 0);
+	CHECK(!ad_has_rule(IR_OP_LRN));
+	CHECK(ad_has_rule(IR_OP_CONV));
+	ir_module_free(m);
+}
+
+static void test_bad_arguments(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *x, *g[1];
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	x = ir_find_value(m, "x");
+	CHECK(!ad_gradients(m, ir_find_value(m, "y"), NULL, &x, 1, g));
+	CHECK_STR(d.text, "must be a float value with one element");
+	ir_module_free(m);
+}
+
+/* A graph input not on any path gets an expanded scalar, not a big constant;
+ * the same gradient for two values becomes two distinct results. */
+static void test_contract(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *wrt[3], *g[3];
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %a : f32[]\ninput %b : f32[]\ninput %big : f32[1000,1000]\n"
+	                     "%s : f32[] = add(%a, %b) @add\noutput %s\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	wrt[0] = ir_find_value(m, "a");
+	wrt[1] = ir_find_value(m, "b");
+	wrt[2] = ir_find_value(m, "big");
+	CHECK(ad_gradients(m, ir_find_value(m, "s"), NULL, wrt, 3, g));
+	CHECK(g[0] != g[1] && g[0]->kind == IR_VAL_NODE && g[1]->kind == IR_VAL_NODE);
+	CHECK(g[2]->def && g[2]->def->op == IR_OP_EXPAND);
+	CHECK(!strcmp(g[2]->name, "grad/big"));
+	for (int i = 0; i < m->nvalues; i++)
+		CHECK(m->values[i]->kind != IR_VAL_CONST ||
+		      ir_type_elems(&m->values[i]->type) < 10);
+	for (int i = 0; i < 3; i++)
+		ir_add_output(m, g[i]);
+	CHECK_EQ(ir_verify(m), 0);
+	ir_module_free(m);
+}
+
+TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) T(test_pow)
+              T(test_prelu_where_mask) T(test_accumulate_seed) T(test_matmul) T(test_gemm)
+                      T(test_conv) T(test_conv_transpose) T(test_norms) T(test_softmax)
+                              T(test_batch_norm_train) T(test_batch_norm_train_values) T(test_pool)
+                                      T(test_reduce) T(test_move) T(test_slice) T(test_gather)
+                                              T(test_network) T(test_no_rule) T(test_bad_arguments)
+                                                      T(test_contract))
