@@ -23,8 +23,8 @@
 
 extern char **environ;
 
-#ifndef ONNXC_RT_INCLUDE_DIR
-#error "the build defines ONNXC_RT_INCLUDE_DIR"
+#if !defined(ONNXC_RT_INCLUDE_DIR) || !defined(ONNXC_INSTALL_REL_LIB)
+#error "the build defines ONNXC_RT_INCLUDE_DIR and ONNXC_INSTALL_REL_LIB"
 #endif
 
 static bool exists(const char *path)
@@ -38,14 +38,15 @@ bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char *
 	static char inc[4200], lib[4200];
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	/* an installed onnxc: PREFIX/bin/onnxc with PREFIX/include/onnxc, PREFIX/lib */
+	/* an installed onnxc: PREFIX/bin/onnxc with PREFIX/include/onnxc and
+	 * PREFIX/lib (the layout cmake/onnxc_install.cmake installs) */
 	if (n > 0) {
 		char *slash;
 		exe[n] = 0;
 		if ((slash = strrchr(exe, '/')))
 			*slash = 0;
-		snprintf(inc, sizeof inc, "%s/../include/onnxc", exe);
-		snprintf(lib, sizeof lib, "%s/../lib/libonnxc_rt.a", exe);
+		snprintf(inc, sizeof inc, "%s/%s", exe, ONNXC_INSTALL_REL_INC);
+		snprintf(lib, sizeof lib, "%s/%s/libonnxc_rt.a", exe, ONNXC_INSTALL_REL_LIB);
 		if (exists(inc) && exists(lib)) {
 			*include_dir = inc;
 			*library = lib;
@@ -71,11 +72,22 @@ static char *rtc_library(struct ir_arena *a, const char *rtlib)
 	                       rtlib);
 }
 
-/* Runs argv; reports a failure naming the command. */
-static bool run(struct ir_ctx *ctx, char *const *argv)
+/* Runs argv (in the folder cwd, unless NULL); reports a failure naming the
+ * command. */
+static bool run_in(struct ir_ctx *ctx, const char *cwd, char *const *argv)
 {
 	pid_t pid;
-	int status, err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	int status, err = 0;
+	if (!cwd) {
+		err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	} else if ((pid = fork()) == 0) {
+		/* (posix_spawn has no portable chdir); status 127: cannot run */
+		if (chdir(cwd) == 0)
+			execvp(argv[0], argv);
+		_exit(127);
+	} else if (pid < 0) {
+		err = errno;
+	}
 	if (err) {
 		ir_error(ctx, "cannot run %s: %s", argv[0], strerror(err));
 		return false;
@@ -171,20 +183,23 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	{
 		/* a sanitizer build of onnxc links a sanitized runtime: the
-		 * generated code gets the same instrumentation (run/check in CI) */
-		char *argv[] = { (char *)cc(),
+		 * generated code gets the same instrumentation (run/check in CI).
+		 * Compiled inside OUTDIR, so that NAME.o names its source
+		 * "NAME.c" wherever OUTDIR is (sanitizers embed the name): the
+		 * library is byte-identical across folders. */
+		char *argv[] = { cc_from(a, dir),
 			         "-std=c11",
 			         "-O2",
 			         "-fPIC",
 			         "-w",
 			         incflag,
 			         "-c",
-			         src,
+			         ir_arena_printf(a, "%s.c", name),
 			         "-o",
-			         obj,
+			         ir_arena_printf(a, "%s.o", name),
 			         ONNXC_SANITIZE_FLAGS[0] ? ONNXC_SANITIZE_FLAGS : NULL,
 			         NULL };
-		if (!run(ctx, argv))
+		if (!run_in(ctx, dir, argv))
 			return false;
 	}
 	{

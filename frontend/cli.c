@@ -399,3 +399,116 @@ struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_
 
 /* ------------------------------------------------------------------------ */
 /* onnxc ir                                                                 */
+
+/* ------------------------------------------------------------------------ */
+/* --depfile (compile, train)                                               */
+/* ------------------------------------------------------------------------ */
+
+void dep_add(struct deps *d, const char *path)
+{
+	char *c;
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->paths[i], path))
+			return;
+	if (d->n == d->cap) {
+		int cap = d->cap ? 2 * d->cap : 16;
+		char **p = realloc(d->paths, sizeof *p * (size_t)cap);
+		if (!p) {
+			d->failed = true;
+			return;
+		}
+		d->paths = p;
+		d->cap = cap;
+	}
+	if (!(c = strdup(path))) {
+		d->failed = true;
+		return;
+	}
+	d->paths[d->n++] = c;
+}
+
+void dep_read(void *ud, const char *path) { dep_add(ud, path); }
+
+void deps_free(struct deps *d)
+{
+	for (int i = 0; i < d->n; i++)
+		free(d->paths[i]);
+	free(d->paths);
+}
+
+/* A path in Make syntax (as GCC's -MD writes it): spaces and '#' escaped
+ * with a backslash, '$' doubled. */
+static void put_dep_path(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t' || *s == '#')
+			fputc('\\', f);
+		if (*s == '$')
+			fputc('$', f);
+		fputc(*s, f);
+	}
+}
+
+static bool regular_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void deps_add_options(struct deps *d, const struct model_opts *mo)
+{
+	for (int i = 0; i < mo->fe.nconsts; i++)
+		if (mo->consts[i].path)
+			dep_add(d, mo->consts[i].path);
+	if (mo->gpu_arg && regular_file(mo->gpu_arg))
+		dep_add(d, mo->gpu_arg);
+	if (mo->lists_arg)
+		dep_add(d, mo->lists_arg);
+}
+
+/*
+ * One rule: every output the build uses depends on the model and every file
+ * the compile read, plus an empty rule per input so that deleting one does
+ * not break make. Written after the outputs, through a temporary name, so a
+ * failed or interrupted compile leaves no half-written depfile.
+ */
+bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d)
+{
+	size_t len = strlen(path) + 8;
+	char *tmp = malloc(len);
+	FILE *f;
+	bool ok;
+	if (!tmp)
+		return false;
+	snprintf(tmp, len, "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		free(tmp);
+		return false;
+	}
+	for (int i = 0; i < nouts; i++) {
+		if (i)
+			fputs(" \\\n ", f);
+		put_dep_path(f, outputs[i]);
+	}
+	fputs(":", f);
+	for (int i = 0; i < d->n; i++) {
+		fputs(" \\\n ", f);
+		put_dep_path(f, d->paths[i]);
+	}
+	fputs("\n", f);
+	for (int i = 0; i < d->n; i++) {
+		fputs("\n", f);
+		put_dep_path(f, d->paths[i]);
+		fputs(":\n", f);
+	}
+	ok = !ferror(f);
+	if (fclose(f) != 0)
+		ok = false;
+	if (ok && rename(tmp, path) != 0)
+		ok = false;
+	if (!ok)
+		remove(tmp);
+	free(tmp);
+	return ok;
+}

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "codegen/cg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char compile_help[] =
@@ -27,6 +28,8 @@ static const char compile_help[] =
         "                       (default: native, the CPU onnxc runs on)\n"
         "  --embed-weights      link the weights into the library instead of NAME.weights\n"
         "  --emit-llvm          also write the kernels' LLVM IR (NAME_kernels.ll)\n"
+        "  --depfile FILE       also write a Make-syntax depfile: the outputs depend on\n"
+        "                       the model and every file it read (external data, ...)\n"
         "  --shape INPUT=DIMS   bind the shape of a graph input, e.g. input=8x3x224x224\n"
         "  --dim NAME=N         bind a symbolic dimension, e.g. batch=8\n"
         "  --const INPUT=FILE   make a graph input a constant (.npy or .pb)\n"
@@ -50,6 +53,25 @@ static void print_stats(const char *name, const char *dir, const struct cg_optio
 	       s->ms_lower, s->ms_llvm, s->ms_cc);
 }
 
+/* NAME.h, NAME.c, libNAME.a, the weights and the PTX, as the build uses them. */
+static bool write_compile_depfile(const char *path, const struct cg_options *co,
+                                  const struct deps *d)
+{
+	static const char *const outs[] = { "%s/%s.h", "%s/%s.c", "%s/lib%s.a", "%s/%s.weights",
+		                            "%s/%s_kernels.ptx" };
+	char bufs[5][4200];
+	const char *files[5];
+	int n = 0;
+	for (int i = 0; i < 5; i++) {
+		if ((i == 3 && co->embed_weights) || (i == 4 && !cg_target_cuda(co)))
+			continue;
+		snprintf(bufs[n], sizeof bufs[n], outs[i], co->out_dir, co->name);
+		files[n] = bufs[n];
+		n++;
+	}
+	return write_depfile(path, files, n, d);
+}
+
 static void print_amp(const struct model_opts *mo, const struct cg_stats *s)
 {
 	const struct amp_result *r = &mo->amp_result;
@@ -70,7 +92,8 @@ int cmd_compile(int argc, char **argv)
 	struct cg_stats stats;
 	struct ir_ctx ctx;
 	struct ir_module *m;
-	const char *input = NULL;
+	const char *input = NULL, *depfile = NULL;
+	struct deps deps = { .paths = NULL };
 	char name[128];
 	bool bad = false;
 	int status = 0;
@@ -96,6 +119,8 @@ int cmd_compile(int argc, char **argv)
 			co.arch = v;
 		else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad)))
 			co.cpu = v;
+		else if ((v = opt_value(argc, argv, &i, "--depfile", true, &bad)))
+			depfile = v;
 		else if (opt_value(argc, argv, &i, "--embed-weights", false, &bad))
 			co.embed_weights = true;
 		else if (opt_value(argc, argv, &i, "--emit-llvm", false, &bad))

@@ -298,6 +298,8 @@ static bool read_external(struct fe *fe, const Onnx__TensorProto *t, const char 
 		ir_error(fe->ctx, "%s: cannot open external data '%s': %s", who, loc, err);
 		return false;
 	}
+	if (fe->opt && fe->opt->on_read)
+		fe->opt->on_read(fe->opt->on_read_ud, path);
 	if (off > (uint64_t)size || len > (uint64_t)size - off) {
 		ir_error(fe->ctx,
 		         "%s: external data '%s' has %lld bytes; the tensor needs %llu bytes at "

@@ -55,8 +55,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
+		struct ir_ctx ctx;
+		const char *inc, *lib;
 		printf("onnxc %s (ONNX opsets %d to %d)\n", ONNXC_VERSION, FE_MIN_OPSET,
 		       FE_MAX_OPSET);
+		/* what compiled models link when onnxc links them itself (run,
+		 * check): the installed runtime beside an installed onnxc */
+		ir_ctx_init(&ctx);
+		ctx.diag = discard;
+		printf("runtime: %s\n", cg_runtime_paths(&ctx, &inc, &lib) ? lib : "not found");
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
