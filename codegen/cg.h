@@ -38,6 +38,7 @@ struct cg_options {
 	bool shared;    /* also link NAME.so (onnxc run / check) */
 	bool emit_llvm; /* keep the kernels' LLVM IR as NAME_kernels.ll */
 	bool quiet;
+	int64_t max_memory; /* refuse a plan whose arena + weights exceed it (0: no limit) */
 };
 
 static inline bool cg_target_cuda(const struct cg_options *o)

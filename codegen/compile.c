@@ -87,13 +87,27 @@ static void plan_stats(const struct cg_plan *p, struct cg_stats *st)
 	st->casts_fused = p->casts_fused;
 }
 
+/* --max-memory: the planned arena and the weights together must fit. */
+static bool within_memory_limit(const struct cg_plan *p)
+{
+	const struct cg_options *o = p->opt;
+	if (o->max_memory <= 0 || p->arena_bytes <= o->max_memory - p->weight_bytes)
+		return true;
+	ir_error(p->m->ctx,
+	         "the model needs %lld bytes of memory (arena %lld + weights %lld), more than "
+	         "--max-memory %lld; raise --max-memory to compile it",
+	         (long long)(p->arena_bytes + p->weight_bytes), (long long)p->arena_bytes,
+	         (long long)p->weight_bytes, (long long)o->max_memory);
+	return false;
+}
+
 bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats)
 {
 	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
 	memset(stats, 0, sizeof *stats);
 	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
 		return false;
-	if (!cg_lower(&p) || !cg_plan_memory(&p))
+	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	plan_stats(&p, stats);
 	return true;
@@ -121,7 +135,7 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	}
 	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
 		return false;
-	if (!cg_lower(&p) || !cg_plan_memory(&p))
+	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	if (cg_check_memory(&p))
 		ir_panic(__FILE__, __LINE__, "the memory plan is inconsistent");

@@ -781,7 +781,7 @@ static bool emit_source_cpu(const struct cg_plan *p, FILE *f, const char *path)
 	        "\nint %s_create(struct %s **out, const char *weights_path)\n{\n"
 	        "\tstruct %s *model;\n\tint st;\n\tchar path[4096];\n"
 	        "\tif (!out)\n\t\treturn RT_ERR_ARGUMENT;\n\t*out = NULL;\n"
-	        "\tif (!(model = calloc(1, sizeof *model)))\n\t\treturn RT_ERR_NO_MEMORY;\n",
+	        "\tif (!(model = rt_calloc(1, sizeof *model)))\n\t\treturn RT_ERR_NO_MEMORY;\n",
 	        n, n, n);
 	if (p->opt->embed_weights)
 		fprintf(f,
@@ -917,7 +917,7 @@ static bool emit_source_cuda(const struct cg_plan *p, FILE *f, const char *path,
 	        "\tstruct %s *model;\n\tstruct rtc_model_info info = { 0 };\n\tint st;\n"
 	        "\tchar path[4096];\n"
 	        "\tif (!out)\n\t\treturn RT_ERR_ARGUMENT;\n\t*out = NULL;\n"
-	        "\tif (!(model = calloc(1, sizeof *model)))\n\t\treturn RT_ERR_NO_MEMORY;\n",
+	        "\tif (!(model = rt_calloc(1, sizeof *model)))\n\t\treturn RT_ERR_NO_MEMORY;\n",
 	        n, n, n);
 	if (!p->opt->embed_weights)
 		fprintf(f,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void usage_error(const char *fmt, ...)
@@ -77,7 +78,9 @@ const char precision_help[] =
         "  --keep-fp32 N,...    keep these ONNX nodes in FP32\n"
         "  --force-half N,...   run these ONNX nodes in half precision\n"
         "  --amp-lists FILE     move ops between the allow/infer/deny/clear lists\n"
-        "  --no-tc-pad          no zero padding for Tensor Cores\n";
+        "  --no-tc-pad          no zero padding for Tensor Cores\n"
+        "  --max-memory SIZE    refuse a model whose planned memory (arena + weights)\n"
+        "                       or a constant exceeds SIZE, e.g. 512M (default 16G)\n";
 
 /* Appends the comma-separated names in v to list (strdup'd). */
 static int add_names(const char *opt, const char *v, const char **list, int *n)
@@ -232,6 +235,47 @@ void precision_config(const struct model_opts *mo, char *buf, size_t n)
 /* ------------------------------------------------------------------------ */
 
 /* Parses --shape / --dim; returns 1 if argv[*i] was one, 0 if not, -1 on error. */
+bool parse_size(const char *s, int64_t *out)
+{
+	char *end;
+	double v, unit = 1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !(v > 0))
+		return false;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		unit = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		unit = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		unit = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		unit = 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
+	default: break;
+	}
+	if (*end == 'i' && unit > 1)
+		end++; /* 8GiB */
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v * unit >= 9.2e18 || v * unit < 1)
+		return false;
+	*out = (int64_t)(v * unit);
+	return true;
+}
+
 int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 {
 	bool bad = false;
@@ -239,6 +283,14 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 	int r;
 	if ((r = parse_precision_opt(argc, argv, i, mo)) != 0)
 		return r;
+	if ((v = opt_value(argc, argv, i, "--max-memory", true, &bad))) {
+		if (!parse_size(v, &mo->max_memory)) {
+			usage_error("--max-memory takes a size, e.g. 512M or 8G (not '%s')", v);
+			return -1;
+		}
+		mo->fe.max_const_bytes = mo->max_memory; /* no constant above it either */
+		return 1;
+	}
 	if ((v = opt_value(argc, argv, i, "--shape", true, &bad))) {
 		const char *eq = strrchr(v, '=');
 		struct fe_shape_binding *sb = &mo->shapes[mo->fe.nshapes];

@@ -39,7 +39,19 @@ struct model_opts {
 	struct gpu_profile gpu; /* loaded by prepare_model */
 	const char *keep[64], *force[64];
 	struct amp_result amp_result; /* what prepare_model decided */
+	int64_t max_memory;           /* --max-memory (0: CLI_DEFAULT_MAX_MEMORY) */
 };
+
+/* --max-memory's default: a model whose planned arena + weights exceed it is
+ * refused with a diagnostic rather than killed by the system. */
+#define CLI_DEFAULT_MAX_MEMORY ((int64_t)16 << 30)
+static inline int64_t model_max_memory(const struct model_opts *mo)
+{
+	return mo->max_memory > 0 ? mo->max_memory : CLI_DEFAULT_MAX_MEMORY;
+}
+/* Parses a byte count: "512M", "8G", "1.5G", "4096" (K, M, G, T: powers of
+ * 1024). false when s is not one or is not positive. */
+bool parse_size(const char *s, int64_t *out);
 
 /* Parses --shape, --dim, --const, --verify, --dump-after and the precision
  * options (--precision, --half, --amp-policy, --gpu, --keep-fp32,

@@ -155,21 +155,35 @@ int cmd_compile(int argc, char **argv)
 		goto usage;
 	}
 	co.source = input;
+	if (depfile) {
+		dep_add(&deps, input);
+		mo.fe.on_read = dep_read;
+		mo.fe.on_read_ud = &deps;
+	}
 	ir_ctx_init(&ctx);
 	m = load_model(&ctx, input, &mo);
 	if (!m) {
+		deps_free(&deps);
 		free_model_opts(&mo);
 		return EXIT_INPUT;
 	}
 	ctx.file = input;
+	co.max_memory = model_max_memory(&mo);
 	if (!prepare_model(m, &mo) || !cg_compile(m, &co, &stats)) {
 		status = EXIT_INPUT;
-	} else if (!co.quiet) {
-		print_stats(co.name, co.out_dir, &co, &stats);
-		if (mo.mixed)
-			print_amp(&mo, &stats);
+	} else {
+		deps_add_options(&deps, &mo);
+		if (depfile && (deps.failed || !write_compile_depfile(depfile, &co, &deps))) {
+			fprintf(stderr, "onnxc: error: cannot write the depfile %s\n", depfile);
+			status = EXIT_INPUT;
+		} else if (!co.quiet) {
+			print_stats(co.name, co.out_dir, &co, &stats);
+			if (mo.mixed)
+				print_amp(&mo, &stats);
+		}
 	}
 	ir_module_free(m);
+	deps_free(&deps);
 	free_model_opts(&mo);
 	return status;
 usage:

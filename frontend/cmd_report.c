@@ -258,6 +258,7 @@ int cmd_report(int argc, char **argv)
 	if (!(m = load_model(&ctx, input, &mo)))
 		goto done;
 	ctx.file = input;
+	co.max_memory = model_max_memory(&mo);
 	if (!prepare_model(m, &mo) || !cg_analyze(m, &co, &st))
 		goto done;
 	if (!mo.amp.gpu)

@@ -120,7 +120,7 @@ static int parse_target(int argc, char **argv, int *i, struct target *t)
 }
 
 static bool compile_shared(struct ir_module *m, const char *dir, const struct target *t,
-                           const char *source, struct cg_stats *stats)
+                           const char *source, int64_t max_memory, struct cg_stats *stats)
 {
 	struct cg_options co = { .name = "model",
 		                 .out_dir = dir,
@@ -129,7 +129,8 @@ static bool compile_shared(struct ir_module *m, const char *dir, const struct ta
 		                 .arch = t->arch,
 		                 .source = source,
 		                 .shared = true,
-		                 .quiet = true };
+		                 .quiet = true,
+		                 .max_memory = max_memory };
 	return cg_compile(m, &co, stats);
 }
 
@@ -452,7 +453,7 @@ int cmd_run(int argc, char **argv)
 		snprintf(so, sizeof so, "%s/model.so", dir);
 		if (stat(so, &st) != 0) {
 			struct cg_stats cs;
-			if (!compile_shared(m, dir, &target, model, &cs))
+			if (!compile_shared(m, dir, &target, model, model_max_memory(&mo), &cs))
 				goto out;
 			printf("compiled in %.0f ms into %s\n", cs.ms_total, dir);
 		}
@@ -790,7 +791,7 @@ int cmd_check(int argc, char **argv)
 		ir_error(&ctx, "cannot create a temporary folder");
 		goto report;
 	}
-	if (!compile_shared(m, work, &target, model, &cs))
+	if (!compile_shared(m, work, &target, model, model_max_memory(&mo), &cs))
 		goto report;
 	compile_ms = cs.ms_total;
 	if (!load(&ctx, work, "model", &l))

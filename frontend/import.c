@@ -179,7 +179,7 @@ const char *fe_str(struct fe_node *nd, const char *name, const char *def)
 	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
 	if (!a)
 		return def;
-	if (memchr(a->s.data, 0, a->s.len)) {
+	if (a->s.len && memchr(a->s.data, 0, a->s.len)) { /* an empty string is NULL */
 		fe_fail(nd, "attribute '%s' contains a NUL byte", name);
 		return def;
 	}

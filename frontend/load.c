@@ -333,17 +333,20 @@ static bool decode_typed(struct fe *fe, const Onnx__TensorProto *t, const char *
 	case IR_F32:
 		if (!count_ok(fe, who, "float_data", t->n_float_data, n))
 			return false;
-		memcpy(buf, t->float_data, (size_t)n * 4);
+		if (n) /* an empty field is NULL */
+			memcpy(buf, t->float_data, (size_t)n * 4);
 		return true;
 	case IR_F64:
 		if (!count_ok(fe, who, "double_data", t->n_double_data, n))
 			return false;
-		memcpy(buf, t->double_data, (size_t)n * 8);
+		if (n) /* an empty field is NULL */
+			memcpy(buf, t->double_data, (size_t)n * 8);
 		return true;
 	case IR_I64:
 		if (!count_ok(fe, who, "int64_data", t->n_int64_data, n))
 			return false;
-		memcpy(buf, t->int64_data, (size_t)n * 8);
+		if (n) /* an empty field is NULL */
+			memcpy(buf, t->int64_data, (size_t)n * 8);
 		return true;
 	case IR_U32:
 	case IR_U64:
@@ -368,6 +371,19 @@ static bool decode_typed(struct fe *fe, const Onnx__TensorProto *t, const char *
 	}
 }
 
+/* How many values the typed field decode_typed reads for dt holds. */
+static size_t typed_count(const Onnx__TensorProto *t, enum ir_dtype dt)
+{
+	switch (dt) {
+	case IR_F32: return t->n_float_data;
+	case IR_F64: return t->n_double_data;
+	case IR_I64: return t->n_int64_data;
+	case IR_U32:
+	case IR_U64: return t->n_uint64_data;
+	default: return t->n_int32_data;
+	}
+}
+
 struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, const char *name,
                                  const char *who)
 {
@@ -388,6 +404,21 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 	}
 	if (t->segment) {
 		ir_error(fe->ctx, "%s is a segment of a tensor, which onnxc does not support", who);
+		return NULL;
+	}
+	/* data in the file must all be there before the buffer is allocated: a
+	 * small file must not make onnxc allocate what its dims claim */
+	if (!(t->has_data_location &&
+	      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) &&
+	    !t->has_raw_data && typed_count(t, ty.dtype) != (size_t)n) {
+		decode_typed(fe, t, who, ty.dtype, n, NULL); /* reports the count */
+		return NULL;
+	}
+	if (t->has_raw_data && t->raw_data.len != bytes &&
+	    !(t->has_data_location &&
+	      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+		ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %zu", who,
+		         t->raw_data.len, bytes);
 		return NULL;
 	}
 	buf = ir_arena_alloc_big(&fe->m->arena, bytes ? bytes : 1);

@@ -6,6 +6,7 @@
  * 2 bad command-line usage. This is the only place that calls exit().
  */
 #include "cli.h"
+#include "codegen/cg.h"
 
 #include <string.h>
 

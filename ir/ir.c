@@ -221,7 +221,8 @@ void *ir_arena_alloc(struct ir_arena *a, size_t n)
 char *ir_arena_strndup(struct ir_arena *a, const char *s, size_t n)
 {
 	char *p = ir_arena_alloc(a, n + 1);
-	memcpy(p, s, n);
+	if (n) /* s may be NULL then */
+		memcpy(p, s, n);
 	p[n] = 0;
 	return p;
 }

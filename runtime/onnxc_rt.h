@@ -526,6 +526,15 @@ double rt_now_ms(void);
 /* Adds the time since t0 (rt_now_ms) to step s. */
 void rt_profile_step(struct rt_model *m, int s, double t0);
 void rt_model_close(struct rt_model *m);
+/*
+ * Every allocation of the runtime and of NAME_create goes through these (so
+ * tests can fail each in turn). In a build without NDEBUG,
+ * ONNXC_FAIL_ALLOC=N makes the N-th of the process fail (NULL);
+ * rt_fail_alloc_supported() says whether this build honours it.
+ */
+void *rt_calloc(size_t n, size_t size);
+void *rt_alloc_aligned(size_t align, size_t size); /* free() it */
+int rt_fail_alloc_supported(void);
 /* The default weights file: file next to the running executable if it is
  * there, otherwise file in the current directory. Returns buf. */
 const char *rt_default_weights(const char *file, char *buf, size_t n);

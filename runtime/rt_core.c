@@ -152,6 +152,39 @@ static int online_cpus(void)
 /* OpenBLAS's own threads would compete with ours (see rt_gemm.c). */
 void openblas_set_num_threads(int n);
 
+/* Failure injection: the N-th allocation of the process fails under
+ * ONNXC_FAIL_ALLOC=N. Its counter is the runtime's only process-wide state
+ * and exists in debug builds only. */
+static int fail_this_alloc(void)
+{
+#ifndef NDEBUG
+	static atomic_long count;
+	const char *env = getenv("ONNXC_FAIL_ALLOC");
+	return env && *env && atomic_fetch_add(&count, 1) + 1 == atol(env);
+#else
+	return 0;
+#endif
+}
+
+int rt_fail_alloc_supported(void)
+{
+#ifndef NDEBUG
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+void *rt_calloc(size_t n, size_t size) { return fail_this_alloc() ? NULL : calloc(n, size); }
+
+void *rt_alloc_aligned(size_t align, size_t size)
+{
+	void *p;
+	if (fail_this_alloc() || posix_memalign(&p, align, size) != 0)
+		return NULL;
+	return p;
+}
+
 int rt_ctx_create(struct rt_ctx **out, int nthreads)
 {
 	struct rt_ctx *c;
@@ -163,7 +196,7 @@ int rt_ctx_create(struct rt_ctx **out, int nthreads)
 		nthreads = online_cpus();
 	if (nthreads > 256)
 		nthreads = 256;
-	if (!(c = calloc(1, sizeof *c)))
+	if (!(c = rt_calloc(1, sizeof *c)))
 		return RT_ERR_NO_MEMORY;
 	openblas_set_num_threads(1);
 	c->nthreads = nthreads;
@@ -171,7 +204,7 @@ int rt_ctx_create(struct rt_ctx **out, int nthreads)
 	pthread_cond_init(&c->wake, NULL);
 	pthread_cond_init(&c->done_cv, NULL);
 	if (nthreads > 1) {
-		if (!(c->threads = calloc((size_t)nthreads - 1, sizeof *c->threads))) {
+		if (!(c->threads = rt_calloc((size_t)nthreads - 1, sizeof *c->threads))) {
 			rt_ctx_destroy(c);
 			return RT_ERR_NO_MEMORY;
 		}
@@ -358,8 +391,7 @@ int rt_model_open(struct rt_model *m, size_t arena_bytes, const char *path, cons
 	m->map = w.map;
 	m->map_bytes = w.map_bytes;
 	m->arena_bytes = arena_bytes;
-	if (arena_bytes && posix_memalign((void **)&m->arena, 64, arena_bytes) != 0) {
-		m->arena = NULL;
+	if (arena_bytes && !(m->arena = rt_alloc_aligned(64, arena_bytes))) {
 		status = RT_ERR_NO_MEMORY;
 		goto fail;
 	}
