@@ -765,6 +765,32 @@ static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef o
 	}
 }
 
+/* The multi-index of flat index v over dims[0..n) (row-major), into idx;
+ * v is never negative. */
+static void unflatten(struct gen *g, LLVMValueRef v, const int64_t *dims, int n, LLVMValueRef *idx)
+{
+	int64_t span = 1;
+	for (int d = n - 1; d >= 0; d--) {
+		LLVMValueRef q = span > 1 ? LLVMBuildUDiv(g->b, v, i64c(g, span), "") : v;
+		idx[d] = d > 0 ? LLVMBuildURem(g->b, q, i64c(g, dims[d]), "") : q;
+		span *= dims[d];
+	}
+}
+
+/* Where x's view puts the element at idx[0..n): its offset plus the
+ * strided coordinates (broadcast dimensions, stride 0, cost nothing). */
+static LLVMValueRef view_offset(struct gen *g, const struct cg_kx *x, const LLVMValueRef *idx,
+                                int n)
+{
+	LLVMValueRef off = i64c(g, x->view.offset);
+	for (int d = 0; d < n; d++)
+		if (x->view.strides[d])
+			off = LLVMBuildAdd(
+			        g->b, off,
+			        LLVMBuildMul(g->b, idx[d], i64c(g, x->view.strides[d]), ""), "");
+	return off;
+}
+
 static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 {
 	LLVMBuilderRef b = g->b;
@@ -817,26 +843,10 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 	LLVMPositionBuilderAtEnd(b, obody);
 	{
 		LLVMValueRef idx[IR_MAX_RANK];
-		int64_t span = 1;
-		for (int d = r - 2; d >= 0; d--) {
-			LLVMValueRef q = span > 1 ? LLVMBuildSDiv(b, o, i64c(g, span), "") : o;
-			idx[d] = d > 0 ? LLVMBuildSRem(b, q, i64c(g, k->dims[d]), "") : q;
-			span *= k->dims[d];
-		}
-		for (int e = 0; e < k->nx; e++) {
-			const struct cg_kx *x = &k->x[e];
-			LLVMValueRef off = i64c(g, x->view.offset);
-			if (x->kind != KX_LOAD)
-				continue;
-			for (int d = 0; d < r - 1; d++)
-				if (x->view.strides[d])
-					off = LLVMBuildAdd(b, off,
-					                   LLVMBuildMul(b, idx[d],
-					                                i64c(g, x->view.strides[d]),
-					                                ""),
-					                   "");
-			g->xoff[e] = off;
-		}
+		unflatten(g, o, k->dims, r - 1, idx);
+		for (int e = 0; e < k->nx; e++)
+			if (k->x[e].kind == KX_LOAD)
+				g->xoff[e] = view_offset(g, &k->x[e], idx, r - 1);
 		row = LLVMBuildMul(b, o, inner, "");
 	}
 	LLVMBuildBr(b, icond);
@@ -967,30 +977,11 @@ static void gen_kernel_gpu(struct gen *g, const struct cg_kernel *k)
 	LLVMPositionBuilderAtEnd(b, body);
 	{
 		LLVMValueRef idx[IR_MAX_RANK];
-		int64_t span = 1;
-		for (int d = r - 1; d >= 0; d--) {
-			LLVMValueRef q = span > 1 ? LLVMBuildUDiv(b, i, i64c(g, span), "") : i;
-			idx[d] = d > 0 ? LLVMBuildURem(b, q, i64c(g, k->dims[d]), "") : q;
-			span *= k->dims[d];
-		}
+		unflatten(g, i, k->dims, r, idx);
 		for (int e = 0; e < k->nx; e++) {
 			const struct cg_kx *x = &k->x[e];
-			LLVMValueRef off;
-			if (x->kind != KX_LOAD)
-				continue;
-			if (dense_view(k, x)) {
-				at[e] = i;
-				continue;
-			}
-			off = i64c(g, x->view.offset);
-			for (int d = 0; d < r; d++)
-				if (x->view.strides[d])
-					off = LLVMBuildAdd(b, off,
-					                   LLVMBuildMul(b, idx[d],
-					                                i64c(g, x->view.strides[d]),
-					                                ""),
-					                   "");
-			at[e] = off;
+			if (x->kind == KX_LOAD)
+				at[e] = dense_view(k, x) ? i : view_offset(g, x, idx, r);
 		}
 	}
 	gen_element(g, k, i, at);

@@ -619,6 +619,23 @@ static bool imp_slice(struct fe_node *nd)
 /* Gather, Expand, Tile, Pad, Trilu, DepthToSpace, SpaceToDepth             */
 /* ------------------------------------------------------------------------ */
 
+/* Constant indices (input 1) into run-time data (input 0) along axis:
+ * checked at import, as the reference would at run time. */
+static bool const_indices_in_range(struct fe_node *nd, int64_t axis)
+{
+	const struct ir_value *iv = nd->in[1];
+	int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
+	if (!fe_is_const(nd, 1) || !ir_dtypes[iv->type.dtype].is_int)
+		return true;
+	for (int64_t i = 0; i < cnt; i++) {
+		int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
+		if (k < -dim || k >= dim)
+			return fe_fail(nd, "index %lld is out of range for axis %lld of size %lld",
+			               (long long)k, (long long)axis, (long long)dim);
+	}
+	return true;
+}
+
 static bool imp_gather(struct fe_node *nd)
 {
 	int64_t axis = fe_int(nd, "axis", 0);
@@ -629,18 +646,8 @@ static bool imp_gather(struct fe_node *nd)
 		return false;
 	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
 		return false;
-	if (fe_is_const(nd, 1) && ir_dtypes[nd->in[1]->type.dtype].is_int) {
-		/* constant indices into run-time data: check them now */
-		const struct ir_value *iv = nd->in[1];
-		int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
-		for (int64_t i = 0; i < cnt; i++) {
-			int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
-			if (k < -dim || k >= dim)
-				return fe_fail(
-				        nd, "index %lld is out of range for axis %lld of size %lld",
-				        (long long)k, (long long)axis, (long long)dim);
-		}
-	}
+	if (!const_indices_in_range(nd, axis))
+		return false;
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, op, nd->in, 2, &name, 1);
 	ir_set_i(nd->fe->m, n, "axis", axis);
@@ -664,18 +671,8 @@ static bool imp_scatter(struct fe_node *nd)
 		return fe_fail(nd, "unknown reduction '%s' (none, add, mul, max or min)", red);
 	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
 		return false;
-	if (fe_is_const(nd, 1) && ir_dtypes[nd->in[1]->type.dtype].is_int) {
-		/* constant indices into run-time data: check them now */
-		const struct ir_value *iv = nd->in[1];
-		int64_t dim = nd->in[0]->type.dims[axis], cnt = ir_type_elems(&iv->type);
-		for (int64_t i = 0; i < cnt; i++) {
-			int64_t k = ir_load_i64(iv->type.dtype, iv->data, (size_t)i);
-			if (k < -dim || k >= dim)
-				return fe_fail(
-				        nd, "index %lld is out of range for axis %lld of size %lld",
-				        (long long)k, (long long)axis, (long long)dim);
-		}
-	}
+	if (!const_indices_in_range(nd, axis))
+		return false;
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, nd->in, 3, &name, 1);
 	ir_set_i(nd->fe->m, n, "axis", axis);

@@ -36,9 +36,7 @@ static struct ir_value *node(struct tb *b, enum ir_op op, const char *what, stru
                              int nin)
 {
 	const char *name = ir_unique_name(b->m, ir_arena_printf(&b->m->arena, "loss/%s", what));
-	struct ir_node *n = ir_add_node(b->m, op, name, in, nin, &name, 1);
-	(void)n;
-	return n->out[0];
+	return ir_add_node(b->m, op, name, in, nin, &name, 1)->out[0];
 }
 
 static struct ir_value *infer(struct tb *b, struct ir_value *v)
@@ -79,11 +77,7 @@ static struct ir_value *mean_all(struct tb *b, struct ir_value *x)
 	return reshape(b, infer(b, y), &one, 1);
 }
 
-static bool is_float(const struct ir_value *v)
-{
-	return v->type.dtype == IR_F32 || v->type.dtype == IR_F16 || v->type.dtype == IR_BF16 ||
-	       v->type.dtype == IR_F64;
-}
+static bool is_float(const struct ir_value *v) { return ir_dtypes[v->type.dtype].is_float; }
 
 static struct ir_value *build_loss(struct tb *b, const struct train_options *o, struct ir_value *y,
                                    struct ir_value **label)
