@@ -42,6 +42,7 @@ struct gen {
 	LLVMValueRef *base; /* per argument: its data pointer */
 	LLVMValueRef *xoff; /* per load expression: element offset of the row */
 	LLVMValueRef *xv;   /* per expression: its value at the element */
+	LLVMValueRef flat;  /* the element's row-major index in the index space */
 };
 
 static bool isf(enum ir_dtype t) { return ir_dtypes[t].is_float; }
@@ -648,6 +649,45 @@ static LLVMValueRef small_pow(struct gen *g, LLVMValueRef a, double e)
 	return NULL;
 }
 
+/* SplitMix64's finalizer (ir_mix64). */
+static LLVMValueRef mix64(struct gen *g, LLVMValueRef z)
+{
+	static const unsigned long long mul[2] = { 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull };
+	static const int shift[3] = { 30, 27, 31 };
+	for (int r = 0; r < 3; r++) {
+		z = LLVMBuildXor(g->b, z, LLVMBuildLShr(g->b, z, i64c(g, shift[r]), ""), "");
+		if (r < 2)
+			z = LLVMBuildMul(g->b, z, LLVMConstInt(g->i64, mul[r], 0), "");
+	}
+	return z;
+}
+
+/*
+ * Dropout (ir.h, docs/ir.md#dropout): x times the scale or 0, as the
+ * reference evaluator. Fusion joins only same-shape nodes, so the kernel's
+ * flat index is the element's index in the dropout's own result.
+ */
+static LLVMValueRef emit_dropout(struct gen *g, const struct cg_kx *x, LLVMValueRef a,
+                                 LLVMValueRef seed)
+{
+	const struct ir_node *n = x->node;
+	float ratio = ir_attr_f(n, "ratio");
+	LLVMValueRef salt1 =
+	        LLVMConstInt(g->i64, ((uint64_t)ir_attr_i(n, "salt") + 1) * IR_GOLDEN64, 0);
+	LLVMValueRef key = mix64(g, LLVMBuildAdd(g->b, seed, salt1, ""));
+	LLVMValueRef i1 = LLVMBuildAdd(g->b, g->flat, i64c(g, 1), "");
+	LLVMValueRef bits = mix64(
+	        g,
+	        LLVMBuildAdd(g->b, key,
+	                     LLVMBuildMul(g->b, i1, LLVMConstInt(g->i64, IR_GOLDEN64, 0), ""), ""));
+	LLVMValueRef keep =
+	        LLVMBuildICmp(g->b, LLVMIntUGE, LLVMBuildLShr(g->b, bits, i64c(g, 40), ""),
+	                      i64c(g, ir_dropout_threshold(ratio)), "");
+	LLVMTypeRef t = LLVMTypeOf(a);
+	LLVMValueRef m = sel(g, keep, fconst(g, t, ir_dropout_scale(ratio)), fconst(g, t, 0));
+	return LLVMBuildFMul(g->b, a, m, ""); /* not a select: inf * 0 is NaN, as in ONNX */
+}
+
 /* The value of expression x, given its operands' values. */
 static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 {
@@ -665,6 +705,7 @@ static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 	case IR_OP_OR: return LLVMBuildOr(g->b, a, bv, "");
 	case IR_OP_XOR: return LLVMBuildXor(g->b, a, bv, "");
 	case IR_OP_WHERE: return sel(g, a, bv, g->xv[x->in[2]]);
+	case IR_OP_DROPOUT: return round_to(g, emit_dropout(g, x, a, bv), x->dtype);
 	case IR_OP_ISNAN: return fcmp(g, LLVMRealUNO, a, a);
 	case IR_OP_ISINF: {
 		LLVMTypeRef t = LLVMTypeOf(a);
@@ -741,6 +782,7 @@ static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *
 static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef out,
                         LLVMValueRef *at)
 {
+	g->flat = out;
 	for (int e = 0; e < k->nx; e++) {
 		const struct cg_kx *x = &k->x[e];
 		switch (x->kind) {

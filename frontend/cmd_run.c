@@ -242,7 +242,7 @@ static void bind_shapes(struct model_opts *mo, struct ir_value **data, const cha
 /* ------------------------------------------------------------------------ */
 
 static const char run_help[] =
-        "usage: onnxc run MODEL.onnx --input NAME=FILE... [options]\n"
+        "usage: onnxc run MODEL.onnx|FILE.oir --input NAME=FILE... [options]\n"
         "\n"
         "Compiles the model for the CPU (cached), runs it on the inputs and prints\n"
         "the outputs' shapes and the median run time. Inputs are ONNX TensorProto\n"
@@ -395,9 +395,16 @@ int cmd_run(int argc, char **argv)
 		usage_error("run: no model given");
 		goto usage;
 	}
-	/* inputs given without a name take the graph inputs in order */
-	if ((norder = fe_input_names(&ctx, model, order, MAX_IO)) < 0)
+	/* inputs given without a name take the graph inputs in order; IR text
+	 * has its shapes fixed, so it is parsed first */
+	if (is_ir_text(model)) {
+		if (!(m = load_model(&ctx, model, &mo)))
+			goto out;
+		for (norder = 0; norder < m->ninputs && norder < MAX_IO; norder++)
+			snprintf(order[norder], 256, "%s", m->inputs[norder]->name);
+	} else if ((norder = fe_input_names(&ctx, model, order, MAX_IO)) < 0) {
 		goto out;
+	}
 	for (int k = 0, pos = 0; k < nin; k++)
 		if (!names[k][0]) {
 			if (pos >= norder) {
@@ -410,8 +417,9 @@ int cmd_run(int argc, char **argv)
 	for (int k = 0; k < nin; k++)
 		if (!(tensors[k] = fe_load_tensor(&ctx, data, files[k], names[k])))
 			goto out;
-	bind_shapes(&mo, tensors, (const char(*)[256])names, nin);
-	if (!(m = load_model(&ctx, model, &mo)) || !prepare_model(m, &mo))
+	if (!m)
+		bind_shapes(&mo, tensors, (const char(*)[256])names, nin);
+	if ((!m && !(m = load_model(&ctx, model, &mo))) || !prepare_model(m, &mo))
 		goto out;
 	ctx.file = model;
 	if (!gather_inputs(&ctx, m, tensors, (const char(*)[256])names, nin, in))

@@ -424,12 +424,13 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 	        "\t.eval_create = %s_create_v,\n\t.eval_run = %s_run_v,\n"
 	        "\t.eval_destroy = %s_destroy_v,\n\t.eval_strerror = %s_strerror_v,\n"
 	        "\t.num_params = %d,\n\t.params = %s,\n\t.num_state = %d,\n\t.state = %s,\n"
-	        "\t.num_data = %d,\n\t.data = %s,\n\t.batch = %lldLL,\n"
+	        "\t.num_data = %d,\n\t.data = %s,\n\t.batch = %lldLL,\n\t.dropout = %d,\n"
 	        "\t.num_eval_outputs = %d,\n\t.eval_outputs = %s,\n"
 	        "\t.onnx_template = onnx_template,\n\t.onnx_template_bytes = %zu,\n",
 	        n, n, (unsigned long long)g->id, step, step, step, step, eval, eval, eval, eval,
 	        s->nparams, params, s->nstate, state, s->ndata, data,
-	        (long long)s->data[0]->type.dims[0], g->eval->nmodel_outputs, outs, g->tmpl_len);
+	        (long long)s->data[0]->type.dims[0], s->seed != NULL, g->eval->nmodel_outputs, outs,
+	        g->tmpl_len);
 	print_config(f, g->cfg);
 	fprintf(f,
 	        "};\n\n"
@@ -608,9 +609,12 @@ static int run_train(struct train_cli *c)
 		for (int i = 0; i < step.nparams; i++)
 			pelems += step.params[i].elems;
 		printf("compiled the training step of %s for %s: %d params (%.2f M values), %d "
-		       "state tensors, batch %lld\n",
+		       "state tensors, batch %lld",
 		       n, c->co.target, step.nparams, pelems / 1e6, step.nstate,
 		       (long long)step.data[0]->type.dims[0]);
+		if (step.ndropout)
+			printf(", %d Dropout%s", step.ndropout, step.ndropout > 1 ? "s" : "");
+		printf("\n");
 		printf("  step: %d steps (%d library calls, %d generated kernels), arena %.2f MB\n",
 		       ss.steps, ss.lib_calls, ss.kernels, ss.arena_bytes / 1e6);
 		if (c->mo.mixed)

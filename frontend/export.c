@@ -72,6 +72,8 @@ struct ex_op {
 	/* the ONNX op whose type constraints apply (NULL: the IR op's own, as
 	 * ir_ops[] names it) - for an op written as other ops */
 	const char *types_as;
+	/* why the op has no ONNX form (write is then NULL) */
+	const char *refuse;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -723,6 +725,9 @@ static const struct ex_op ex_ops[IR_OP_COUNT] = {
 	[IR_OP_OR] = { ex_plain },
 	[IR_OP_XOR] = { ex_plain },
 	[IR_OP_WHERE] = { ex_plain },
+	[IR_OP_DROPOUT] = { NULL, NULL,
+	                    "training-mode dropout draws its mask from onnxc's own random "
+	                    "stream, which ONNX's Dropout cannot express" },
 	[IR_OP_MATMUL] = { ex_plain },
 	[IR_OP_GEMM] = { ex_plain },
 	[IR_OP_CONV] = { ex_conv },
@@ -851,6 +856,8 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 
 static bool ex_write_node(struct ex *ex, const struct ir_node *n)
 {
+	if (ex_ops[n->op].refuse)
+		return ex_node_error(ex, n, "%s", ex_ops[n->op].refuse);
 	return ex_check_op(ex, n) && ex_ops[n->op].write(ex, n);
 }
 
@@ -987,7 +994,7 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 	bool ok;
 
 	for (int op = 0; op < IR_OP_COUNT; op++)
-		if (!ex_ops[op].write)
+		if (!ex_ops[op].write && !ex_ops[op].refuse)
 			ir_panic(__FILE__, __LINE__, "no ONNX writer for IR op '%s'",
 			         ir_ops[op].name);
 	if (opset < FE_EXPORT_MIN_OPSET || opset > FE_EXPORT_MAX_OPSET) {

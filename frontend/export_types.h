@@ -50,6 +50,7 @@ static const struct ex_types ex_types[] = {
 	{ "DepthToSpace", 13, 1, 1, 0, 0, { 0x1fffe }, { 0x1fffe } },
 	{ "Div", 13, 2, 1, 0, 0, { 0x13cc2, 0x13cc2 }, { 0x13cc2 } },
 	{ "Div", 14, 2, 1, 0, 0, { 0x13cfe, 0x13cfe }, { 0x13cfe } },
+	{ "Dropout", 13, 3, 2, 0, 0, { 0x10c02, 0x00c02, 0x00200 }, { 0x10c02, 0x00200 } },
 	{ "Elu", 6, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "Equal", 13, 2, 1, 0, 0, { 0x13efe, 0x13efe }, { 0x00200 } },
 	{ "Erf", 13, 1, 1, 0, 0, { 0x13cfe }, { 0x13cfe } },

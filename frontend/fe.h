@@ -92,8 +92,10 @@ struct fe_train_info {
 bool fe_train_info(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
                    struct fe_train_info *info);
 /* The model at path serialized again without the initializers named in
- * drop (into a): the template the training program appends the trained
- * initializers to (protobuf merges concatenated messages). */
+ * drop (into a), in inference mode (training-mode BatchNormalization and
+ * Dropout switched off, as PyTorch's eval()): the template the training
+ * program appends the trained initializers to (protobuf merges
+ * concatenated messages). */
 bool fe_train_template(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
                        const char *const *drop, int ndrop, unsigned char **bytes, size_t *len);
 /* Parses "8x3x224x224"  (or "8,3,224,224"; "" for a scalar) into dims. */
@@ -145,6 +147,7 @@ struct fe {
 	struct fe_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
 	struct fe_map reserved; /* every ONNX tensor name in the graph */
 	int64_t max_const_bytes;
+	int ndropout; /* training-mode Dropouts so far: the next one's salt */
 };
 
 /* One ONNX node being imported. */

@@ -358,9 +358,9 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
 }
 
-bool fe_tensor_used(struct fe *fe, const char *name)
+/* Whether a node of g or g's outputs read the tensor. */
+static bool graph_reads(const Onnx__GraphProto *g, const char *name)
 {
-	const Onnx__GraphProto *g = fe->model->graph;
 	for (size_t i = 0; i < g->n_node; i++)
 		for (size_t k = 0; k < g->node[i]->n_input; k++)
 			if (!strcmp(g->node[i]->input[k], name))
@@ -370,6 +370,8 @@ bool fe_tensor_used(struct fe *fe, const char *name)
 			return true;
 	return false;
 }
+
+bool fe_tensor_used(struct fe *fe, const char *name) { return graph_reads(fe->model->graph, name); }
 
 bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 {
@@ -408,6 +410,8 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n)
 	if (limit > ((int64_t)1 << 26))
 		limit = (int64_t)1 << 26;
 	(void)out_elems;
+	if (n->op == IR_OP_DROPOUT)
+		return true; /* its seed is a placeholder until train_build */
 	if (nd->fe->opt && nd->fe->opt->training)
 		for (int i = 0; i < n->nin; i++)
 			if (fe_is_weight(nd->fe, n->in[i]))
@@ -1242,8 +1246,58 @@ struct train_template {
 	size_t len;
 };
 
-/* The model without the dropped initializers, packed (the trainer appends
- * the trained ones). */
+/* What the inference switch changed on one node, to put back. */
+struct mode_undo {
+	Onnx__NodeProto *node;
+	size_t n_input, n_output;
+	Onnx__AttributeProto *attr;
+	int64_t attr_i;
+};
+
+/*
+ * The trained model is for inference, as PyTorch's eval(): a
+ * BatchNormalization in training mode (attribute training_mode=1, its
+ * running-statistics outputs unread) gets training_mode=0 and one output,
+ * and a Dropout loses its training_mode input (absent means false). The
+ * nodes are changed in place and put back from undo after packing.
+ */
+static int inference_mode(Onnx__GraphProto *g, struct mode_undo *undo)
+{
+	int n = 0;
+	for (size_t i = 0; i < g->n_node; i++) {
+		Onnx__NodeProto *p = g->node[i];
+		struct mode_undo u = { p, p->n_input, p->n_output, NULL, 0 };
+		bool changed = false;
+		if (!strcmp(p->op_type, "Dropout") && p->n_input > 2) {
+			p->n_input = 2;
+			changed = true;
+		} else if (!strcmp(p->op_type, "BatchNormalization")) {
+			bool stats_read = false;
+			for (size_t k = 1; k < p->n_output; k++)
+				stats_read |= p->output[k][0] && graph_reads(g, p->output[k]);
+			if (stats_read)
+				continue;
+			for (size_t k = 0; k < p->n_attribute; k++)
+				if (!strcmp(p->attribute[k]->name, "training_mode") &&
+				    p->attribute[k]->i != 0) {
+					u.attr = p->attribute[k];
+					u.attr_i = u.attr->i;
+					u.attr->i = 0;
+					changed = true;
+				}
+			if (p->n_output > 1) { /* before opset 14 extra outputs meant training */
+				p->n_output = 1;
+				changed = true;
+			}
+		}
+		if (changed)
+			undo[n++] = u;
+	}
+	return n;
+}
+
+/* The model without the dropped initializers, switched to inference mode,
+ * packed (the trainer appends the trained initializers). */
 static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 {
 	struct train_template *r = ud;
@@ -1251,6 +1305,18 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	size_t keep = 0, n = g->n_initializer;
 	Onnx__TensorProto **all = g->initializer;
 	Onnx__TensorProto **kept = ir_arena_alloc(&fe->m->arena, sizeof *kept * (n ? n : 1));
+	struct mode_undo *undo =
+	        ir_arena_alloc(&fe->m->arena, sizeof *undo * (g->n_node ? g->n_node : 1));
+	int nundo = inference_mode(g, undo);
+	/* Constants nothing reads any more (Dropout's training_mode) go too */
+	Onnx__NodeProto **nodes = g->node,
+	                **live = ir_arena_alloc(&fe->m->arena,
+	                                        sizeof *live * (g->n_node ? g->n_node : 1));
+	size_t nnodes = g->n_node, nlive = 0;
+	for (size_t i = 0; i < nnodes; i++)
+		if (!nundo || strcmp(nodes[i]->op_type, "Constant") || nodes[i]->n_output != 1 ||
+		    graph_reads(g, nodes[i]->output[0]))
+			live[nlive++] = nodes[i];
 	for (size_t i = 0; i < n; i++) {
 		bool dropped = false;
 		for (int k = 0; k < r->ndrop && !dropped; k++)
@@ -1260,11 +1326,21 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	}
 	g->initializer = kept;
 	g->n_initializer = keep;
+	g->node = live;
+	g->n_node = nlive;
 	r->len = onnx__model_proto__get_packed_size(mp);
 	r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
 	onnx__model_proto__pack(mp, r->bytes);
 	g->initializer = all;
 	g->n_initializer = n;
+	g->node = nodes;
+	g->n_node = nnodes;
+	for (int i = 0; i < nundo; i++) {
+		undo[i].node->n_input = undo[i].n_input;
+		undo[i].node->n_output = undo[i].n_output;
+		if (undo[i].attr)
+			undo[i].attr->i = undo[i].attr_i;
+	}
 	return true;
 }
 

@@ -164,18 +164,76 @@ static bool imp_identity(struct fe_node *nd)
 }
 
 /*
+ * Training-mode Dropout for onnxc train: y = dropout(x, seed) with a
+ * placeholder seed that train_build turns into the step's seed input; the
+ * salt numbers the model's Dropouts so each draws its own mask. The mask
+ * output is the same draw applied to ones.
+ */
+static bool dropout_training(struct fe_node *nd, float ratio)
+{
+	struct fe *fe = nd->fe;
+	struct ir_type st = { .dtype = IR_I64 };
+	int64_t zero = 0;
+	struct ir_value *in[2] = { nd->in[0], fe_const(nd, -1, &st, &zero) };
+	int64_t salt = fe->ndropout++;
+	for (int k = 0; k < 2 && k < nd->nout; k++) {
+		struct ir_node *n;
+		const char *name;
+		if (!nd->proto->output[k][0])
+			continue; /* an unused mask is removed by dce after the import */
+		if (k == 1) {     /* mask = dropout(ones) > 0 */
+			const struct ir_type *xt = &nd->in[0]->type;
+			struct ir_type ot = { .dtype = xt->dtype };
+			unsigned char buf[8];
+			ir_store_f64(ot.dtype, buf, 0, 1);
+			in[0] = fe_const(nd, -1, &ot, buf);
+			name = fe_tmp_name(nd, "ones");
+			n = fe_emit(nd, IR_OP_EXPAND, in, 1, &name, 1);
+			ir_set_ints(fe->m, n, "shape", xt->dims, xt->rank);
+			if (!fe_finish(nd, n))
+				return false;
+			in[0] = n->out[0];
+		}
+		name = k == 0 ? fe_out_name(nd, 0) : fe_tmp_name(nd, "dropout");
+		n = fe_emit(nd, IR_OP_DROPOUT, in, 2, &name, 1);
+		ir_set_f(fe->m, n, "ratio", ratio);
+		ir_set_i(fe->m, n, "salt", salt);
+		if (!fe_finish(nd, n))
+			return false;
+		if (k == 1) {
+			struct ir_type zt = { .dtype = nd->in[0]->type.dtype };
+			unsigned char buf[8];
+			struct ir_value *gz[2], *mask;
+			ir_store_f64(zt.dtype, buf, 0, 0);
+			gz[0] = n->out[0];
+			gz[1] = fe_const(nd, -1, &zt, buf);
+			if (!(mask = fe_simple(nd, IR_OP_GREATER, gz, 2, 1)))
+				return false;
+			fe_bind(nd, 1, mask);
+		} else {
+			fe_bind(nd, 0, n->out[0]);
+		}
+	}
+	return true;
+}
+
+/*
  * Dropout is the identity at inference. Opset 12 made ratio and
- * training_mode inputs; a constant true training_mode means training, which
- * `onnxc train` handles. The optional mask output is all true.
+ * training_mode inputs; a constant true training_mode means training. An
+ * import for onnxc train (fe_options.training) keeps training-mode
+ * Dropouts, and every Dropout before opset 12 (which had no mode: exporters
+ * leave it out of inference graphs), as the IR's dropout; any other import
+ * refuses a training-mode Dropout. The optional mask output is all true at
+ * inference.
  */
 static bool imp_dropout(struct fe_node *nd)
 {
-	bool training = false;
+	bool training = false, for_train = nd->fe->opt && nd->fe->opt->training;
+	float ratio = 0.5f;
 	fe_ignore(nd, "seed");
 	if (nd->fe->opset < 12) {
-		fe_ignore(nd, "ratio");
-		if (nd->fe->opset < 7)
-			fe_ignore(nd, "is_test");
+		ratio = fe_float(nd, "ratio", 0.5f);
+		training = for_train;
 		if (!fe_inputs(nd, 1, 1))
 			return false;
 	} else {
@@ -189,9 +247,24 @@ static bool imp_dropout(struct fe_node *nd)
 				return fe_fail(nd, "training_mode must be a bool scalar");
 			training = *(const uint8_t *)mode->data != 0;
 		}
+		if (training && fe_in(nd, 1)) {
+			struct ir_value *r = fe_in(nd, 1);
+			if (!fe_need_const(nd, 1, "ratio"))
+				return false;
+			if (!ir_dtypes[r->type.dtype].is_float || ir_type_elems(&r->type) != 1)
+				return fe_fail(nd, "ratio must be a float scalar");
+			ratio = (float)ir_load_f64(r->type.dtype, r->data, 0);
+		}
 	}
-	if (training)
+	if (training && !for_train)
 		return fe_fail(nd, "training-mode Dropout cannot be compiled for inference");
+	if (training && !(ratio >= 0 && ratio <= 1))
+		return fe_fail(nd, "ratio %g is outside [0, 1]", (double)ratio);
+	if (training && !ir_dtypes[nd->in[0]->type.dtype].is_float)
+		return fe_fail(nd, "input is %s: Dropout takes a float tensor",
+		               ir_dtype_name(nd->in[0]->type.dtype));
+	if (training && ratio > 0)
+		return dropout_training(nd, ratio);
 	fe_bind(nd, 0, nd->in[0]);
 	if (nd->nout > 1 && nd->proto->output[1][0]) {
 		struct ir_type t = { .dtype = IR_BOOL };

@@ -335,6 +335,18 @@ static bool eval_eltwise(struct fold *f)
 		case IR_OP_GREATER_EQUAL:
 			((uint8_t *)f->out[0])[k] = compare(n->op, flt, n, a, b, off[0], off[1]);
 			break;
+		case IR_OP_DROPOUT: {
+			float ratio = ir_attr_f(n, "ratio");
+			uint64_t key = ir_dropout_key((uint64_t)ir_load_i64(IR_I64, b, off[1]),
+			                              ir_attr_i(n, "salt"));
+			uint64_t bits = ir_mix64(key + ((uint64_t)k + 1) * IR_GOLDEN64);
+			double m = (bits >> 40) >= ir_dropout_threshold(ratio)
+			                   ? (double)ir_dropout_scale(ratio)
+			                   : 0.0;
+			/* x * m, not a select: an infinite x dropped is NaN as in ONNX */
+			ir_store_f64(to, f->out[0], (size_t)k, ir_load_f64(ti, a, off[0]) * m);
+			break;
+		}
 		case IR_OP_WHERE: {
 			bool c = ((const uint8_t *)a)[off[0]] != 0;
 			int es = ir_dtype_size(to);

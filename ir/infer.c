@@ -202,6 +202,21 @@ bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return true;
 }
 
+bool ir_infer_dropout(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	float ratio = ir_attr_f(n, "ratio");
+	if (!is_float(T(0)->dtype))
+		FAIL("input must be a float type, not %s", ir_dtype_name(T(0)->dtype));
+	if (T(1)->dtype != IR_I64 || T(1)->rank != 0)
+		FAIL("the seed must be an i64 scalar");
+	if (!(ratio >= 0 && ratio <= 1))
+		FAIL("ratio %g is outside [0, 1]", (double)ratio);
+	if (ir_attr_i(n, "salt") < 0)
+		FAIL("salt must not be negative");
+	out[0] = *T(0);
+	return true;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Linear algebra, convolution                                              */
 /* ------------------------------------------------------------------------ */

@@ -333,6 +333,13 @@ uint64_t ir_checksum(const void *data, size_t n)
 	return h;
 }
 
+uint32_t ir_dropout_threshold(float ratio) { return (uint32_t)((double)ratio * 16777216.0 + 0.5); }
+
+float ir_dropout_scale(float ratio)
+{
+	return ratio < 1 ? (float)(1.0 / (1.0 - (double)ratio)) : 0.0f;
+}
+
 static void names_grow(struct ir_module *m)
 {
 	int cap = m->cap_names ? m->cap_names * 2 : 256;

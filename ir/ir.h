@@ -405,6 +405,32 @@ void ir_compact(struct ir_module *m);
 
 uint64_t ir_checksum(const void *data, size_t n);
 
+/*
+ * Dropout's random stream (docs/ir.md#dropout), shared by the reference
+ * evaluator; the code generator emits the same arithmetic. Element i
+ * (row-major) of a dropout node run with seed s is kept when the top 24
+ * bits of
+ *     ir_mix64(ir_dropout_key(s, salt) + (i + 1) * IR_GOLDEN64)
+ * are at least ir_dropout_threshold(ratio): SplitMix64's output i of a
+ * stream whose key is SplitMix64's output salt of the seed's stream. A kept
+ * element is multiplied by ir_dropout_scale(ratio), a dropped one by 0.
+ */
+#define IR_GOLDEN64 0x9e3779b97f4a7c15ull
+static inline uint64_t ir_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static inline uint64_t ir_dropout_key(uint64_t seed, int64_t salt)
+{
+	return ir_mix64(seed + ((uint64_t)salt + 1) * IR_GOLDEN64);
+}
+/* round(ratio * 2^24) for ratio in [0, 1]: 0 keeps everything. */
+uint32_t ir_dropout_threshold(float ratio);
+/* The float 1 / (1 - ratio); 0 when ratio is 1 (everything dropped). */
+float ir_dropout_scale(float ratio);
+
 /* ------------------------------------------------------------------------ */
 /* Whole-module services.                                                   */
 /* ------------------------------------------------------------------------ */

@@ -86,6 +86,9 @@ IR_OP(AND,               "and",                "And",                 2, 2,  1, 
 IR_OP(OR,                "or",                 "Or",                  2, 2,  1, 1, ELTWISE, CLEAR,   "",                                     ir_infer_logic)
 IR_OP(XOR,               "xor",                "Xor",                 2, 2,  1, 1, ELTWISE, CLEAR,   "",                                     ir_infer_logic)
 IR_OP(WHERE,             "where",              "Where",               3, 3,  1, 1, ELTWISE, CLEAR,   "",                                     ir_infer_where)
+/* dropout in training: x, seed (i64 scalar); the mask is drawn from the
+ * seed, the salt and the element's index (docs/ir.md#dropout) */
+IR_OP(DROPOUT,           "dropout",            "Dropout",             2, 2,  1, 1, ELTWISE, CLEAR,   "ratio:f salt:i",                       ir_infer_dropout)
 /* linear algebra and convolution */
 IR_OP(MATMUL,            "matmul",             "MatMul",              2, 2,  1, 1, COMPUTE, ALLOW,   "",                                     ir_infer_matmul)
 IR_OP(GEMM,              "gemm",               "Gemm",                2, 3,  1, 1, COMPUTE, ALLOW,   "alpha:f beta:f trans_a:i trans_b:i",   ir_infer_gemm)

@@ -164,6 +164,7 @@ static const char *const reasons[IR_OP_COUNT] = {
 	[IR_OP_OR] = BOOL,
 	[IR_OP_XOR] = BOOL,
 	[IR_OP_WHERE] = MOVES,
+	[IR_OP_DROPOUT] = "scales by 1/(1-ratio) or zeroes: as exact as a multiply",
 	[IR_OP_MATMUL] = "Tensor Cores with FP32 accumulation: the reason to use half",
 	[IR_OP_GEMM] = "Tensor Cores with FP32 accumulation: the reason to use half",
 	[IR_OP_CONV] = "Tensor Cores with FP32 accumulation: the reason to use half",

@@ -507,6 +507,21 @@ static bool grad_binary(struct ad *a, struct ir_node *n, struct ir_value *const 
 	return true;
 }
 
+/* y = x * mask(seed): dx = dy * the same mask, drawn again from the same
+ * seed, salt and indices rather than kept (as FlashAttention does). */
+static bool grad_dropout(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	struct ir_value *in[2] = { dy[0], n->in[1] };
+	struct ir_node *d;
+	if (!wants(a, n, 0))
+		return true;
+	d = node(a, IR_OP_DROPOUT, in, 2, 1);
+	ir_set_f(a->m, d, "ratio", ir_attr_f(n, "ratio"));
+	ir_set_i(a->m, d, "salt", ir_attr_i(n, "salt"));
+	contrib(a, n, 0, fin(a, d));
+	return true;
+}
+
 static bool grad_where(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 {
 	struct ir_value *c = n->in[0], *z = sc(a, dy[0], 0);
@@ -1438,6 +1453,7 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_MAX] = grad_binary,
 	[IR_OP_PRELU] = grad_binary,
 	[IR_OP_WHERE] = grad_where,
+	[IR_OP_DROPOUT] = grad_dropout,
 	[IR_OP_MATMUL] = grad_matmul,
 	[IR_OP_GEMM] = grad_gemm,
 	[IR_OP_CONV] = grad_conv,

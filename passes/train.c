@@ -10,7 +10,9 @@
  *   3. appends the loss to the model's first output;
  *   4. turns params and state into graph inputs, adds the label and the
  *      loss scale;
- *   5. training step: appends the backward graph (ad_gradients);
+ *   5. training step: gives every Dropout the dropout_seed input, then
+ *      appends the backward graph (ad_gradients); evaluation step: Dropout
+ *      becomes the identity (the importer's placeholder seeds die);
  *   6. sets the step's inputs and outputs in the documented order.
  *
  * Losses, all means over the batch as PyTorch's defaults:
@@ -258,6 +260,40 @@ static bool find_params(struct tb *b, const struct train_options *o, struct trai
 	return b->ctx->nerrors == errors;
 }
 
+/*
+ * The importer's dropout nodes (training-mode Dropout) read placeholder
+ * seeds: the training step gives them all its dropout_seed input (each
+ * node's salt keeps its mask apart); the evaluation step drops them.
+ */
+static void wire_dropout(struct tb *b, const struct train_options *o, struct train_step *s)
+{
+	struct ir_module *m = b->m;
+	struct ir_type st = { .dtype = IR_I64 };
+	for (struct ir_node *n = m->first, *next; n; n = next) {
+		next = n->next;
+		if (n->op != IR_OP_DROPOUT)
+			continue;
+		s->ndropout++;
+		if (o->eval) {
+			struct ir_value *y = n->out[0], *x = n->in[0];
+			if (ir_is_output(m, y)) { /* a graph output keeps its name */
+				const char *name = y->name;
+				struct ir_node *c;
+				ir_rename_value(m, y, ir_unique_name(m, "dropout.removed"));
+				c = ir_add_node(m, IR_OP_COPY, n->name, &x, 1, &name, 1);
+				ir_move_before(m, c, n);
+				x = infer(b, c->out[0]);
+			}
+			ir_replace_uses(m, y, x);
+			ir_remove_node(m, n);
+			continue;
+		}
+		if (!s->seed)
+			s->seed = ir_add_input(m, ir_unique_name(m, "dropout_seed"), &st);
+		ir_set_input(m, n, 1, s->seed);
+	}
+}
+
 bool train_build(struct ir_module *m, const struct train_options *o, struct train_step *s)
 {
 	struct tb b = { m, m->ctx, { 0 } };
@@ -272,6 +308,8 @@ bool train_build(struct ir_module *m, const struct train_options *o, struct trai
 	find_state(&b, o, s);
 	if (!find_params(&b, o, s))
 		return false;
+	if (o->eval)
+		wire_dropout(&b, o, s);
 	if (!o->eval && s->nstate) {
 		struct ir_value **running =
 		        ir_arena_alloc(&m->arena, sizeof *running * (size_t)s->nstate);
@@ -314,6 +352,7 @@ bool train_build(struct ir_module *m, const struct train_options *o, struct trai
 		struct ir_value **grads =
 		        ir_arena_alloc(&m->arena, sizeof *grads * (size_t)s->nparams);
 		s->loss_scale = ir_add_input(m, ir_unique_name(m, "loss_scale"), &one);
+		wire_dropout(&b, o, s); /* after loss_scale: the seed is the last input */
 		for (int i = 0; i < s->nparams; i++)
 			wrt[i] = s->params[i].input;
 		if (!ad_gradients(m, s->loss, s->loss_scale, wrt, s->nparams, grads))

@@ -11,15 +11,18 @@
  *                           (cross-entropy or MSE), batch first
  *            loss_scale     f32[1] (training step only): the gradients come
  *                           multiplied by it (dynamic loss scaling)
+ *            dropout_seed   i64 scalar (training step of a model with
+ *                           training-mode Dropout only): draws the masks
  *   outputs  loss           f32[1]: the mean loss over the batch
  *            grads...       d(loss_scale * loss) / d param, one per param,
  *                           f32, the param's shape (training step only)
  *            new state...   the updated running statistics (training only)
  *            outputs...     the model's outputs (evaluation step only)
  *
- * The training step runs BatchNormalization with batch statistics (as
- * PyTorch's train()); the evaluation step runs the model as exported
- * (running statistics) and computes the same loss.
+ * The training step runs BatchNormalization with batch statistics and
+ * Dropout with masks drawn from dropout_seed (as PyTorch's train()); the
+ * evaluation step runs the model as exported (running statistics, Dropout
+ * the identity) and computes the same loss.
  */
 #ifndef ONNXC_PASSES_TRAIN_H
 #define ONNXC_PASSES_TRAIN_H
@@ -58,6 +61,8 @@ struct train_step {
 	struct ir_value **data; /* the data inputs, label last */
 	int ndata;
 	struct ir_value *loss_scale; /* NULL for the evaluation step */
+	struct ir_value *seed;       /* dropout_seed, or NULL: no Dropout in training */
+	int ndropout;                /* the model's training-mode Dropouts */
 	struct ir_value *loss;
 	int nmodel_outputs; /* evaluation step: the model's outputs after the loss */
 };

@@ -6,7 +6,8 @@
  * API of docs/api.md) whose inputs and outputs follow one contract:
  *
  *   inputs:  params[P] (f32), state[S] (f32), data[D] (graph dtypes, the
- *            batch on the first axis), loss_scale (f32, 1 element)
+ *            batch on the first axis), loss_scale (f32, 1 element), and
+ *            with training-mode Dropout the dropout seed (int64 scalar)
  *   outputs: loss (f32, 1 element), grad(params)[P] * loss_scale (f32, the
  *            params' shapes), new state[S]
  *
@@ -73,7 +74,7 @@ struct rt_train_config {
 	double growth;           /* the scale's factor after growth_interval good steps (2) */
 	double backoff;          /* the scale's factor on a non-finite gradient (0.5) */
 	int64_t growth_interval; /* good steps before growing (2000) */
-	uint64_t seed;           /* the shuffling RNG's seed */
+	uint64_t seed;           /* the seed of the data order and the dropout masks */
 	int shuffle;             /* 1: each epoch in an order shuffled by the seed; 0: the
 	                            files' order (data already shuffled, or comparing runs) */
 };
@@ -129,7 +130,10 @@ struct rt_train_model {
 	int num_data;
 	const struct rt_train_tensor *data; /* per-sample shapes */
 	int64_t batch;                      /* the compiled batch size */
-	int num_eval_outputs;               /* the eval model's outputs after the loss */
+	int dropout;          /* 1: the step takes the dropout seed after loss_scale, drawn
+	                by the trainer for each step from the seed and the step
+	                count (docs/training.md#dropout) */
+	int num_eval_outputs; /* the eval model's outputs after the loss */
 	const struct rt_train_tensor *eval_outputs;
 	/* the ONNX model with the params' and state's initializers removed (NULL,
 	 * 0: no export) */

@@ -20,7 +20,9 @@
  *
  * Data order: the RNG state at the start of an epoch is what checkpoints
  * keep; the epoch's permutation is drawn from it again on resume, so a
- * resumed run sees exactly the batches an uninterrupted one would.
+ * resumed run sees exactly the batches an uninterrupted one would. The
+ * dropout masks depend only on the seed and the step count, which
+ * checkpoints also keep.
  */
 #include "onnxc_rt.h"
 #include "rt_train_internal.h"
@@ -47,6 +49,7 @@ struct rt_trainer {
 	int perm_valid;
 	uint64_t rng_after[4]; /* the RNG after drawing the current epoch's order */
 	float loss, scale;
+	int64_t dropout_seed;         /* the step's dropout seed input (model->dropout) */
 	struct rt_train_ckpt_meta st; /* counters, RNG at the epoch's start, scale */
 	char err[1024];
 };
@@ -231,7 +234,7 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 	int np = m->num_params, ns = m->num_state, nd = m->num_data;
 	if (!(t->params = alloc_f32s(np, m->params)) || !(t->grads = alloc_f32s(np, m->params)) ||
 	    !(t->state = alloc_f32s(ns, m->state)) || !(t->new_state = alloc_f32s(ns, m->state)) ||
-	    !(t->inputs = calloc((size_t)(np + ns + nd + 1), sizeof *t->inputs)) ||
+	    !(t->inputs = calloc((size_t)(np + ns + nd + 2), sizeof *t->inputs)) ||
 	    !(t->outputs = calloc((size_t)(1 + np + ns), sizeof *t->outputs)) ||
 	    !(t->batch = calloc((size_t)nd + 1, sizeof *t->batch)))
 		return rt_train_fail(t, RT_TRAIN_ERR_NO_MEMORY, "out of memory (weights)");
@@ -249,6 +252,8 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 		t->outputs[1 + np + i] = t->new_state[i];
 	}
 	t->inputs[np + ns + nd] = &t->scale;
+	if (m->dropout)
+		t->inputs[np + ns + nd + 1] = &t->dropout_seed;
 	t->outputs[0] = &t->loss;
 	if ((rc = ensure_moments(t, cfg->optimizer)))
 		return rc;
@@ -492,6 +497,7 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 		t->inputs[np + ns + i] = batch[i];
 	}
 	t->scale = (float)scale;
+	t->dropout_seed = (int64_t)rt_train_dropout_seed(t->cfg.seed, t->st.step);
 	t->loss = NAN;
 	int rc = m->step_run(t->step, t->inputs, t->outputs);
 	if (rc)

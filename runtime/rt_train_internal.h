@@ -37,6 +37,10 @@ void rt_train_rng_seed(uint64_t s[4], uint64_t seed);
 uint64_t rt_train_rng_next(uint64_t s[4]);
 /* Uniform in [0, n) without modulo bias. */
 uint64_t rt_train_rng_below(uint64_t s[4], uint64_t n);
+/* The dropout seed of the step that follows `steps` steps: SplitMix64's
+ * output `steps` of a stream keyed by the seed (apart from the data
+ * order's), so it depends on nothing else and resumes exactly. */
+uint64_t rt_train_dropout_seed(uint64_t seed, uint64_t steps);
 /* Fisher-Yates: perm = a shuffled 0..n-1. */
 void rt_train_shuffle(uint64_t s[4], int64_t *perm, int64_t n);
 

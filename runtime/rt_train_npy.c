@@ -36,6 +36,13 @@ void rt_train_rng_seed(uint64_t s[4], uint64_t seed)
 		s[i] = splitmix64(&seed);
 }
 
+uint64_t rt_train_dropout_seed(uint64_t seed, uint64_t steps)
+{
+	uint64_t key = seed ^ 0x6f6e6e7864726f70ull; /* "onnxdrop": not the data order's stream */
+	uint64_t x = splitmix64(&key) + steps * 0x9e3779b97f4a7c15ull;
+	return splitmix64(&x);
+}
+
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t rt_train_rng_next(uint64_t s[4])

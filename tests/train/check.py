@@ -58,25 +58,33 @@ def check_trained(args, work, ref, trained):
         print("held-out accuracy: onnxc-trained %.4f, PyTorch-trained %.4f (%d samples)%s"
               % (acc, ref["accuracy"], len(le), "" if ok else "  FAIL"))
         status |= not ok
-    # ONNX Runtime on the exported model, one batch, against PyTorch with
-    # the same weights (train() mode: the export is training-mode)
+    # onnxc and ONNX Runtime on the exported model, one batch, against
+    # PyTorch with the same weights in eval() mode: the export is for
+    # inference (BatchNormalization on the trained running statistics, no
+    # Dropout), so onnxc compiles it as it is
+    xb = x[:ref["batch"]]
+    xfile = os.path.join(work, "export_x.npy")
+    np.save(xfile, xb)
+    model.eval()
+    with torch.no_grad():
+        y = model(torch.from_numpy(xb)).numpy()
+
+    def compare(who, cmd, out):
+        subprocess.run(cmd + [trained, "--input", "x=" + xfile, "--output-dir",
+                              os.path.dirname(out)], check=True, stdout=subprocess.DEVNULL)
+        err = float(np.abs(np.load(out) - y).max() / (np.abs(y).max() + 1e-30))
+        print("%s on the exported model vs PyTorch eval() with its weights: max relative "
+              "error %.2e%s" % (who, err, "" if err <= 1e-4 else "  FAIL"))
+        return err > 1e-4
+
+    status |= compare("onnxc run", [args.onnxc, "run", "--repeat", "1", "--cache-dir",
+                                    os.path.join(work, "cache")],
+                      os.path.join(work, "run", "y.npy"))
     ort_run = os.path.join(HERE, "..", "..", "scripts", "ort_run.js")
     node = shutil.which("node")
     if node and subprocess.run([node, ort_run, "--check"], capture_output=True).returncode == 0:
-        xb = x[:ref["batch"]]
-        np.save(os.path.join(work, "ort_x.npy"), xb)
-        subprocess.run([node, ort_run, trained, "--input", "x=" + os.path.join(work, "ort_x.npy"),
-                        "--output-dir", os.path.join(work, "ort")], check=True,
-                       stdout=subprocess.DEVNULL)
-        y_ort = np.load(os.path.join(work, "ort", "output_0.npy"))
-        model.train()
-        with torch.no_grad():
-            y = model(torch.from_numpy(xb)).numpy()
-        err = float(np.abs(y_ort - y).max() / (np.abs(y).max() + 1e-30))
-        ok = err <= 1e-4
-        print("ONNX Runtime on the exported model vs PyTorch with its weights: max relative "
-              "error %.2e%s" % (err, "" if ok else "  FAIL"))
-        status |= not ok
+        status |= compare("ONNX Runtime", [node, ort_run],
+                          os.path.join(work, "ort", "output_0.npy"))
     else:
         print("ONNX Runtime not installed (scripts/ort_run.js --check): export not run")
     return status
@@ -93,6 +101,9 @@ def main():
                          "(the cost model keeps these small models in FP32)")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--rtol", type=float, default=0)
+    ap.add_argument("--resume-at", type=int, default=0,
+                    help="also stop a run after this many steps, resume it from its "
+                         "checkpoint and demand the uninterrupted run's losses exactly")
     ap.add_argument("--keep")
     args = ap.parse_args()
     rtol = args.rtol or (1e-4 if args.precision == "fp32" else 2e-2)
@@ -142,6 +153,22 @@ def main():
         if worst > rtol:
             print("FAIL: the loss curve leaves PyTorch's")
             return 1
+        if args.resume_at:
+            part = os.path.join(work, "part.csv")
+            ck = os.path.join(work, "ck")
+            run = [os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+                   "--shuffle", "off", "--log", part, "--checkpoint", ck]
+            subprocess.run(run + ["--steps", str(args.resume_at), "--checkpoint-every",
+                                  str(args.resume_at)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(run + ["--steps", str(args.steps), "--resume"], check=True,
+                           stdout=subprocess.DEVNULL)
+            resumed = [r["loss"] for r in csv.DictReader(open(part))]
+            same = resumed == [r["loss"] for r in rows]
+            print("stopped after %d steps and resumed: %s" % (
+                args.resume_at, "the same %d losses" % len(resumed) if same
+                else "losses differ  FAIL"))
+            if not same:
+                return 1
         return check_trained(args, work, ref, trained)
     finally:
         if not args.keep:

@@ -11,8 +11,12 @@ tests/train/check.py to compare onnxc's training program with.
 
 Models: an MLP, a small CNN (Conv, BatchNorm, ReLU, MaxPool, AvgPool,
 Gemm) and a tiny GPT-style decoder (embeddings, LayerNorm, causal
-attention, GELU), each with cross-entropy; plus mse (the MLP on a
-regression target).
+attention, GELU), each with cross-entropy; mse (the MLP on a regression
+target); drop (the MLP with two training-mode Dropouts). PyTorch cannot draw
+onnxc's masks, so the reference run of drop multiplies by the masks
+dropout_masks() computes from docs/ir.md#dropout and docs/training.md#dropout
+(written here from the documents, not from onnxc's code); PyTorch's own
+Dropout is what the export records.
 """
 import argparse
 import json
@@ -40,6 +44,74 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc3(torch.tanh(self.fc2(F.relu(self.fc1(x)))))
+
+
+class MLPDrop(nn.Module):
+    """The MLP with Dropout after each hidden activation. With masks set
+    (one array per Dropout, in graph order), multiplies by them instead of
+    drawing its own."""
+    RATIOS = (0.2, 0.5)
+
+    def __init__(self, nin=16, hidden=32, nout=8):
+        super().__init__()
+        self.fc1 = nn.Linear(nin, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, nout)
+        self.masks = None
+
+    def drop(self, x, i):
+        if self.masks is not None and self.training:
+            return x * torch.from_numpy(self.masks[i])
+        return F.dropout(x, self.RATIOS[i], self.training)
+
+    def forward(self, x):
+        x = self.drop(F.relu(self.fc1(x)), 0)
+        return self.fc3(self.drop(torch.tanh(self.fc2(x)), 1))
+
+
+M64 = (1 << 64) - 1
+GOLDEN = 0x9e3779b97f4a7c15
+
+
+def mix64(z):
+    """SplitMix64's finalizer on a Python int or a numpy uint64 array."""
+    if isinstance(z, int):
+        z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+        z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+        return z ^ (z >> 31)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        return z ^ (z >> np.uint64(31))
+
+
+def dropout_keep(seed, salt, ratio, shape):
+    """docs/ir.md#dropout: which elements a dropout node with this salt keeps
+    when run with this seed."""
+    key = mix64((seed + (salt + 1) * GOLDEN) & M64)
+    n = int(np.prod(shape))
+    with np.errstate(over="ignore"):
+        idx = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN) + np.uint64(key)
+    thr = int(float(np.float32(ratio)) * 2.0**24 + 0.5)
+    return ((mix64(idx) >> np.uint64(40)) >= np.uint64(thr)).reshape(shape)
+
+
+def dropout_scale(ratio):
+    r = float(np.float32(ratio))
+    return np.float32(1.0 / (1.0 - r)) if r < 1 else np.float32(0)
+
+
+def step_seed(seed, steps):
+    """docs/training.md#dropout: the dropout seed of the step after `steps`."""
+    k = (seed ^ 0x6f6e6e7864726f70) & M64
+    key = mix64((k + GOLDEN) & M64)
+    return mix64((key + (steps + 1) * GOLDEN) & M64)
+
+
+def dropout_masks(seed, steps, shapes, ratios):
+    s = step_seed(seed, steps)
+    return [np.where(dropout_keep(s, i, r, sh), dropout_scale(r), np.float32(0))
+            for i, (sh, r) in enumerate(zip(shapes, ratios))]
 
 
 class CNN(nn.Module):
@@ -99,8 +171,8 @@ class GPT(nn.Module):
 def make(name, batch, steps, rng):
     """The model, its example input and the data set (x, label)."""
     n = batch * steps
-    if name in ("mlp", "mse"):
-        model = MLP()
+    if name in ("mlp", "mse", "drop"):
+        model = MLPDrop() if name == "drop" else MLP()
         x = rng.standard_normal((n, 16)).astype(np.float32)
         if name == "mse":
             w = rng.standard_normal((16, 8)).astype(np.float32)
@@ -124,14 +196,14 @@ def make(name, batch, steps, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt"])
+    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop"])
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
     args = ap.parse_args()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4}[args.model]
+    batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16}[args.model]
     model, x, label = make(args.model, batch, args.steps, rng)
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
     # exported in training mode (BatchNormalization stays a node with its
@@ -153,7 +225,7 @@ def main():
         opt = torch.optim.SGD(model.parameters(), **hyper)
     # a held-out set from the same distribution (classification only): the
     # accuracy PyTorch's trained model reaches on it
-    if args.model in ("mlp", "cnn"):
+    if args.model in ("mlp", "cnn", "drop"):
         _, xe, le = make(args.model, batch, 256 // batch, np.random.default_rng(1))
         np.save(os.path.join(args.out, "eval_x.npy"), xe)
         np.save(os.path.join(args.out, "eval_label.npy"), le)
@@ -161,6 +233,8 @@ def main():
     for step in range(args.steps):
         xb = torch.from_numpy(x[step * batch:(step + 1) * batch])
         lb = torch.from_numpy(label[step * batch:(step + 1) * batch])
+        if args.model == "drop":  # the train program's seed is 0
+            model.masks = dropout_masks(0, step, [(batch, 32)] * 2, MLPDrop.RATIOS)
         y = model(xb)
         if args.model == "mse":
             loss = F.mse_loss(y, lb)
@@ -176,7 +250,7 @@ def main():
     frozen = [n for n, v in model.state_dict().items()
               if n not in params and v.is_floating_point() and "running_" not in n]
     accuracy = None
-    if args.model in ("mlp", "cnn"):
+    if args.model in ("mlp", "cnn", "drop"):
         model.eval()
         with torch.no_grad():
             pred = model(torch.from_numpy(xe)).argmax(-1).numpy()

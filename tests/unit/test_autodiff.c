@@ -367,6 +367,11 @@ static void test_prelu_where_mask(void)
 	     "const %mask : f64[2,3] = [2, 0, 2, 2, 0, 0]\n"
 	     "%y : f64[2,3] = mul(%x, %mask) @drop\n"
 	     "output %y\n");
+	/* the dropout op: the same mask drawn again for the gradient */
+	CASE("input %x : f64[4,8]\n"
+	     "const %dseed : i64[] = [7]\n"
+	     "%y : f64[4,8] = dropout(%x, %dseed) {ratio=0.375, salt=2} @drop\n"
+	     "output %y\n");
 }
 
 /* a value with several uses sums its gradients; an input the loss does not

@@ -374,6 +374,39 @@ static void test_fold(void)
 		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
 		CHECK(((int32_t *)r->data)[0] == 5 && ((int32_t *)r->data)[1] == 3);
 	}
+	/*
+	 * dropout draws docs/ir.md#dropout's stream: which of 64 elements seed
+	 * 12345 and salt 3 keep at ratio 0.25, bit i for element i, as
+	 * tests/train/models.py computes it from the document; kept elements
+	 * are scaled by 4/3, and an infinite one dropped is NaN (inf * 0)
+	 */
+	{
+		const uint64_t kept = 0xd999b1b7d7dfee5full;
+		float x[64];
+		int64_t seed = 12345;
+		int wrong = 0, inf_at = 0;
+		while (kept >> inf_at & 1)
+			inf_at++;
+		for (int i = 0; i < 64; i++)
+			x[i] = i == inf_at ? INFINITY : 1.5f;
+		struct ir_type tx = ty(IR_F32, 2, (int64_t[]){ 8, 8 }), ts = ty(IR_I64, 0, NULL);
+		struct ir_value *in[2] = { ir_add_const(m, "dx", &tx, x),
+			                   ir_add_const(m, "dseed", &ts, &seed) };
+		struct ir_node *n = fold_node(&fc, IR_OP_DROPOUT, in, 2, 1);
+		struct ir_value *r = n->out[0];
+		ir_set_f(m, n, "ratio", 0.25f);
+		ir_set_i(m, n, "salt", 3);
+		CHECK(ir_infer_node(m, n, err, sizeof err));
+		CHECK_EQ(ir_fold_node(m, n, 1 << 20, err, sizeof err), 1);
+		for (int i = 0; i < 64; i++) {
+			float y = ((float *)r->data)[i];
+			float want = (kept >> i & 1) ? 1.5f * (4.0f / 3.0f) : x[i] * 0.0f;
+			wrong += !(y == want || (isnan(y) && isnan(want)));
+		}
+		CHECK_EQ(wrong, 0);
+		CHECK(ir_dropout_threshold(0) == 0 && ir_dropout_threshold(1) == 1u << 24);
+		CHECK(ir_dropout_scale(1) == 0 && ir_dropout_scale(0) == 1);
+	}
 	/* a result over the size limit is left as a node */
 	{
 		float one = 1;

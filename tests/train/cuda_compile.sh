@@ -1,0 +1,31 @@
+#!/bin/sh
+# cuda_compile.sh ONNXC PYTHON - a training step for the CUDA target without
+# a GPU: tests/train/models.py's drop model (two training-mode Dropouts)
+# trains through `onnxc train --target cuda` for sm_90a in mixed precision
+# (the greedy policy: half dropout kernels); the step's and the eval model's
+# PTX assemble with ptxas (when the toolkit's ptxas is there) and the
+# program, linked, says there is no device (exit 1) when there is none.
+set -u
+onnxc=$1 py=$2
+w=$(mktemp -d "${TMPDIR:-/tmp}/onnxc_train_cuda_XXXXXX") || exit 1
+trap 'rm -rf "$w"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$py" "$(dirname "$0")/models.py" "$w" drop sgd --steps 2 2>/dev/null || exit 77
+"$onnxc" train "$w/model.onnx" -o "$w/out" --name net -q --target cuda --arch sm_90a \
+	--precision mixed --amp-policy greedy || fail "onnxc train --target cuda"
+grep -q "dropout_seed" "$w/out/net_step.h" || fail "the step takes no dropout seed"
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+	for m in step eval; do
+		"$ptxas" -arch=sm_90a "$w/out/net_${m}_kernels.ptx" -o "$w/$m.cubin" ||
+			fail "ptxas rejects the $m model's PTX"
+	done
+fi
+"$w/out/train" --data "$w/data" --steps 1 > "$w/log" 2>&1
+st=$?
+if [ "$st" = 0 ]; then
+	echo "ran on a GPU"
+else
+	[ "$st" = 1 ] && grep -q "no CUDA device" "$w/log" || { cat "$w/log"; fail "exit $st"; }
+fi
+echo "ok: the dropout training step compiles for sm_90a"
