@@ -689,12 +689,121 @@ static int conv_group(struct rt_ctx *ctx, const struct conv *cv, int64_t img, in
 	               cv->y + yoff);
 }
 
+/*
+ * Few output positions under a big kernel - a filter gradient is such a
+ * convolution: the input by the output's gradient, a 16x16 "kernel" over
+ * 64 channels for 3x3 outputs. The usual orientation would pack panels of
+ * 32 positions holding 9, each row one tap of one channel (tens of
+ * thousands of rows), so the time goes into working out each tap's loads.
+ * Turned around, every output is a long dot product of two contiguous rows,
+ *
+ *   Y[i, q] = W[i, 0 .. c/g * k) . col^T[q, 0 .. c/g * k)
+ *
+ * with col^T built in the workspace a row per output position (the window
+ * under it: runs along the last dimension, copied). A GEMM would pack one
+ * operand through a stride of c/g * k floats; the dot products read both
+ * rows in order, sixteen independent sums wide (so they vectorize and the
+ * order of additions is fixed), an output channel per task.
+ */
+#define FEW_OUTPUTS 32
+
+static int few_outputs(const struct geom *g)
+{
+	return !pointwise(g) && g->out_sp <= FEW_OUTPUTS && g->k_sp > g->out_sp;
+}
+
+struct colt {
+	const struct geom *g;
+	const float *x; /* the image's group */
+	float *dst;     /* [out_sp, cg * k_sp] */
+};
+
+static void colt_row(const struct colt *j, int64_t q)
+{
+	const struct geom *g = j->g;
+	int64_t o0 = q / (g->out[1] * g->out[2]), o1 = q / g->out[2] % g->out[1],
+	        o2 = q % g->out[2];
+	int64_t off2 = o2 * g->st[2] - g->pb[2], lo, hi;
+	float *dst = j->dst + q * g->cg * g->k_sp;
+	span(g->k[2], g->in[2], g->dil[2], off2, &lo, &hi);
+	for (int64_t c = 0; c < g->cg; c++)
+		for (int64_t t0 = 0; t0 < g->k[0]; t0++) {
+			int64_t i0 = o0 * g->st[0] - g->pb[0] + t0 * g->dil[0];
+			for (int64_t t1 = 0; t1 < g->k[1]; t1++, dst += g->k[2]) {
+				int64_t i1 = o1 * g->st[1] - g->pb[1] + t1 * g->dil[1];
+				if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1]) {
+					memset(dst, 0, (size_t)g->k[2] * sizeof *dst);
+					continue;
+				}
+				gather_row(dst,
+				           j->x + c * g->in_sp + (i0 * g->in[1] + i1) * g->in[2] +
+				                   off2 + lo * g->dil[2],
+				           lo, hi, g->k[2], g->dil[2]);
+			}
+		}
+}
+
+static void colt_range(void *arg, int64_t b, int64_t e)
+{
+	for (int64_t q = b; q < e; q++)
+		colt_row(arg, q);
+}
+
+static float dot(const float *restrict a, const float *restrict b, int64_t n)
+{
+	float acc[16] = { 0 }, s = 0;
+	int64_t p = 0;
+	for (; p + 16 <= n; p += 16)
+		for (int l = 0; l < 16; l++)
+			acc[l] += a[p + l] * b[p + l];
+	for (int l = 0; p + l < n; l++)
+		acc[l] += a[p + l] * b[p + l];
+	for (int l = 0; l < 16; l++)
+		s += acc[l];
+	return s;
+}
+
+struct few {
+	const struct conv *cv;
+	int64_t img, gi;
+};
+
+/* Output channels [b, e) of the group: dot products, bias, epilogue. */
+static void few_range(void *arg, int64_t b, int64_t e)
+{
+	const struct few *f = arg;
+	const struct conv *cv = f->cv;
+	const struct geom *g = &cv->g;
+	int64_t k = g->cg * g->k_sp;
+	for (int64_t i = b; i < e; i++) {
+		int64_t ch = f->gi * g->mg + i;
+		const float *w = cv->w + ch * k;
+		float *y = cv->y + (f->img * cv->d->m + ch) * g->out_sp;
+		float bias = cv->bias ? cv->bias[ch] : 0;
+		for (int64_t q = 0; q < g->out_sp; q++)
+			y[q] = dot(w, cv->ws + q * k, k) + bias;
+		rt_epilogue_f32(&cv->d->ep, y, cv->res ? cv->res + (y - cv->y) : NULL, g->out_sp);
+	}
+}
+
+/* Image img's group gi, turned around (above). */
+static int conv_group_few(struct rt_ctx *ctx, const struct conv *cv, int64_t img, int64_t gi)
+{
+	const struct geom *g = &cv->g;
+	struct colt j = { g, cv->x + (img * cv->d->c + gi * g->cg) * g->in_sp, cv->ws };
+	struct few f = { cv, img, gi };
+	int64_t per = g->cg * g->k_sp * g->out_sp + 1;
+	rt_parallel(ctx, g->out_sp, 1, colt_range, &j);
+	rt_parallel(ctx, g->mg, (32768 + per - 1) / per, few_range, &f);
+	return RT_OK;
+}
+
 size_t rt_conv_workspace(const struct rt_conv_desc *d)
 {
 	struct geom g;
 	if (!geom_init(d, &g) || pointwise(&g) || channelwise(d))
 		return 0;
-	return (size_t)(g.cg * g.k_sp * g.out_sp) * sizeof(float);
+	return (size_t)(g.cg * g.k_sp * g.out_sp) * sizeof(float); /* col, or col^T */
 }
 
 int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, const void *w,
@@ -714,7 +823,9 @@ int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, con
 		rt_parallel(ctx, d->n * d->m, (32768 + work - 1) / work, dw_range, &cv);
 		return RT_OK;
 	}
-	if ((isa = rt_sgemm_isa()) != RT_SGEMM_BLAS) {
+	if ((isa = rt_sgemm_isa()) != RT_SGEMM_BLAS && few_outputs(&cv.g))
+		return each_group(ctx, &cv, conv_group_few);
+	if (isa != RT_SGEMM_BLAS) {
 		struct conv_sg cs = { &cv, isa };
 		rt_sgemm_batch(ctx, d->n * d->group, conv_item, &cs);
 		return RT_OK;

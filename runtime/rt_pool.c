@@ -28,7 +28,8 @@
  * scalar taps per output, and no per-output window arithmetic in the
  * interior. Max pooling with indices, or a window too wide for the buffer,
  * takes the direct path instead: every output visits its taps in order,
- * tracking the position of the maximum.
+ * tracking the position of the maximum (for max, the outputs whose window
+ * lies inside the input RUN at a time, tap by tap across them).
  *
  * Max propagates NaN (any NaN in a window gives NaN and, with indices, the
  * position of the first NaN), the same in both paths and in the global
@@ -127,9 +128,11 @@ static void row_of(const struct pool_job *jb, int64_t u, struct row *r)
 static int64_t index_of(const struct pool_job *jb, int64_t c, int64_t at)
 {
 	const struct geom *g = &jb->g;
-	int64_t i2 = at % g->in[2], i1 = at / g->in[2] % g->in[1], i0 = at / (g->in[1] * g->in[2]);
-	if (jb->storage_order)
+	if (jb->storage_order) { /* column-major: the only case that needs divisions */
+		int64_t i2 = at % g->in[2], i1 = at / g->in[2] % g->in[1],
+		        i0 = at / (g->in[1] * g->in[2]);
 		at = i0 + g->in[0] * (i1 + g->in[1] * i2);
+	}
 	return c * g->nin + at;
 }
 
@@ -150,6 +153,12 @@ static void interior(const struct pool_job *jb, int64_t q0, int64_t q1, int64_t 
 }
 
 #define MAX_OP(a, b) ((((b) > (a)) | ((b) != (b))) ? (b) : (a))
+
+/* Max pooling with indices computes the outputs whose windows lie inside
+ * the input RUN at a time, each tap for all of them, so the compare chains
+ * of the outputs run side by side (and vectorize) instead of one after the
+ * other; the taps are visited in the same order, so the same index wins. */
+#define RUN 64
 
 /*
  * Per dtype T (LOWEST: the max of an empty window):
@@ -279,17 +288,63 @@ static void interior(const struct pool_job *jb, int64_t q0, int64_t q1, int64_t 
 				y[o2] = S##_edge(jb, tmp, lo, o2, rw.cnt01);                       \
 		}                                                                                  \
 	}                                                                                          \
+	static void S##_max_run(const struct pool_job *jb, const struct row *rw, const T *x,       \
+	                        int64_t q, int64_t n, T *y, int64_t *idx)                          \
+	{                                                                                          \
+		const struct geom *g = &jb->g;                                                     \
+		int64_t s = g->st[2];                                                              \
+		int32_t at[RUN], o32[RUN];                                                         \
+		T best[RUN], v[RUN];                                                               \
+		for (int64_t l = 0; l < RUN; l++) /* lanes past n compute unused results */        \
+			v[l] = best[l] = LOWEST, at[l] = -1, o32[l] = (int32_t)(l * s);            \
+		for (int64_t j0 = rw->t0.j0; j0 < rw->t0.j1; j0++)                                 \
+			for (int64_t j1 = rw->t1.j0; j1 < rw->t1.j1; j1++)                         \
+				for (int64_t j2 = 0; j2 < g->k[2]; j2++) {                         \
+					int32_t off =                                              \
+					        (int32_t)(((rw->t0.start + j0 * g->dil[0]) *       \
+					                           g->in[1] +                      \
+					                   rw->t1.start + j1 * g->dil[1]) *        \
+					                          g->in[2] +                       \
+					                  q * s - g->pb[2] + j2 * g->dil[2]);      \
+					for (int64_t l = 0; l < n; l++)                            \
+						v[l] = x[off + l * s];                             \
+					for (int64_t l = 0; l < RUN; l++) {                        \
+						bool take =                                        \
+						        (at[l] < 0) | (v[l] > best[l]) |           \
+						        ((v[l] != v[l]) & (best[l] == best[l]));   \
+						best[l] = take ? v[l] : best[l];                   \
+						at[l] = take ? off + o32[l] : at[l];               \
+					}                                                          \
+				}                                                                  \
+		for (int64_t l = 0; l < n; l++)                                                    \
+			y[l] = best[l];                                                            \
+		if (idx)                                                                           \
+			for (int64_t l = 0; l < n; l++)                                            \
+				idx[l] = at[l] < 0 ? 0 : index_of(jb, rw->c, at[l]);               \
+	}                                                                                          \
 	static void S##_direct(const struct pool_job *jb, int64_t u)                               \
 	{                                                                                          \
 		const struct geom *g = &jb->g;                                                     \
 		struct row rw;                                                                     \
 		struct taps t2;                                                                    \
 		T *y = (T *)jb->y + u * g->out[2];                                                 \
+		int64_t *idx = jb->idx ? jb->idx + u * g->out[2] : NULL, ia = 0, ib = 0;           \
 		const T *x;                                                                        \
 		row_of(jb, u, &rw);                                                                \
 		x = (const T *)jb->x + rw.c * g->nin;                                              \
+		if (jb->mode == M_MAX && rw.t0.j1 > rw.t0.j0 && rw.t1.j1 > rw.t1.j0 &&             \
+		    g->nin + RUN * g->st[2] <= INT32_MAX) { /* offsets fit max_run's int32 */      \
+			interior(jb, 0, g->out[2], &ia, &ib);                                      \
+			for (int64_t q = ia; q < ib; q += RUN)                                     \
+				S##_max_run(jb, &rw, x, q, ib - q < RUN ? ib - q : RUN, y + q,     \
+				            idx ? idx + q : NULL);                                 \
+		}                                                                                  \
 		for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                       \
 			T best = LOWEST, sum = 0;                                                  \
+			if (o2 == ia && ib > ia) {                                                 \
+				o2 = ib - 1; /* done by S##_max_run */                             \
+				continue;                                                          \
+			}                                                                          \
 			int64_t at = -1;                                                           \
 			valid_taps(g, 2, o2, &t2);                                                 \
 			for (int64_t j0 = rw.t0.j0; j0 < rw.t0.j1; j0++)                           \

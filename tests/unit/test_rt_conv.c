@@ -247,6 +247,12 @@ static const struct conv_case conv_only[] = {
 	{ 0, 3, 1, 4, 3, 1, { 2, 3, 4 }, ONES, ONES, ONES, ZEROS, ZEROS },
 	/* depthwise, multiplier 1 and 2 */
 	{ 0, 2, 2, 6, 6, 6, { 9, 10 }, { 3, 3 }, ONES, ONES, { 1, 1 }, { 1, 1 } },
+	/* few outputs under a big kernel (a filter gradient's shape): turned
+	 * around into dot products; padded, strided, dilated, grouped */
+	{ 0, 2, 3, 16, 8, 1, { 12, 10 }, { 11, 8 }, ONES, ONES, { 1, 0 }, { 1, 2 } },
+	{ 0, 2, 2, 8, 6, 2, { 13, 11 }, { 5, 4 }, { 2, 3 }, { 2, 1 }, { 1, 1 }, { 0, 2 } },
+	{ 0, 1, 2, 5, 4, 1, { 40 }, { 33 }, ONES, ONES, { 2 }, { 1 } },
+	{ 0, 3, 1, 3, 2, 1, { 6, 5, 7 }, { 5, 4, 6 }, ONES, ONES, ZEROS, ZEROS },
 	{ 0, 2, 1, 6, 6, 6, { 9, 10 }, { 3, 3 }, { 2, 2 }, ONES, { 1, 1 }, { 0, 1 } },
 	{ 0, 2, 1, 4, 8, 4, { 7, 7 }, { 5, 3 }, { 1, 2 }, { 2, 1 }, { 2, 0 }, { 1, 2 } },
 	{ 0, 1, 2, 3, 3, 3, { 12 }, { 5 }, ONES, { 3 }, { 4 }, { 4 } },
