@@ -12,7 +12,8 @@ tests/train/check.py to compare onnxc's training program with.
 Models: an MLP, a small CNN (Conv, BatchNorm, ReLU, MaxPool, AvgPool,
 Gemm) and a tiny GPT-style decoder (embeddings, LayerNorm, causal
 attention, GELU), each with cross-entropy; mse (the MLP on a regression
-target); drop (the MLP with two training-mode Dropouts). PyTorch cannot draw
+target); drop (the MLP with two training-mode Dropouts); up (nearest and
+bilinear upsampling: Resize, with a skip connection). PyTorch cannot draw
 onnxc's masks, so the reference run of drop multiplies by the masks
 dropout_masks() computes from docs/ir.md#dropout and docs/training.md#dropout
 (written here from the documents, not from onnxc's code); PyTorch's own
@@ -44,6 +45,25 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc3(torch.tanh(self.fc2(F.relu(self.fc1(x)))))
+
+
+class UpNet(nn.Module):
+    """An encoder-decoder step: max pooling down, nearest and bilinear
+    upsampling back (Resize in the export), a skip connection."""
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, classes)
+
+    def forward(self, x):
+        a = F.relu(self.conv1(x))                                   # 16x16
+        b = F.relu(self.conv2(F.max_pool2d(a, 2)))                  # 8x8
+        c = F.interpolate(F.max_pool2d(b, 2), scale_factor=2.0, mode="nearest")     # 8x8
+        d = F.interpolate(b + c, size=(16, 16), mode="bilinear", align_corners=False)
+        e = F.relu(self.conv3(d + a))
+        return self.fc(e.mean((2, 3)))
 
 
 class MLPDrop(nn.Module):
@@ -180,8 +200,8 @@ def make(name, batch, steps, rng):
         else:
             label = (x[:, :8].argmax(1) + (x[:, 8] > 0)) % 8
         return model, x, label
-    if name == "cnn":
-        model = CNN()
+    if name in ("cnn", "up"):
+        model = CNN() if name == "cnn" else UpNet()
         label = rng.integers(0, 10, n)
         x = rng.standard_normal((n, 3, 16, 16)).astype(np.float32)
         x[np.arange(n), label % 3, :, :] += 0.5 + 0.1 * (label[:, None, None] // 3)
@@ -196,14 +216,15 @@ def make(name, batch, steps, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop"])
+    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up"])
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
     args = ap.parse_args()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16}[args.model]
+    batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16,
+                           "up": 8}[args.model]
     model, x, label = make(args.model, batch, args.steps, rng)
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
     # exported in training mode (BatchNormalization stays a node with its
@@ -225,7 +246,7 @@ def main():
         opt = torch.optim.SGD(model.parameters(), **hyper)
     # a held-out set from the same distribution (classification only): the
     # accuracy PyTorch's trained model reaches on it
-    if args.model in ("mlp", "cnn", "drop"):
+    if args.model in ("mlp", "cnn", "drop", "up"):
         _, xe, le = make(args.model, batch, 256 // batch, np.random.default_rng(1))
         np.save(os.path.join(args.out, "eval_x.npy"), xe)
         np.save(os.path.join(args.out, "eval_label.npy"), le)
@@ -250,7 +271,7 @@ def main():
     frozen = [n for n, v in model.state_dict().items()
               if n not in params and v.is_floating_point() and "running_" not in n]
     accuracy = None
-    if args.model in ("mlp", "cnn", "drop"):
+    if args.model in ("mlp", "cnn", "drop", "up"):
         model.eval()
         with torch.no_grad():
             pred = model(torch.from_numpy(xe)).argmax(-1).numpy()

@@ -367,6 +367,33 @@ static void test_prelu_where_mask(void)
 	     "const %mask : f64[2,3] = [2, 0, 2, 2, 0, 0]\n"
 	     "%y : f64[2,3] = mul(%x, %mask) @drop\n"
 	     "output %y\n");
+	/* resize: one matmul by the interpolation weights per resized
+	 * dimension (last, second to last, and an inner one via transposes) */
+	CASE("input %x : f64[1,2,3,4]\n"
+	     "%y : f64[1,2,6,8] = resize(%x) {mode=\"nearest\", coord=\"asymmetric\", "
+	     "nearest=\"floor\", cubic_a=-0.75, exclude_outside=0, extrapolation=0, "
+	     "scales=[1,1,2,2], sizes=[1,2,6,8], roi=[]} @up\n"
+	     "output %y\n");
+	CASE("input %x : f64[1,1,3,5]\n"
+	     "%y : f64[1,1,5,7] = resize(%x) {mode=\"linear\", coord=\"half_pixel\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
+	     "extrapolation=0, scales=[], sizes=[1,1,5,7], roi=[]} @lin\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,4,6]\n"
+	     "%y : f64[2,3,4] = resize(%x) {mode=\"cubic\", coord=\"align_corners\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.5, exclude_outside=1, "
+	     "extrapolation=0, scales=[], sizes=[2,3,4], roi=[]} @cubic\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,5]\n"
+	     "%y : f64[2,4] = resize(%x) {mode=\"linear\", coord=\"tf_crop_and_resize\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
+	     "extrapolation=3, scales=[], sizes=[2,4], roi=[0,-0.2,1,1.1]} @crop\n"
+	     "output %y\n");
+	CASE("input %x : f64[2,3,4,2,2]\n"
+	     "%y : f64[2,5,3,2,2] = resize(%x) {mode=\"linear\", coord=\"pytorch_half_pixel\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
+	     "extrapolation=0, scales=[], sizes=[2,5,3,2,2], roi=[]} @inner\n"
+	     "output %y\n");
 	/* the dropout op: the same mask drawn again for the gradient */
 	CASE("input %x : f64[4,8]\n"
 	     "const %dseed : i64[] = [7]\n"
