@@ -1271,53 +1271,74 @@ static bool grad_slice(struct ad *a, struct ir_node *n, struct ir_value *const *
 }
 
 /*
- * Resize along dimension d as a matrix: M[o, k] = the weight of input k in
- * output o (nearest: one 1 per row; linear and cubic: the interpolation
- * weights; a tf_crop_and_resize row that extrapolates: zeros). The
- * reference evaluator computes it: a resize of the identity [in, in] along
- * its second dimension with d's parameters (the first dimension keeps its
- * size, which every coordinate transform maps onto itself) gives M^T.
- * Returns M, or M^T when transposed; NULL when M is the identity.
+ * Resize, and pad in edge or reflect mode, are linear and separable: along
+ * each dimension d, y = x times a matrix M_d, M_d[o, k] the weight of input
+ * k in output o (resize: one 1 per row for nearest, the interpolation
+ * weights for linear and cubic, zeros where tf_crop_and_resize
+ * extrapolates; pad: the one input each output copies). The reference
+ * evaluator computes it: the same op on the identity [in, in], acting on
+ * its second dimension only with d's parameters, gives M_d^T (resize keeps
+ * the first dimension's size, which every coordinate transform maps onto
+ * itself; pad leaves it alone). Returns M_d, or M_d^T when transposed;
+ * NULL when M_d is the identity.
  */
-static struct ir_value *resize_matrix(struct ad *a, const struct ir_node *n, int d, bool transposed)
+static struct ir_value *dim_matrix(struct ad *a, const struct ir_node *n, int d, bool transposed)
 {
 	struct ir_module *m = a->m;
-	int r = n->in[0]->type.rank, ns, nr;
+	int r = n->in[0]->type.rank, ns = 0, nr = 0;
 	int64_t in = n->in[0]->type.dims[d], out = n->out[0]->type.dims[d];
-	const float *scales = ir_attr_floats(n, "scales", &ns),
-	            *roi = ir_attr_floats(n, "roi", &nr);
 	struct ir_type it = { IR_F64, 2, { in, in } },
 	               mt = { n->in[0]->type.dtype, 2, { out, in } };
-	bool crop = !strcmp(ir_attr_s(n, "coord"), "tf_crop_and_resize");
-	double *eye = ir_arena_alloc(&m->arena, sizeof *eye * (size_t)(in * in + 1)), *vals;
+	double *eye, *vals;
 	const double *y;
-	struct ir_node *rn;
+	struct ir_node *dn;
 	struct ir_value *id;
 	char err[256];
 	bool identity = in == out;
-	/* scale 1 maps every coordinate onto itself, except a cropping roi */
-	if (identity && (!ns || scales[d] == 1) &&
-	    (!crop || !nr || (roi[d] == 0 && roi[r + d] == 1)))
-		return NULL;
+	if (n->op == IR_OP_PAD) {
+		const int64_t *pads = ir_attr_ints(n, "pads", NULL);
+		if (!pads[d] && !pads[r + d])
+			return NULL;
+	} else {
+		const float *scales = ir_attr_floats(n, "scales", &ns),
+		            *roi = ir_attr_floats(n, "roi", &nr);
+		bool crop = !strcmp(ir_attr_s(n, "coord"), "tf_crop_and_resize");
+		/* scale 1 maps every coordinate onto itself, except a cropping roi */
+		if (identity && (!ns || scales[d] == 1) &&
+		    (!crop || !nr || (roi[d] == 0 && roi[r + d] == 1)))
+			return NULL;
+	}
+	eye = ir_arena_alloc(&m->arena, sizeof *eye * (size_t)(in * in + 1));
 	for (int64_t k = 0; k < in; k++)
 		eye[k * in + k] = 1;
 	id = ir_add_const(
 	        m, ir_unique_name(m, ir_arena_printf(&m->arena, "%s/%s/eye", a->prefix, a->at)),
 	        &it, eye);
-	rn = node(a, IR_OP_RESIZE, &id, 1, 1);
-	ir_set_s(m, rn, "mode", ir_attr_s(n, "mode"));
-	ir_set_s(m, rn, "coord", ir_attr_s(n, "coord"));
-	ir_set_s(m, rn, "nearest", ir_attr_s(n, "nearest"));
-	ir_set_f(m, rn, "cubic_a", ir_attr_f(n, "cubic_a"));
-	ir_set_i(m, rn, "exclude_outside", ir_attr_i(n, "exclude_outside"));
-	ir_set_f(m, rn, "extrapolation", 0);
-	ir_set_ints(m, rn, "sizes", (int64_t[]){ in, out }, 2);
-	ir_set_floats(m, rn, "scales", ns ? (float[]){ 1, scales[d] } : NULL, ns ? 2 : 0);
-	ir_set_floats(m, rn, "roi", nr ? (float[]){ 0, roi[d], 1, roi[r + d] } : NULL, nr ? 4 : 0);
-	fin(a, rn);
-	if (ir_fold_node(m, rn, in * out + 1, err, sizeof err) != 1)
-		ir_panic(__FILE__, __LINE__, "autodiff of '%s': resize weights: %s", a->at, err);
-	y = rn->out[0]->data; /* M^T: [in, out] */
+	dn = node(a, n->op, &id, 1, 1);
+	if (n->op == IR_OP_PAD) {
+		const int64_t *pads = ir_attr_ints(n, "pads", NULL);
+		ir_set_ints(m, dn, "pads", (int64_t[]){ 0, pads[d], 0, pads[r + d] }, 4);
+		ir_set_s(m, dn, "mode", ir_attr_s(n, "mode"));
+		ir_set_f(m, dn, "value", 0);
+	} else {
+		const float *scales = ir_attr_floats(n, "scales", NULL),
+		            *roi = ir_attr_floats(n, "roi", NULL);
+		ir_set_s(m, dn, "mode", ir_attr_s(n, "mode"));
+		ir_set_s(m, dn, "coord", ir_attr_s(n, "coord"));
+		ir_set_s(m, dn, "nearest", ir_attr_s(n, "nearest"));
+		ir_set_f(m, dn, "cubic_a", ir_attr_f(n, "cubic_a"));
+		ir_set_i(m, dn, "exclude_outside", ir_attr_i(n, "exclude_outside"));
+		ir_set_f(m, dn, "extrapolation", 0);
+		ir_set_ints(m, dn, "sizes", (int64_t[]){ in, out }, 2);
+		ir_set_floats(m, dn, "scales", ns ? (float[]){ 1, scales[d] } : NULL, ns ? 2 : 0);
+		ir_set_floats(m, dn, "roi", nr ? (float[]){ 0, roi[d], 1, roi[r + d] } : NULL,
+		              nr ? 4 : 0);
+	}
+	fin(a, dn);
+	if (ir_fold_node(m, dn, in * out + 1, err, sizeof err) != 1)
+		ir_panic(__FILE__, __LINE__, "autodiff of '%s': %s weights: %s", a->at,
+		         ir_ops[n->op].name, err);
+	y = dn->out[0]->data; /* M^T: [in, out] */
 	vals = ir_arena_alloc(&m->arena, sizeof *vals * (size_t)(out * in + 1));
 	for (int64_t o = 0; o < out; o++)
 		for (int64_t k = 0; k < in; k++) {
@@ -1330,20 +1351,20 @@ static struct ir_value *resize_matrix(struct ad *a, const struct ir_node *n, int
 }
 
 /*
- * Resize is linear and separable: y = x times M_d along every dimension d,
- * so dx = dy times M_d^T along each, one matmul per resized dimension (the
- * last directly, the one before it from the left with M_d^T broadcast over
- * the batch, the others between transposes). Dense M_d: out x in per
- * dimension, cheap for the feature-map sizes upsampling layers see.
+ * dx = dy times M_d^T along each dimension (dim_matrix): one matmul per
+ * dimension that changes, the last directly, the one before it from the
+ * left with M_d^T broadcast over the batch, the others between transposes.
+ * Dense M_d (out x in per dimension): cheap for the feature-map sizes
+ * upsampling and padding layers see.
  */
-static bool grad_resize(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+static bool grad_separable(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 {
 	struct ir_value *g = dy[0];
 	int r = g->type.rank;
 	if (!wants(a, n, 0))
 		return true;
 	for (int d = r - 1; d >= 0; d--) {
-		struct ir_value *mat = resize_matrix(a, n, d, d == r - 2);
+		struct ir_value *mat = dim_matrix(a, n, d, d == r - 2);
 		int64_t perm[IR_MAX_RANK];
 		if (!mat)
 			continue;
@@ -1370,12 +1391,8 @@ static bool grad_pad(struct ad *a, struct ir_node *n, struct ir_value *const *dy
 	int64_t neg[2 * IR_MAX_RANK];
 	if (!wants(a, n, 0))
 		return true;
-	if (strcmp(ir_attr_s(n, "mode"), "constant")) {
-		ir_node_error(a->m->ctx, n->name, ir_ops[n->op].name,
-		              "no gradient for pad in mode %s (only constant)",
-		              ir_attr_s(n, "mode"));
-		return false;
-	}
+	if (strcmp(ir_attr_s(n, "mode"), "constant"))
+		return grad_separable(a, n, dy); /* edge, reflect */
 	for (int i = 0; i < c; i++)
 		neg[i] = -pads[i];
 	contrib(a, n, 0, pad(a, dy[0], neg));
@@ -1577,7 +1594,7 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_EXPAND] = grad_expand,
 	[IR_OP_TILE] = grad_tile,
 	[IR_OP_PAD] = grad_pad,
-	[IR_OP_RESIZE] = grad_resize,
+	[IR_OP_RESIZE] = grad_separable,
 };
 
 bool ad_has_rule(enum ir_op op) { return op >= 0 && op < IR_OP_COUNT && rules[op]; }

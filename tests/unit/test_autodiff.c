@@ -658,6 +658,15 @@ static void test_move(void)
 	     "%a : f64[3,5] = pad(%x) {pads=[1,0,0,2], mode=\"constant\", value=0} @p\n"
 	     "%b : f64[3,2] = pad(%x) {pads=[0,-1,1,0], mode=\"constant\", value=0.5} @q\n"
 	     "output %a\noutput %b\n");
+	/* reflect and edge: a matmul by the copy pattern per padded dimension */
+	CASE("input %x : f64[2,3]\n"
+	     "%c : f64[4,7] = pad(%x) {pads=[1,2,1,2], mode=\"reflect\", value=0} @r\n"
+	     "%d : f64[5,6] = pad(%x) {pads=[2,1,1,2], mode=\"edge\", value=0} @e\n"
+	     "output %c\noutput %d\n");
+	CASE("input %x : f64[2,2,3,4]\n"
+	     "%c : f64[2,2,6,7] = pad(%x) {pads=[0,0,1,2,0,0,2,1], mode=\"reflect\", value=0} @r\n"
+	     "%d : f64[2,4,3,4] = pad(%x) {pads=[0,1,0,0,0,1,0,0], mode=\"edge\", value=0} @e\n"
+	     "output %c\noutput %d\n");
 }
 
 static void test_slice(void)
