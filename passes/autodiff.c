@@ -1399,6 +1399,36 @@ static bool grad_pad(struct ad *a, struct ir_node *n, struct ir_value *const *dy
 	return true;
 }
 
+/*
+ * depth_to_space and space_to_depth move elements without arithmetic, so
+ * the gradient moves dy back: space_to_depth is the inverse of DCR
+ * depth_to_space and the other way round; CRD's inverse is its reshape ->
+ * transpose -> reshape undone ([N, C, H, b, W, b] -> [N, C, b, b, H, W]).
+ */
+static bool grad_depth_space(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	const struct ir_type *xt = &n->in[0]->type, *yt = &n->out[0]->type;
+	int64_t b = ir_attr_i(n, "blocksize");
+	struct ir_node *g;
+	if (!wants(a, n, 0))
+		return true;
+	if (n->op == IR_OP_DEPTH_TO_SPACE && !strcmp(ir_attr_s(n, "mode"), "CRD")) {
+		int64_t c = yt->dims[1], h = xt->dims[2], w = xt->dims[3];
+		struct ir_value *v =
+		        reshape(a, dy[0], 6, (int64_t[]){ xt->dims[0], c, h, b, w, b });
+		v = transpose(a, v, (int64_t[]){ 0, 1, 3, 5, 2, 4 });
+		contrib(a, n, 0, reshape_to(a, v, xt));
+		return true;
+	}
+	g = node(a, n->op == IR_OP_DEPTH_TO_SPACE ? IR_OP_SPACE_TO_DEPTH : IR_OP_DEPTH_TO_SPACE,
+	         &dy[0], 1, 1);
+	ir_set_i(a->m, g, "blocksize", b);
+	if (g->op == IR_OP_DEPTH_TO_SPACE)
+		ir_set_s(a->m, g, "mode", "DCR");
+	contrib(a, n, 0, fin(a, g));
+	return true;
+}
+
 /* tile: view dy as [r0, d0, r1, d1, ...] (splitting only repeated axes) and
  * sum over the repeats. */
 static bool grad_tile(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
@@ -1595,6 +1625,8 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_TILE] = grad_tile,
 	[IR_OP_PAD] = grad_pad,
 	[IR_OP_RESIZE] = grad_separable,
+	[IR_OP_DEPTH_TO_SPACE] = grad_depth_space,
+	[IR_OP_SPACE_TO_DEPTH] = grad_depth_space,
 };
 
 bool ad_has_rule(enum ir_op op) { return op >= 0 && op < IR_OP_COUNT && rules[op]; }

@@ -658,6 +658,12 @@ static void test_move(void)
 	     "%a : f64[3,5] = pad(%x) {pads=[1,0,0,2], mode=\"constant\", value=0} @p\n"
 	     "%b : f64[3,2] = pad(%x) {pads=[0,-1,1,0], mode=\"constant\", value=0.5} @q\n"
 	     "output %a\noutput %b\n");
+	/* depth_to_space (both modes) and space_to_depth move dy back */
+	CASE("input %x : f64[2,8,2,3]\n"
+	     "%a : f64[2,2,4,6] = depth_to_space(%x) {blocksize=2, mode=\"DCR\"} @d\n"
+	     "%b : f64[2,2,4,6] = depth_to_space(%x) {blocksize=2, mode=\"CRD\"} @c\n"
+	     "%s : f64[2,8,2,3] = space_to_depth(%b) {blocksize=2} @s\n"
+	     "output %a\noutput %s\n");
 	/* reflect and edge: a matmul by the copy pattern per padded dimension */
 	CASE("input %x : f64[2,3]\n"
 	     "%c : f64[4,7] = pad(%x) {pads=[1,2,1,2], mode=\"reflect\", value=0} @r\n"
