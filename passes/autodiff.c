@@ -839,6 +839,49 @@ static bool grad_layer_norm(struct ad *a, struct ir_node *n, struct ir_value *co
 }
 
 /* instance_norm: each channel of each sample over its spatial extent. */
+/* The sum of v over the channel window [c - lo, c + hi] (zeros past the
+ * ends), as an average pool over [N, 1, C, spatial] times its size. */
+static struct ir_value *channel_window_sum(struct ad *a, struct ir_value *v, int64_t lo, int64_t hi)
+{
+	const struct ir_type *t = &v->type;
+	int64_t sp = ir_dims_elems(t->dims + 2, t->rank - 2);
+	struct ir_node *p = node(a, IR_OP_AVG_POOL,
+	                         (struct ir_value *[]){ reshape(
+	                                 a, v, 4, (int64_t[]){ t->dims[0], 1, t->dims[1], sp }) },
+	                         1, 1);
+	ir_set_ints(a->m, p, "kernel", (int64_t[]){ lo + hi + 1, 1 }, 2);
+	ir_set_ints(a->m, p, "strides", (int64_t[]){ 1, 1 }, 2);
+	ir_set_ints(a->m, p, "pads", (int64_t[]){ lo, 0, hi, 0 }, 4);
+	ir_set_i(a->m, p, "ceil_mode", 0);
+	ir_set_i(a->m, p, "count_include_pad", 1);
+	return reshape_to(a, op2(a, IR_OP_MUL, fin(a, p), sc(a, v, (double)(lo + hi + 1))), t);
+}
+
+/*
+ * lrn: y = x * s^-beta with s = bias + alpha/size * sum of x^2 over the
+ * window [c - lo, c + hi] (lo = (size-1)/2 rounded down, hi up). Then
+ *   dx = dy * s^-beta - 2 alpha beta/size * x * W'(dy * x * s^-beta / s)
+ * where W' sums over the mirrored window [c - hi, c + lo] (the outputs
+ * whose window holds c). s is recomputed.
+ */
+static bool grad_lrn(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	struct ir_value *x = n->in[0], *s, *p, *t;
+	int64_t size = ir_attr_i(n, "size"), lo = (size - 1) / 2, hi = size - 1 - lo;
+	double alpha = ir_attr_f(n, "alpha"), beta = ir_attr_f(n, "beta"),
+	       bias = ir_attr_f(n, "bias");
+	if (!wants(a, n, 0))
+		return true;
+	s = channel_window_sum(a, op2(a, IR_OP_MUL, x, x), lo, hi);
+	s = op2(a, IR_OP_ADD, op2(a, IR_OP_MUL, s, sc(a, x, alpha / (double)size)), sc(a, x, bias));
+	p = op2(a, IR_OP_POW, s, sc(a, x, -beta));
+	t = op2(a, IR_OP_DIV, op2(a, IR_OP_MUL, op2(a, IR_OP_MUL, dy[0], x), p), s);
+	t = op2(a, IR_OP_MUL, channel_window_sum(a, t, hi, lo),
+	        sc(a, x, 2 * alpha * beta / (double)size));
+	contrib(a, n, 0, op2(a, IR_OP_SUB, op2(a, IR_OP_MUL, dy[0], p), op2(a, IR_OP_MUL, x, t)));
+	return true;
+}
+
 static bool grad_instance_norm(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 {
 	struct ir_value *x = n->in[0], *d = dy[0], *xhat, *inv;
@@ -1625,6 +1668,7 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_TILE] = grad_tile,
 	[IR_OP_PAD] = grad_pad,
 	[IR_OP_RESIZE] = grad_separable,
+	[IR_OP_LRN] = grad_lrn,
 	[IR_OP_DEPTH_TO_SPACE] = grad_depth_space,
 	[IR_OP_SPACE_TO_DEPTH] = grad_depth_space,
 };
