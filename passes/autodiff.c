@@ -350,6 +350,50 @@ static bool grad_unary(struct ad *a, struct ir_node *n, struct ir_value *const *
 		g = op2(a, mul, op2(a, mul, d, y), op2(a, IR_OP_SUB, sc(a, x, 1), y));
 		break;
 	case IR_OP_SIN: g = op2(a, mul, d, op1(a, IR_OP_COS, x)); break;
+	case IR_OP_TAN:
+		g = op2(a, mul, d, op2(a, IR_OP_ADD, sc(a, x, 1), op2(a, mul, y, y)));
+		break;
+	case IR_OP_ASIN:
+	case IR_OP_ACOS: {
+		/* +-1 / sqrt(1 - x^2) */
+		struct ir_value *r =
+		        op1(a, IR_OP_SQRT, op2(a, IR_OP_SUB, sc(a, x, 1), op2(a, mul, x, x)));
+		g = op2(a, IR_OP_DIV, n->op == IR_OP_ASIN ? d : op1(a, IR_OP_NEG, d), r);
+		break;
+	}
+	case IR_OP_ATAN:
+	case IR_OP_ATANH: /* 1 / (1 + x^2), 1 / (1 - x^2) */
+		g = op2(a, IR_OP_DIV, d,
+		        op2(a, n->op == IR_OP_ATAN ? IR_OP_ADD : IR_OP_SUB, sc(a, x, 1),
+		            op2(a, mul, x, x)));
+		break;
+	case IR_OP_SINH: g = op2(a, mul, d, op1(a, IR_OP_COSH, x)); break;
+	case IR_OP_COSH: g = op2(a, mul, d, op1(a, IR_OP_SINH, x)); break;
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH: /* 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1) */
+		g = op2(a, IR_OP_DIV, d,
+		        op1(a, IR_OP_SQRT,
+		            op2(a, n->op == IR_OP_ASINH ? IR_OP_ADD : IR_OP_SUB, op2(a, mul, x, x),
+		                sc(a, x, 1))));
+		break;
+	case IR_OP_MISH: {
+		/* t = tanh(softplus(x)): t + x (1 - t^2) sigmoid(x) */
+		struct ir_value *t = op1(a, IR_OP_TANH, op1(a, IR_OP_SOFTPLUS, x));
+		struct ir_value *u = op2(a, IR_OP_SUB, sc(a, x, 1), op2(a, mul, t, t));
+		g = op2(a, mul, d,
+		        op2(a, IR_OP_ADD, t,
+		            op2(a, mul, op2(a, mul, x, u), op1(a, IR_OP_SIGMOID, x))));
+		break;
+	}
+	case IR_OP_SHRINK: {
+		/* 1 where |x| > lambd (x -+ bias), 0 in between */
+		struct ir_value *l = sc(a, x, ir_attr_f(n, "lambd"));
+		g = where(a,
+		          op2(a, IR_OP_OR, op2(a, IR_OP_GREATER, x, l),
+		              op2(a, IR_OP_LESS, x, op1(a, IR_OP_NEG, l))),
+		          d, sc(a, x, 0));
+		break;
+	}
 	case IR_OP_COS: g = op1(a, IR_OP_NEG, op2(a, mul, d, op1(a, IR_OP_SIN, x))); break;
 	case IR_OP_SOFTPLUS: g = op2(a, mul, d, op1(a, IR_OP_SIGMOID, x)); break;
 	case IR_OP_SOFTSIGN: {
@@ -507,18 +551,28 @@ static bool grad_binary(struct ad *a, struct ir_node *n, struct ir_value *const 
 	return true;
 }
 
-/* y = x * mask(seed): dx = dy * the same mask, drawn again from the same
- * seed, salt and indices rather than kept (as FlashAttention does). */
-static bool grad_dropout(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+/* n's op again, on d in place of its first input, with n's attributes
+ * (typed by the caller, after any change): the gradient of the ops that are
+ * their own transpose. */
+static struct ir_node *again(struct ad *a, const struct ir_node *n, struct ir_value *d)
 {
-	struct ir_value *in[2] = { dy[0], n->in[1] };
-	struct ir_node *d;
-	if (!wants(a, n, 0))
-		return true;
-	d = node(a, IR_OP_DROPOUT, in, 2, 1);
-	ir_set_f(a->m, d, "ratio", ir_attr_f(n, "ratio"));
-	ir_set_i(a->m, d, "salt", ir_attr_i(n, "salt"));
-	contrib(a, n, 0, fin(a, d));
+	struct ir_value *in[4] = { d };
+	struct ir_node *g;
+	IR_ASSERT(n->nin <= 4);
+	for (int i = 1; i < n->nin; i++)
+		in[i] = n->in[i];
+	g = node(a, n->op, in, n->nin, 1);
+	memcpy(g->attrs, n->attrs, sizeof *g->attrs * (size_t)n->nattrs);
+	return g;
+}
+
+/* y = x * mask(seed): dx = dy * the same mask, drawn again from the same
+ * seed, salt and indices rather than kept (as FlashAttention does). trilu
+ * keeps a triangle: the gradient keeps the same one. */
+static bool grad_again(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	if (wants(a, n, 0))
+		contrib(a, n, 0, fin(a, again(a, n, dy[0])));
 	return true;
 }
 
@@ -1017,6 +1071,27 @@ static bool grad_reduce(struct ad *a, struct ir_node *n, struct ir_value *const 
 		g = op2(a, IR_OP_MUL, m, op2(a, IR_OP_DIV, dk, c));
 		break;
 	}
+	case IR_OP_REDUCE_L1:
+		g = op2(a, IR_OP_MUL, spread(a, d, &x->type, axes, naxes), op1(a, IR_OP_SIGN, x));
+		break;
+	case IR_OP_REDUCE_L2: {
+		/* x / y, and 0 where the norm is 0 (PyTorch's choice) */
+		struct ir_value *yk = spread(a, y, &x->type, axes, naxes);
+		struct ir_value *z = op2(a, IR_OP_EQUAL, yk, sc(a, x, 0));
+		struct ir_value *q = op2(a, IR_OP_DIV, x, where(a, z, sc(a, x, 1), yk));
+		g = op2(a, IR_OP_MUL, spread(a, d, &x->type, axes, naxes),
+		        where(a, z, sc(a, x, 0), q));
+		break;
+	}
+	case IR_OP_REDUCE_LOG_SUM: /* 1 / sum(x) = e^-y */
+		g = spread(a, op2(a, IR_OP_MUL, d, op1(a, IR_OP_EXP, op1(a, IR_OP_NEG, y))),
+		           &x->type, axes, naxes);
+		break;
+	case IR_OP_REDUCE_LOG_SUM_EXP: /* softmax: e^(x - y) */
+		g = op2(a, IR_OP_MUL, spread(a, d, &x->type, axes, naxes),
+		        op1(a, IR_OP_EXP,
+		            op2(a, IR_OP_SUB, x, spread(a, y, &x->type, axes, naxes))));
+		break;
 	default: ir_panic(__FILE__, __LINE__, "no reduce rule for %s", ir_ops[n->op].name);
 	}
 	contrib(a, n, 0, g);
@@ -1586,9 +1661,7 @@ static bool grad_cumsum(struct ad *a, struct ir_node *n, struct ir_value *const 
 	struct ir_node *c;
 	if (!wants(a, n, 0))
 		return true;
-	c = node(a, IR_OP_CUMSUM, &dy[0], 1, 1);
-	ir_set_i(a->m, c, "axis", ir_attr_i(n, "axis"));
-	ir_set_i(a->m, c, "exclusive", ir_attr_i(n, "exclusive"));
+	c = again(a, n, dy[0]);
 	ir_set_i(a->m, c, "reverse", !ir_attr_i(n, "reverse"));
 	contrib(a, n, 0, fin(a, c));
 	return true;
@@ -1614,6 +1687,23 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_TANH] = grad_unary,
 	[IR_OP_SIGMOID] = grad_unary,
 	[IR_OP_SIN] = grad_unary,
+	[IR_OP_TAN] = grad_unary,
+	[IR_OP_ASIN] = grad_unary,
+	[IR_OP_ACOS] = grad_unary,
+	[IR_OP_ATAN] = grad_unary,
+	[IR_OP_SINH] = grad_unary,
+	[IR_OP_COSH] = grad_unary,
+	[IR_OP_ASINH] = grad_unary,
+	[IR_OP_ACOSH] = grad_unary,
+	[IR_OP_ATANH] = grad_unary,
+	[IR_OP_MISH] = grad_unary,
+	[IR_OP_SHRINK] = grad_unary,
+	[IR_OP_HARDMAX] = grad_zero,
+	[IR_OP_TRILU] = grad_again,
+	[IR_OP_REDUCE_L1] = grad_reduce,
+	[IR_OP_REDUCE_L2] = grad_reduce,
+	[IR_OP_REDUCE_LOG_SUM] = grad_reduce,
+	[IR_OP_REDUCE_LOG_SUM_EXP] = grad_reduce,
 	[IR_OP_COS] = grad_unary,
 	[IR_OP_SOFTPLUS] = grad_unary,
 	[IR_OP_SOFTSIGN] = grad_unary,
@@ -1636,7 +1726,7 @@ static const ad_rule rules[IR_OP_COUNT] = {
 	[IR_OP_MAX] = grad_binary,
 	[IR_OP_PRELU] = grad_binary,
 	[IR_OP_WHERE] = grad_where,
-	[IR_OP_DROPOUT] = grad_dropout,
+	[IR_OP_DROPOUT] = grad_again,
 	[IR_OP_MATMUL] = grad_matmul,
 	[IR_OP_GEMM] = grad_gemm,
 	[IR_OP_CONV] = grad_conv,
