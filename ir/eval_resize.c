@@ -122,6 +122,17 @@ static void finish_taps(struct taps *t, int64_t in)
 	t->n = k;
 }
 
+static void dim_taps(const struct ir_node *n, int d, int64_t x, struct taps *t);
+
+int ir_resize_taps(const struct ir_node *n, int d, int64_t x, int64_t at[4], double w[4])
+{
+	struct taps t;
+	dim_taps(n, d, x, &t);
+	for (int i = 0; i < t.n; i++)
+		at[i] = t.at[i], w[i] = t.w[i];
+	return t.n;
+}
+
 static void dim_taps(const struct ir_node *n, int d, int64_t x, struct taps *t)
 {
 	const char *mode = ir_attr_s(n, "mode");

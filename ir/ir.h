@@ -405,6 +405,11 @@ void ir_compact(struct ir_module *m);
 
 uint64_t ir_checksum(const void *data, size_t n);
 
+/* Resize's taps (ir/eval_resize.c): output coordinate x of dimension d of
+ * resize node n reads inputs at[0..count) with weights w; count 0 where
+ * tf_crop_and_resize extrapolates. Returns count (at most 4). */
+int ir_resize_taps(const struct ir_node *n, int d, int64_t x, int64_t at[4], double w[4]);
+
 /*
  * Dropout's random stream (docs/ir.md#dropout), shared by the reference
  * evaluator; the code generator emits the same arithmetic. Element i

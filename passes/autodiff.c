@@ -1390,113 +1390,143 @@ static bool grad_slice(struct ad *a, struct ir_node *n, struct ir_value *const *
 
 /*
  * Resize, and pad in edge or reflect mode, are linear and separable: along
- * each dimension d, y = x times a matrix M_d, M_d[o, k] the weight of input
- * k in output o (resize: one 1 per row for nearest, the interpolation
- * weights for linear and cubic, zeros where tf_crop_and_resize
- * extrapolates; pad: the one input each output copies). The reference
- * evaluator computes it: the same op on the identity [in, in], acting on
- * its second dimension only with d's parameters, gives M_d^T (resize keeps
- * the first dimension's size, which every coordinate transform maps onto
- * itself; pad leaves it alone). Returns M_d, or M_d^T when transposed;
- * NULL when M_d is the identity.
+ * each dimension d, output o is a weighted sum of at most four inputs
+ * (resize: one for nearest, two for linear, four for cubic, none where
+ * tf_crop_and_resize extrapolates - ir_resize_taps, the reference
+ * evaluator's own; pad: the one input it copies). dx is dy pushed back
+ * through each dimension's map in turn.
  */
-static struct ir_value *dim_matrix(struct ad *a, const struct ir_node *n, int d, bool transposed)
+struct dim_map {
+	int64_t in, out;
+	int *n;           /* [out] taps of output o */
+	int64_t (*at)[4]; /* [out] their inputs */
+	double (*w)[4];   /* [out] their weights */
+};
+
+/* Dimension d's map; false when it is the identity. */
+static bool dim_map(struct ad *a, const struct ir_node *n, int d, struct dim_map *m)
 {
-	struct ir_module *m = a->m;
-	int r = n->in[0]->type.rank, ns = 0, nr = 0;
-	int64_t in = n->in[0]->type.dims[d], out = n->out[0]->type.dims[d];
-	struct ir_type it = { IR_F64, 2, { in, in } },
-	               mt = { n->in[0]->type.dtype, 2, { out, in } };
-	double *eye, *vals;
-	const double *y;
-	struct ir_node *dn;
-	struct ir_value *id;
-	char err[256];
-	bool identity = in == out;
-	if (n->op == IR_OP_PAD) {
-		const int64_t *pads = ir_attr_ints(n, "pads", NULL);
-		if (!pads[d] && !pads[r + d])
-			return NULL;
-	} else {
-		const float *scales = ir_attr_floats(n, "scales", &ns),
-		            *roi = ir_attr_floats(n, "roi", &nr);
-		bool crop = !strcmp(ir_attr_s(n, "coord"), "tf_crop_and_resize");
-		/* scale 1 maps every coordinate onto itself, except a cropping roi */
-		if (identity && (!ns || scales[d] == 1) &&
-		    (!crop || !nr || (roi[d] == 0 && roi[r + d] == 1)))
-			return NULL;
-	}
-	eye = ir_arena_alloc(&m->arena, sizeof *eye * (size_t)(in * in + 1));
-	for (int64_t k = 0; k < in; k++)
-		eye[k * in + k] = 1;
-	id = ir_add_const(
-	        m, ir_unique_name(m, ir_arena_printf(&m->arena, "%s/%s/eye", a->prefix, a->at)),
-	        &it, eye);
-	dn = node(a, n->op, &id, 1, 1);
-	if (n->op == IR_OP_PAD) {
-		const int64_t *pads = ir_attr_ints(n, "pads", NULL);
-		ir_set_ints(m, dn, "pads", (int64_t[]){ 0, pads[d], 0, pads[r + d] }, 4);
-		ir_set_s(m, dn, "mode", ir_attr_s(n, "mode"));
-		ir_set_f(m, dn, "value", 0);
-	} else {
-		const float *scales = ir_attr_floats(n, "scales", NULL),
-		            *roi = ir_attr_floats(n, "roi", NULL);
-		ir_set_s(m, dn, "mode", ir_attr_s(n, "mode"));
-		ir_set_s(m, dn, "coord", ir_attr_s(n, "coord"));
-		ir_set_s(m, dn, "nearest", ir_attr_s(n, "nearest"));
-		ir_set_f(m, dn, "cubic_a", ir_attr_f(n, "cubic_a"));
-		ir_set_i(m, dn, "exclude_outside", ir_attr_i(n, "exclude_outside"));
-		ir_set_f(m, dn, "extrapolation", 0);
-		ir_set_ints(m, dn, "sizes", (int64_t[]){ in, out }, 2);
-		ir_set_floats(m, dn, "scales", ns ? (float[]){ 1, scales[d] } : NULL, ns ? 2 : 0);
-		ir_set_floats(m, dn, "roi", nr ? (float[]){ 0, roi[d], 1, roi[r + d] } : NULL,
-		              nr ? 4 : 0);
-	}
-	fin(a, dn);
-	if (ir_fold_node(m, dn, in * out + 1, err, sizeof err) != 1)
-		ir_panic(__FILE__, __LINE__, "autodiff of '%s': %s weights: %s", a->at,
-		         ir_ops[n->op].name, err);
-	y = dn->out[0]->data; /* M^T: [in, out] */
-	vals = ir_arena_alloc(&m->arena, sizeof *vals * (size_t)(out * in + 1));
-	for (int64_t o = 0; o < out; o++)
-		for (int64_t k = 0; k < in; k++) {
-			vals[transposed ? k * out + o : o * in + k] = y[k * out + o];
-			identity = identity && y[k * out + o] == (o == k);
+	bool identity;
+	m->in = n->in[0]->type.dims[d];
+	m->out = n->out[0]->type.dims[d];
+	identity = m->in == m->out;
+	m->n = ir_arena_alloc(&a->m->arena, sizeof *m->n * (size_t)(m->out + 1));
+	m->at = ir_arena_alloc(&a->m->arena, sizeof *m->at * (size_t)(m->out + 1));
+	m->w = ir_arena_alloc(&a->m->arena, sizeof *m->w * (size_t)(m->out + 1));
+	for (int64_t o = 0; o < m->out; o++) {
+		if (n->op == IR_OP_RESIZE) {
+			m->n[o] = ir_resize_taps(n, d, o, m->at[o], m->w[o]);
+		} else { /* pad, edge or reflect */
+			int64_t i = o - ir_attr_ints(n, "pads", NULL)[d], last = m->in - 1;
+			if (i < 0 || i > last)
+				i = !strcmp(ir_attr_s(n, "mode"), "edge") ? (i < 0 ? 0 : last)
+				    : i < 0                               ? -i
+				                                          : 2 * last - i;
+			m->n[o] = 1;
+			m->at[o][0] = i;
+			m->w[o][0] = 1;
 		}
-	if (transposed)
-		mt = (struct ir_type){ mt.dtype, 2, { in, out } };
-	return identity ? NULL : constant(a, &mt, vals);
+		identity = identity && m->n[o] == 1 && m->at[o][0] == o && m->w[o][0] == 1;
+	}
+	return !identity;
+}
+
+/* dy through map m along dimension d, densely: one matmul by M[o, k] (the
+ * weight of input k in output o), from the left for the second-to-last
+ * dimension, between transposes for the ones before it. */
+static struct ir_value *dim_dense(struct ad *a, struct ir_value *g, int d, const struct dim_map *m)
+{
+	int r = g->type.rank;
+	bool left = d == r - 2;
+	struct ir_type mt = { g->type.dtype, 2, { left ? m->in : m->out, left ? m->out : m->in } };
+	double *vals = ir_arena_alloc(&a->m->arena, sizeof *vals * (size_t)(m->in * m->out + 1));
+	int64_t perm[IR_MAX_RANK];
+	struct ir_value *mat;
+	for (int64_t o = 0; o < m->out; o++)
+		for (int t = 0; t < m->n[o]; t++)
+			vals[left ? m->at[o][t] * m->out + o : o * m->in + m->at[o][t]] +=
+			        m->w[o][t];
+	mat = constant(a, &mt, vals);
+	if (d == r - 1)
+		return op2(a, IR_OP_MATMUL, g, mat);
+	if (left)
+		return op2(a, IR_OP_MATMUL, mat, g);
+	for (int i = 0; i < r; i++)
+		perm[i] = i == d ? r - 1 : i == r - 1 ? d : i;
+	return transpose(a, op2(a, IR_OP_MATMUL, transpose(a, g, perm), mat), perm);
+}
+
+/* dy through map m along dimension d, sparsely: input k receives from at
+ * most kmax outputs, so dx is a sum of kmax gathers of dy along d, each
+ * weighted per input (zero weights pad the shorter lists). */
+static struct ir_value *dim_sparse(struct ad *a, struct ir_value *g, int d, const struct dim_map *m,
+                                   int kmax)
+{
+	int r = g->type.rank;
+	int *cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m->in + 1));
+	int64_t *src = ir_arena_alloc(&a->m->arena, sizeof *src * (size_t)(m->in * kmax + 1));
+	double *wt = ir_arena_alloc(&a->m->arena, sizeof *wt * (size_t)(m->in * kmax + 1));
+	struct ir_type it = { IR_I64, 1, { m->in } }, wt_t = { g->type.dtype, r, { 0 } };
+	struct ir_value *sum = NULL;
+	for (int64_t o = 0; o < m->out; o++)
+		for (int t = 0; t < m->n[o]; t++) {
+			int64_t k = m->at[o][t];
+			src[k * kmax + cnt[k]] = o;
+			wt[k * kmax + cnt[k]++] = m->w[o][t];
+		}
+	for (int i = 0; i < r; i++)
+		wt_t.dims[i] = i == d ? m->in : 1;
+	for (int j = 0; j < kmax; j++) {
+		int64_t *idx = ir_arena_alloc(&a->m->arena, sizeof *idx * (size_t)(m->in + 1));
+		double *w = ir_arena_alloc(&a->m->arena, sizeof *w * (size_t)(m->in + 1));
+		struct ir_value *in[2], *term;
+		struct ir_node *gn;
+		for (int64_t k = 0; k < m->in; k++) {
+			idx[k] = j < cnt[k] ? src[k * kmax + j] : 0;
+			w[k] = j < cnt[k] ? wt[k * kmax + j] : 0;
+		}
+		in[0] = g;
+		in[1] = ir_add_const(
+		        a->m,
+		        ir_unique_name(a->m, ir_arena_printf(&a->m->arena, "%s/%s/taps", a->prefix,
+		                                             a->at)),
+		        &it, idx);
+		gn = node(a, IR_OP_GATHER, in, 2, 1);
+		ir_set_i(a->m, gn, "axis", d);
+		term = op2(a, IR_OP_MUL, fin(a, gn), constant(a, &wt_t, w));
+		sum = sum ? op2(a, IR_OP_ADD, sum, term) : term;
+	}
+	return sum;
 }
 
 /*
- * dx = dy times M_d^T along each dimension (dim_matrix): one matmul per
- * dimension that changes, the last directly, the one before it from the
- * left with M_d^T broadcast over the batch, the others between transposes.
- * Dense M_d (out x in per dimension): cheap for the feature-map sizes
- * upsampling and padding layers see.
+ * One dimension at a time: sparsely while no input receives from more than
+ * eight outputs (upsampling by up to 4x linearly, 8x nearest, and every
+ * downsampling and padding but the widest), densely otherwise (a large
+ * upsampling factor of a short dimension: a small matrix).
  */
 static bool grad_separable(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 {
 	struct ir_value *g = dy[0];
-	int r = g->type.rank;
 	if (!wants(a, n, 0))
 		return true;
-	for (int d = r - 1; d >= 0; d--) {
-		struct ir_value *mat = dim_matrix(a, n, d, d == r - 2);
-		int64_t perm[IR_MAX_RANK];
-		if (!mat)
+	for (int d = g->type.rank - 1; d >= 0; d--) {
+		struct dim_map m;
+		int *cnt, kmax = 0;
+		if (!dim_map(a, n, d, &m))
 			continue;
-		if (d == r - 1) {
-			g = op2(a, IR_OP_MATMUL, g, mat);
+		cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m.in + 1));
+		for (int64_t o = 0; o < m.out; o++)
+			for (int t = 0; t < m.n[o]; t++)
+				if (++cnt[m.at[o][t]] > kmax)
+					kmax = cnt[m.at[o][t]];
+		if (kmax == 0) { /* every output extrapolated: nothing flows back */
+			struct ir_type t = g->type;
+			t.dims[d] = m.in;
+			g = zeros(a, &t);
 			continue;
 		}
-		if (d == r - 2) {
-			g = op2(a, IR_OP_MATMUL, mat, g);
-			continue;
-		}
-		for (int i = 0; i < r; i++)
-			perm[i] = i == d ? r - 1 : i == r - 1 ? d : i;
-		g = transpose(a, op2(a, IR_OP_MATMUL, transpose(a, g, perm), mat), perm);
+		g = kmax <= 8 ? dim_sparse(a, g, d, &m, kmax) : dim_dense(a, g, d, &m);
 	}
 	contrib(a, n, 0, g);
 	return true;

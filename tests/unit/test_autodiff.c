@@ -410,6 +410,19 @@ static void test_prelu_where_mask(void)
 	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
 	     "extrapolation=0, scales=[], sizes=[2,5,3,2,2], roi=[]} @inner\n"
 	     "output %y\n");
+	/* upsampling by 10: each input feeds 10 outputs per dimension, past
+	 * the sparse path's 8, so every dimension goes the dense way */
+	CASE("input %x : f64[2,2,3]\n"
+	     "%y : f64[20,20,30] = resize(%x) {mode=\"linear\", coord=\"half_pixel\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
+	     "extrapolation=0, scales=[10,10,10], sizes=[20,20,30], roi=[]} @x10\n"
+	     "output %y\n");
+	/* a crop whose every output extrapolates along one dimension */
+	CASE("input %x : f64[2,5]\n"
+	     "%y : f64[2,3] = resize(%x) {mode=\"linear\", coord=\"tf_crop_and_resize\", "
+	     "nearest=\"round_prefer_floor\", cubic_a=-0.75, exclude_outside=0, "
+	     "extrapolation=3, scales=[], sizes=[2,3], roi=[0,1.5,1,2]} @out\n"
+	     "output %y\n");
 	/* the dropout op: the same mask drawn again for the gradient */
 	CASE("input %x : f64[4,8]\n"
 	     "const %dseed : i64[] = [7]\n"
