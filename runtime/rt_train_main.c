@@ -58,7 +58,7 @@ static void usage(FILE *f, const struct rt_train_model *m, const char *prog)
 	        "  --weight-decay W        weight decay (default %g)\n"
 	        "  --loss-scale on|off|S   dynamic loss scaling, S its initial scale (default %s)\n"
 	        "  --growth-interval N     good steps before the loss scale grows (default %lld)\n"
-	        "  --seed S                the data order's seed (default %llu)\n"
+	        "  --seed S                seeds the data order and Dropout (default %llu)\n"
 	        "  --shuffle on|off        shuffle each epoch (default on); off: the files' order\n"
 	        "  --log FILE              CSV: step,epoch,loss,loss_scale,skipped,samples_per_s\n"
 	        "  --checkpoint DIR        write DIR/ckpt every K steps and at the end\n"
