@@ -5,12 +5,13 @@
 #   OUT/tensor  .pb inputs of the fixtures and a few .npy files (first byte:
 #               0 .pb, 1 .npy - see fuzz_tensor.c)
 #   OUT/ckpt    checkpoints written by rt_train_ckpt_write (make_ckpt)
+#   OUT/train   the models of OUT/onnx (fuzz_train imports them for training)
 # Missing fixtures leave a corpus smaller, never fail.
 # usage: seed.sh OUT MAKE_CKPT SOURCE_DIR TESTDATA BAD_MODELS
 set -eu
 out=$1 make_ckpt=$2 src=$3 data=$4 bad=$5
 rm -rf "$out"
-mkdir -p "$out/onnx" "$out/ir" "$out/tensor" "$out/ckpt"
+mkdir -p "$out/onnx" "$out/ir" "$out/tensor" "$out/ckpt" "$out/train"
 for f in "$bad"/*.onnx "$data"/small/*.onnx "$data"/zoo/mlp/model.onnx; do
 	[ -f "$f" ] || continue
 	[ "$(wc -c <"$f")" -le 1048576 ] || continue
@@ -38,6 +39,7 @@ for i, a in enumerate(arrays):
 PY
 fi
 "$make_ckpt" "$out/ckpt"
-for t in onnx ir tensor ckpt; do
+cp "$out"/onnx/* "$out/train/" 2>/dev/null || true
+for t in onnx ir tensor ckpt train; do
 	echo "$t: $(ls "$out/$t" | wc -l) seeds"
 done
