@@ -32,12 +32,11 @@ _Noreturn void ir_panic(const char *file, int line, const char *fmt, ...)
 
 _Noreturn void ir_oom(struct ir_ctx *ctx)
 {
-	if (ctx->oom) {
-		ir_error(ctx, "out of memory");
+	ir_error(ctx, "out of memory");
+	if (ctx->oom)
 		longjmp(*ctx->oom, 1);
-	}
-	fprintf(stderr, "onnxc: out of memory\n");
-	abort();
+	/* nothing to unwind to (past the import): not a bug, the command stops */
+	exit(EXIT_FAILURE);
 }
 
 void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n)

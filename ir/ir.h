@@ -73,7 +73,8 @@ struct ir_ctx {
 };
 
 void ir_ctx_init(struct ir_ctx *ctx);
-void *ir_malloc(struct ir_ctx *ctx, size_t n); /* never NULL: unwinds */
+/* never NULL: on failure unwinds to ctx->oom, or reports and exits 1 */
+void *ir_malloc(struct ir_ctx *ctx, size_t n);
 void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n);
 void ir_free(struct ir_ctx *ctx, void *p);
 _Noreturn void ir_oom(struct ir_ctx *ctx);

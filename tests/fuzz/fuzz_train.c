@@ -11,8 +11,9 @@
  * The loss follows the input's length (odd: MSE, even: cross-entropy), so
  * both are reached without spending input bytes. Constants are capped at
  * 64 MiB as in fuzz_onnx.c, and the compile at 1 GiB of allocations: past
- * it ir_malloc unwinds to an "out of memory" diagnostic, as `onnxc train`
- * does, rather than the fuzzer's memory limit killing the run.
+ * it ir_malloc unwinds to an "out of memory" diagnostic (where `onnxc
+ * train` reports it and exits 1) rather than the fuzzer's memory limit
+ * killing the run.
  */
 #include "frontend/fe.h"
 #include "fuzz.h"

@@ -5,6 +5,8 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* dtypes                                                                   */
@@ -553,6 +555,28 @@ static void test_parse_oom(void)
 	CHECK(succeeded_at > 1);
 }
 
+/* Past the import nothing catches an allocation failure: the command
+ * reports it and exits 1 (it used to abort, which is a crash). */
+static void test_oom_exits(void)
+{
+	pid_t pid = fork();
+	int status = 0;
+	if (pid == 0) {
+		struct diag_buf d;
+		struct ir_ctx ctx;
+		struct fail_alloc fa;
+		ctx_collect(&ctx, &d);
+		ctx_fail_alloc(&ctx, &fa, 1);
+		ctx.file = "model.onnx";
+		ir_malloc(&ctx, 64);
+		_exit(d.text[0] && strstr(d.text, "out of memory") ? 3 : 4); /* not reached */
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
 TESTS(T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables) T(test_broadcast)
               T(test_module_basics) T(test_verify_catches) T(test_infer) T(test_fold)
-                      T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom))
+                      T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
+                              T(test_oom_exits))
