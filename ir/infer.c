@@ -729,8 +729,9 @@ bool ir_infer_gather(const struct ir_node *n, struct ir_type *out, char *err, si
 	return true;
 }
 
-bool ir_infer_gather_elements(const struct ir_node *n, struct ir_type *out, char *err,
-                              size_t errlen)
+/* GatherElements' and ScatterElements' shared checks: integer indices of
+ * the data's rank, an axis inside it. */
+static bool elements_indices(const struct ir_node *n, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0), *idx = T(1);
 	int64_t axis = ir_attr_i(n, "axis");
@@ -740,6 +741,15 @@ bool ir_infer_gather_elements(const struct ir_node *n, struct ir_type *out, char
 		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
 	if (idx->rank != x->rank)
 		FAIL("indices must have the rank of the data (%d)", x->rank);
+	return true;
+}
+
+bool ir_infer_gather_elements(const struct ir_node *n, struct ir_type *out, char *err,
+                              size_t errlen)
+{
+	const struct ir_type *x = T(0), *idx = T(1);
+	if (!elements_indices(n, err, errlen))
+		return false;
 	out[0] = *idx;
 	out[0].dtype = x->dtype;
 	return true;
@@ -757,12 +767,8 @@ bool ir_infer_scatter_elements(const struct ir_node *n, struct ir_type *out, cha
 	int64_t axis = ir_attr_i(n, "axis");
 	const char *red = ir_attr_s(n, "reduction");
 	tbuf s1, s2;
-	if (idx->dtype != IR_I32 && idx->dtype != IR_I64)
-		FAIL("indices must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
-	if (axis < 0 || axis >= x->rank)
-		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
-	if (idx->rank != x->rank)
-		FAIL("indices must have the rank of the data (%d)", x->rank);
+	if (!elements_indices(n, err, errlen))
+		return false;
 	if (u->dtype != x->dtype)
 		FAIL("updates are %s but the data is %s", ir_dtype_name(u->dtype),
 		     ir_dtype_name(x->dtype));

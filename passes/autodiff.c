@@ -1401,9 +1401,10 @@ struct dim_map {
 	int *n;           /* [out] taps of output o */
 	int64_t (*at)[4]; /* [out] their inputs */
 	double (*w)[4];   /* [out] their weights */
+	int kmax;         /* the most outputs one input feeds */
 };
 
-/* Dimension d's map; false when it is the identity. */
+/* Dimension d's map and its kmax; false when it is the identity. */
 static bool dim_map(struct ad *a, const struct ir_node *n, int d, struct dim_map *m)
 {
 	bool identity;
@@ -1428,7 +1429,17 @@ static bool dim_map(struct ad *a, const struct ir_node *n, int d, struct dim_map
 		}
 		identity = identity && m->n[o] == 1 && m->at[o][0] == o && m->w[o][0] == 1;
 	}
-	return !identity;
+	if (identity)
+		return false;
+	{
+		int *cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m->in + 1));
+		m->kmax = 0;
+		for (int64_t o = 0; o < m->out; o++)
+			for (int t = 0; t < m->n[o]; t++)
+				if (++cnt[m->at[o][t]] > m->kmax)
+					m->kmax = cnt[m->at[o][t]];
+	}
+	return true;
 }
 
 /* dy through map m along dimension d, densely: one matmul by M[o, k] (the
@@ -1459,11 +1470,10 @@ static struct ir_value *dim_dense(struct ad *a, struct ir_value *g, int d, const
 /* dy through map m along dimension d, sparsely: input k receives from at
  * most kmax outputs, so dx is a sum of kmax gathers of dy along d, each
  * weighted per input (zero weights pad the shorter lists). */
-static struct ir_value *dim_sparse(struct ad *a, struct ir_value *g, int d, const struct dim_map *m,
-                                   int kmax)
+static struct ir_value *dim_sparse(struct ad *a, struct ir_value *g, int d, const struct dim_map *m)
 {
-	int r = g->type.rank;
-	int *cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m->in + 1));
+	int r = g->type.rank, kmax = m->kmax;
+	int *cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m->in + 1)); /* so far */
 	int64_t *src = ir_arena_alloc(&a->m->arena, sizeof *src * (size_t)(m->in * kmax + 1));
 	double *wt = ir_arena_alloc(&a->m->arena, sizeof *wt * (size_t)(m->in * kmax + 1));
 	struct ir_type it = { IR_I64, 1, { m->in } }, wt_t = { g->type.dtype, r, { 0 } };
@@ -1512,21 +1522,15 @@ static bool grad_separable(struct ad *a, struct ir_node *n, struct ir_value *con
 		return true;
 	for (int d = g->type.rank - 1; d >= 0; d--) {
 		struct dim_map m;
-		int *cnt, kmax = 0;
 		if (!dim_map(a, n, d, &m))
 			continue;
-		cnt = ir_arena_alloc(&a->m->arena, sizeof *cnt * (size_t)(m.in + 1));
-		for (int64_t o = 0; o < m.out; o++)
-			for (int t = 0; t < m.n[o]; t++)
-				if (++cnt[m.at[o][t]] > kmax)
-					kmax = cnt[m.at[o][t]];
-		if (kmax == 0) { /* every output extrapolated: nothing flows back */
+		if (m.kmax == 0) { /* every output extrapolated: nothing flows back */
 			struct ir_type t = g->type;
 			t.dims[d] = m.in;
 			g = zeros(a, &t);
 			continue;
 		}
-		g = kmax <= 8 ? dim_sparse(a, g, d, &m, kmax) : dim_dense(a, g, d, &m);
+		g = m.kmax <= 8 ? dim_sparse(a, g, d, &m) : dim_dense(a, g, d, &m);
 	}
 	contrib(a, n, 0, g);
 	return true;

@@ -763,7 +763,9 @@ static float dot(const float *restrict a, const float *restrict b, int64_t n)
 	return s;
 }
 
-struct few {
+/* Work on one image's group, split across the threads by output channel
+ * (few_range, col2im_range). */
+struct group_job {
 	const struct conv *cv;
 	int64_t img, gi;
 };
@@ -771,7 +773,7 @@ struct few {
 /* Output channels [b, e) of the group: dot products, bias, epilogue. */
 static void few_range(void *arg, int64_t b, int64_t e)
 {
-	const struct few *f = arg;
+	const struct group_job *f = arg;
 	const struct conv *cv = f->cv;
 	const struct geom *g = &cv->g;
 	int64_t k = g->cg * g->k_sp;
@@ -791,7 +793,7 @@ static int conv_group_few(struct rt_ctx *ctx, const struct conv *cv, int64_t img
 {
 	const struct geom *g = &cv->g;
 	struct colt j = { g, cv->x + (img * cv->d->c + gi * g->cg) * g->in_sp, cv->ws };
-	struct few f = { cv, img, gi };
+	struct group_job f = { cv, img, gi };
 	int64_t per = g->cg * g->k_sp * g->out_sp + 1;
 	rt_parallel(ctx, g->out_sp, 1, colt_range, &j);
 	rt_parallel(ctx, g->mg, (32768 + per - 1) / per, few_range, &f);
@@ -865,14 +867,9 @@ static void col2im_plane(const struct conv *cv, const float *col, float *y, int6
 	rt_epilogue_f32(&cv->d->ep, y, NULL, g->out_sp);
 }
 
-struct col2im {
-	const struct conv *cv;
-	int64_t img, gi;
-};
-
 static void col2im_range(void *arg, int64_t b, int64_t e)
 {
-	const struct col2im *j = arg;
+	const struct group_job *j = arg;
 	const struct conv *cv = j->cv;
 	int64_t first = j->gi * cv->g.mg;
 	for (int64_t oc = b; oc < e; oc++)
@@ -897,7 +894,7 @@ static int conv_transpose_group(struct rt_ctx *ctx, const struct conv *cv, int64
 		.alpha = 1,
 		.beta = 1,
 	};
-	struct col2im j = { cv, img, gi };
+	struct group_job j = { cv, img, gi };
 	int status;
 	if (pointwise(g)) {
 		/* the GEMM lands on the output grid: bias and activation fuse into it */

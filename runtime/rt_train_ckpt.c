@@ -47,9 +47,7 @@ uint64_t rt_train_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
+void rt_train_set_err(char *err, size_t err_size, const char *fmt, ...)
 {
 	if (!err || !err_size)
 		return;
@@ -79,14 +77,15 @@ int rt_train_out_open(struct rt_train_out *o, const char *path, char *err, size_
 	o->buf = malloc(OUT_BUF_BYTES);
 	if (!o->path || !o->tmp || !o->buf) {
 		out_free(o);
-		set_err(err, err_size, "%s: out of memory", path);
+		rt_train_set_err(err, err_size, "%s: out of memory", path);
 		return RT_TRAIN_ERR_NO_MEMORY;
 	}
 	memcpy(o->path, path, n + 1);
 	snprintf(o->tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
 	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
-		set_err(err, err_size, "%s: cannot create %s: %s", path, o->tmp, strerror(errno));
+		rt_train_set_err(err, err_size, "%s: cannot create %s: %s", path, o->tmp,
+		                 strerror(errno));
 		out_free(o);
 		return RT_TRAIN_ERR_IO;
 	}
@@ -174,22 +173,23 @@ int rt_train_out_commit(struct rt_train_out *o, char *err, size_t err_size)
 		o->err_no = errno;
 	o->fd = -1;
 	if (o->err_no) {
-		set_err(err, err_size, "%s: cannot write %s: %s", o->path, o->tmp,
-		        strerror(o->err_no));
+		rt_train_set_err(err, err_size, "%s: cannot write %s: %s", o->path, o->tmp,
+		                 strerror(o->err_no));
 		unlink(o->tmp);
 		out_free(o);
 		return RT_TRAIN_ERR_IO;
 	}
 	if (rename(o->tmp, o->path)) {
-		set_err(err, err_size, "%s: cannot rename %s over it: %s", o->path, o->tmp,
-		        strerror(errno));
+		rt_train_set_err(err, err_size, "%s: cannot rename %s over it: %s", o->path, o->tmp,
+		                 strerror(errno));
 		unlink(o->tmp);
 		out_free(o);
 		return RT_TRAIN_ERR_IO;
 	}
 	int rc = sync_folder(o->path);
 	if (rc) {
-		set_err(err, err_size, "%s: cannot sync its folder: %s", o->path, strerror(rc));
+		rt_train_set_err(err, err_size, "%s: cannot sync its folder: %s", o->path,
+		                 strerror(rc));
 		out_free(o);
 		return RT_TRAIN_ERR_IO;
 	}
@@ -220,7 +220,7 @@ static uint64_t section_bytes(int n, const struct rt_train_ckpt_tensor *ts)
 	return b;
 }
 
-static void write_f32s(struct rt_train_out *o, const float *x, int64_t n)
+void rt_train_out_write_f32(struct rt_train_out *o, const float *x, int64_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	rt_train_out_write(o, x, 4 * (size_t)n);
@@ -233,6 +233,12 @@ static void write_f32s(struct rt_train_out *o, const float *x, int64_t n)
 		rt_train_out_write(o, b, 4);
 	}
 #endif
+}
+
+/* A section's floats, padded to 8 bytes. */
+static void write_f32s(struct rt_train_out *o, const float *x, int64_t n)
+{
+	rt_train_out_write_f32(o, x, n);
 	if (n & 1)
 		rt_train_out_write(o, zeros, 4);
 }
@@ -352,7 +358,7 @@ int rt_train_ckpt_write(const char *path, const struct rt_train_ckpt *ck, char *
 {
 	if (!path || !ck || ck->num_params < 0 || ck->num_state < 0 ||
 	    (ck->num_params && !ck->params) || (ck->num_state && !ck->state)) {
-		set_err(err, err_size, "checkpoint: invalid argument");
+		rt_train_set_err(err, err_size, "checkpoint: invalid argument");
 		return RT_TRAIN_ERR_ARGUMENT;
 	}
 	uint32_t sections = 3 + (ck->mom1 != NULL) + (ck->mom2 != NULL);
@@ -388,8 +394,9 @@ int rt_train_ckpt_write(const char *path, const struct rt_train_ckpt *ck, char *
 	rt_train_put_u64(sum, o.hash);
 	rt_train_out_write(&o, sum, 8);
 	if (o.bytes != total) { /* a bug here, not the caller's */
-		set_err(err, err_size, "%s: internal error: wrote %llu bytes, planned %llu", path,
-		        (unsigned long long)o.bytes, (unsigned long long)total);
+		rt_train_set_err(err, err_size,
+		                 "%s: internal error: wrote %llu bytes, planned %llu", path,
+		                 (unsigned long long)o.bytes, (unsigned long long)total);
 		rt_train_out_abort(&o);
 		return RT_TRAIN_ERR_IO;
 	}
@@ -414,15 +421,16 @@ static int walk_tensors(const char *path, const char *tag, const struct parsed_s
 {
 	const unsigned char *p = s->p, *end = s->p + s->bytes;
 	if (s->bytes < 8) {
-		set_err(err, err_size, "%s: corrupt checkpoint: section %s is too short", path,
-		        tag);
+		rt_train_set_err(err, err_size, "%s: corrupt checkpoint: section %s is too short",
+		                 path, tag);
 		return -1;
 	}
 	uint32_t n = rt_train_get_u32(p);
 	p += 8;
 	if (n > s->bytes / 16) {
-		set_err(err, err_size, "%s: corrupt checkpoint: section %s claims %u tensors", path,
-		        tag, n);
+		rt_train_set_err(err, err_size,
+		                 "%s: corrupt checkpoint: section %s claims %u tensors", path, tag,
+		                 n);
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -431,7 +439,8 @@ static int walk_tensors(const char *path, const char *tag, const struct parsed_s
 		uint32_t name_len = rt_train_get_u32(p), rank = rt_train_get_u32(p + 4);
 		uint64_t elems = rt_train_get_u64(p + 8);
 		if (rank > 64 || name_len > (1u << 20) || elems > ((uint64_t)1 << 60)) {
-			set_err(err, err_size,
+			rt_train_set_err(
+			        err, err_size,
 			        "%s: corrupt checkpoint: tensor %u of section %s has a bad header",
 			        path, i, tag);
 			return -1;
@@ -449,7 +458,8 @@ static int walk_tensors(const char *path, const char *tag, const struct parsed_s
 			prod *= dim;
 		}
 		if (prod != elems) {
-			set_err(err, err_size,
+			rt_train_set_err(
+			        err, err_size,
 			        "%s: corrupt checkpoint: tensor %u of section %s: dims do not "
 			        "multiply to its %llu elements",
 			        path, i, tag, (unsigned long long)elems);
@@ -475,14 +485,16 @@ static int walk_tensors(const char *path, const char *tag, const struct parsed_s
 		p += need;
 	}
 	if (p != end) {
-		set_err(err, err_size, "%s: corrupt checkpoint: section %s has %lld extra bytes",
-		        path, tag, (long long)(end - p));
+		rt_train_set_err(err, err_size,
+		                 "%s: corrupt checkpoint: section %s has %lld extra bytes", path,
+		                 tag, (long long)(end - p));
 		return -1;
 	}
 	return (int)n;
 short_section:
-	set_err(err, err_size, "%s: corrupt checkpoint: section %s is shorter than its tensors",
-	        path, tag);
+	rt_train_set_err(err, err_size,
+	                 "%s: corrupt checkpoint: section %s is shorter than its tensors", path,
+	                 tag);
 	return -1;
 }
 
@@ -510,8 +522,8 @@ static int check_against(const char *path, const char *what, int n,
                          const struct rt_train_tensor *m, char *err, size_t err_size)
 {
 	if (n != mn) {
-		set_err(err, err_size, "%s: checkpoint has %d %s tensors, the model %d", path, n,
-		        what, mn);
+		rt_train_set_err(err, err_size, "%s: checkpoint has %d %s tensors, the model %d",
+		                 path, n, what, mn);
 		return RT_TRAIN_ERR_CHECKPOINT;
 	}
 	for (int i = 0; i < n; i++)
@@ -519,7 +531,8 @@ static int check_against(const char *path, const char *what, int n,
 			char a[160], b[160];
 			shape_str(a, sizeof a, c[i].rank, c[i].dims);
 			shape_str(b, sizeof b, m[i].rank, m[i].dims);
-			set_err(err, err_size,
+			rt_train_set_err(
+			        err, err_size,
 			        "%s: %s tensor %d is '%s' %s in the checkpoint but '%s' %s in the "
 			        "model",
 			        path, what, i, c[i].name, a, m[i].name, b);
@@ -535,19 +548,20 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 	memset(out, 0, sizeof *out);
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
 		return RT_TRAIN_ERR_IO;
 	}
 	struct stat st;
 	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		set_err(err, err_size, "%s: not a regular file", path);
+		rt_train_set_err(err, err_size, "%s: not a regular file", path);
 		fclose(f);
 		return RT_TRAIN_ERR_IO;
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	if (size < CKPT_HEADER_BYTES + 8) {
 		fclose(f);
-		set_err(err, err_size,
+		rt_train_set_err(
+		        err, err_size,
 		        "%s: not an onnxc checkpoint or truncated (%llu bytes; at least %d)", path,
 		        (unsigned long long)size, CKPT_HEADER_BYTES + 8);
 		return RT_TRAIN_ERR_CHECKPOINT;
@@ -555,8 +569,8 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 	unsigned char *buf = malloc(size);
 	if (!buf) {
 		fclose(f);
-		set_err(err, err_size, "%s: out of memory (%llu bytes)", path,
-		        (unsigned long long)size);
+		rt_train_set_err(err, err_size, "%s: out of memory (%llu bytes)", path,
+		                 (unsigned long long)size);
 		return RT_TRAIN_ERR_NO_MEMORY;
 	}
 	size_t got = fread(buf, 1, size, f);
@@ -564,36 +578,38 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 	fclose(f);
 	int rc = RT_TRAIN_ERR_CHECKPOINT;
 	if (read_err || got != size) {
-		set_err(err, err_size, "%s: read error", path);
+		rt_train_set_err(err, err_size, "%s: read error", path);
 		rc = RT_TRAIN_ERR_IO;
 		goto fail;
 	}
 	if (memcmp(buf, CKPT_MAGIC, 8)) {
-		set_err(err, err_size, "%s: not an onnxc checkpoint (wrong magic)", path);
+		rt_train_set_err(err, err_size, "%s: not an onnxc checkpoint (wrong magic)", path);
 		goto fail;
 	}
 	uint32_t version = rt_train_get_u32(buf + 8);
 	if (version != CKPT_VERSION || rt_train_get_u32(buf + 12) != CKPT_HEADER_BYTES) {
-		set_err(err, err_size,
-		        "%s: checkpoint format version %u; this runtime reads version %d", path,
-		        version, CKPT_VERSION);
+		rt_train_set_err(err, err_size,
+		                 "%s: checkpoint format version %u; this runtime reads version %d",
+		                 path, version, CKPT_VERSION);
 		goto fail;
 	}
 	uint64_t declared = rt_train_get_u64(buf + 24);
 	if (declared != size) {
-		set_err(err, err_size,
+		rt_train_set_err(
+		        err, err_size,
 		        "%s: truncated or corrupt checkpoint: %llu bytes, its header says %llu",
 		        path, (unsigned long long)size, (unsigned long long)declared);
 		goto fail;
 	}
 	uint64_t sum = rt_train_fnv1a(RT_TRAIN_FNV_OFFSET, buf, size - 8);
 	if (sum != rt_train_get_u64(buf + size - 8)) {
-		set_err(err, err_size, "%s: corrupt checkpoint: checksum mismatch", path);
+		rt_train_set_err(err, err_size, "%s: corrupt checkpoint: checksum mismatch", path);
 		goto fail;
 	}
 	uint64_t id = rt_train_get_u64(buf + 16);
 	if (id != model_id) {
-		set_err(err, err_size,
+		rt_train_set_err(
+		        err, err_size,
 		        "%s: a checkpoint of another model (model id %016llx; this model is "
 		        "%016llx)",
 		        path, (unsigned long long)id, (unsigned long long)model_id);
@@ -610,8 +626,8 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 	int last = -1;
 	for (uint32_t s = 0; s < nsec; s++) {
 		if (end - p < 16) {
-			set_err(err, err_size, "%s: corrupt checkpoint: section %u is cut off",
-			        path, s);
+			rt_train_set_err(err, err_size,
+			                 "%s: corrupt checkpoint: section %u is cut off", path, s);
 			goto fail;
 		}
 		int k = -1;
@@ -620,13 +636,15 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 				k = j;
 		uint64_t bytes = rt_train_get_u64(p + 8);
 		if (k <= last) {
-			set_err(err, err_size,
+			rt_train_set_err(
+			        err, err_size,
 			        "%s: corrupt checkpoint: section %u has an unknown or repeated tag",
 			        path, s);
 			goto fail;
 		}
 		if (bytes > (uint64_t)(end - p - 16) || pad8(bytes) > (uint64_t)(end - p - 16)) {
-			set_err(err, err_size,
+			rt_train_set_err(
+			        err, err_size,
 			        "%s: corrupt checkpoint: section %s runs past the end of the file",
 			        path, tags[k]);
 			goto fail;
@@ -638,19 +656,21 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 		p += 16 + pad8(bytes);
 	}
 	if (p != end) {
-		set_err(err, err_size, "%s: corrupt checkpoint: %lld bytes after the last section",
-		        path, (long long)(end - p));
+		rt_train_set_err(err, err_size,
+		                 "%s: corrupt checkpoint: %lld bytes after the last section", path,
+		                 (long long)(end - p));
 		goto fail;
 	}
 	for (int j = 0; j < 3; j++)
 		if (!sec[j].present) {
-			set_err(err, err_size, "%s: corrupt checkpoint: no %s section", path,
-			        tags[j]);
+			rt_train_set_err(err, err_size, "%s: corrupt checkpoint: no %s section",
+			                 path, tags[j]);
 			goto fail;
 		}
 	if (sec[0].bytes != CKPT_META_BYTES) {
-		set_err(err, err_size, "%s: corrupt checkpoint: META has %llu bytes, not %d", path,
-		        (unsigned long long)sec[0].bytes, CKPT_META_BYTES);
+		rt_train_set_err(err, err_size,
+		                 "%s: corrupt checkpoint: META has %llu bytes, not %d", path,
+		                 (unsigned long long)sec[0].bytes, CKPT_META_BYTES);
 		goto fail;
 	}
 	decode_meta(sec[0].p, &out->meta);
@@ -668,8 +688,9 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 	}
 	for (int j = 3; j < 5; j++)
 		if (sec[j].present && counts[j] != counts[1]) {
-			set_err(err, err_size, "%s: corrupt checkpoint: %s has %d tensors, PARM %d",
-			        path, tags[j], counts[j], counts[1]);
+			rt_train_set_err(err, err_size,
+			                 "%s: corrupt checkpoint: %s has %d tensors, PARM %d", path,
+			                 tags[j], counts[j], counts[1]);
 			goto fail;
 		}
 	uint64_t tables =
@@ -680,7 +701,7 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 		offs[j] = sec[j].present ? (uint64_t)(sec[j].p - buf) : 0;
 	unsigned char *nb = realloc(buf, base + tables + aux_bytes + 8);
 	if (!nb) {
-		set_err(err, err_size, "%s: out of memory", path);
+		rt_train_set_err(err, err_size, "%s: out of memory", path);
 		rc = RT_TRAIN_ERR_NO_MEMORY;
 		goto fail;
 	}
@@ -711,7 +732,8 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 		for (int i = 0; i < counts[1]; i++) {
 			if (strcmp(where[j][i].name, where[1][i].name) ||
 			    where[j][i].elems != where[1][i].elems) {
-				set_err(err, err_size,
+				rt_train_set_err(
+				        err, err_size,
 				        "%s: corrupt checkpoint: %s tensor %d does not match param "
 				        "'%s'",
 				        path, tags[j], i, where[1][i].name);

@@ -83,18 +83,6 @@ void rt_train_shuffle(uint64_t s[4], int64_t *perm, int64_t n)
 /* .npy                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-{
-	if (!err || !err_size)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
-	va_end(ap);
-}
-
 static const struct {
 	const char *descr; /* without the byte order */
 	int dtype, size;
@@ -204,12 +192,13 @@ int rt_train_npy_parse_header(const char *text, size_t len, struct rt_train_npy 
 					itemsize = npy_types[i].size;
 				}
 			if (!found) {
-				set_err(err, err_size, "dtype '%s' is not supported", descr);
+				rt_train_set_err(err, err_size, "dtype '%s' is not supported",
+				                 descr);
 				return RT_TRAIN_ERR_DATA;
 			}
 			if (descr[0] == '>' && itemsize > 1) {
-				set_err(err, err_size, "big-endian data ('%s') is not supported",
-				        descr);
+				rt_train_set_err(err, err_size,
+				                 "big-endian data ('%s') is not supported", descr);
 				return RT_TRAIN_ERR_DATA;
 			}
 			if (descr[0] != '<' && descr[0] != '|' && descr[0] != '=' &&
@@ -239,20 +228,21 @@ int rt_train_npy_parse_header(const char *text, size_t len, struct rt_train_npy 
 	if (h.p != h.end || !have_descr || !have_order || !have_shape)
 		goto bad;
 	if (fortran) {
-		set_err(err, err_size, "fortran_order arrays are not supported (save in C order)");
+		rt_train_set_err(err, err_size,
+		                 "fortran_order arrays are not supported (save in C order)");
 		return RT_TRAIN_ERR_DATA;
 	}
 	a->elems = 1;
 	for (int i = 0; i < a->rank; i++) {
 		if (a->dims[i] && a->elems > ((int64_t)1 << 56) / a->dims[i]) {
-			set_err(err, err_size, "the shape is too large");
+			rt_train_set_err(err, err_size, "the shape is too large");
 			return RT_TRAIN_ERR_DATA;
 		}
 		a->elems *= a->dims[i];
 	}
 	return RT_TRAIN_OK;
 bad:
-	set_err(err, err_size, "malformed .npy header");
+	rt_train_set_err(err, err_size, "malformed .npy header");
 	return RT_TRAIN_ERR_DATA;
 }
 
@@ -261,7 +251,7 @@ int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_
 	memset(a, 0, sizeof *a);
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
 		return errno == ENOENT ? RT_TRAIN_ERR_DATA : RT_TRAIN_ERR_IO;
 	}
 	unsigned char pre[12];
@@ -269,11 +259,11 @@ int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_
 	int rc = RT_TRAIN_ERR_DATA;
 	struct stat st;
 	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		set_err(err, err_size, "%s: not a regular file", path);
+		rt_train_set_err(err, err_size, "%s: not a regular file", path);
 		goto out;
 	}
 	if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-		set_err(err, err_size, "%s: not a .npy file", path);
+		rt_train_set_err(err, err_size, "%s: not a .npy file", path);
 		goto out;
 	}
 	int major = pre[6];
@@ -283,56 +273,57 @@ int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_
 		start = 10;
 	} else if (major == 2 || major == 3) {
 		if (fread(pre + 10, 1, 2, f) != 2) {
-			set_err(err, err_size, "%s: truncated .npy header", path);
+			rt_train_set_err(err, err_size, "%s: truncated .npy header", path);
 			goto out;
 		}
 		hlen = rt_train_get_u32(pre + 8);
 		start = 12;
 	} else {
-		set_err(err, err_size, "%s: .npy format version %d is not supported", path, major);
+		rt_train_set_err(err, err_size, "%s: .npy format version %d is not supported", path,
+		                 major);
 		goto out;
 	}
 	if (hlen > (1u << 20) || start + hlen > (uint64_t)st.st_size) {
-		set_err(err, err_size, "%s: truncated or malformed .npy header", path);
+		rt_train_set_err(err, err_size, "%s: truncated or malformed .npy header", path);
 		goto out;
 	}
 	if (!(text = malloc(hlen + 1))) {
 		rc = RT_TRAIN_ERR_NO_MEMORY;
-		set_err(err, err_size, "%s: out of memory", path);
+		rt_train_set_err(err, err_size, "%s: out of memory", path);
 		goto out;
 	}
 	if (fread(text, 1, hlen, f) != hlen) {
-		set_err(err, err_size, "%s: truncated .npy header", path);
+		rt_train_set_err(err, err_size, "%s: truncated .npy header", path);
 		goto out;
 	}
 	text[hlen] = 0;
 	if (memchr(text, 0, hlen)) {
-		set_err(err, err_size, "%s: malformed .npy header", path);
+		rt_train_set_err(err, err_size, "%s: malformed .npy header", path);
 		goto out;
 	}
 	rc = rt_train_npy_parse_header(text, hlen, a, msg, sizeof msg);
 	if (rc) {
-		set_err(err, err_size, "%s: %s", path, msg);
+		rt_train_set_err(err, err_size, "%s: %s", path, msg);
 		goto out;
 	}
 	rc = RT_TRAIN_ERR_DATA;
 	uint64_t bytes = (uint64_t)a->elems * (uint64_t)rt_train_npy_itemsize(a->dtype);
 	uint64_t have = (uint64_t)st.st_size - start - hlen;
 	if (bytes != have) {
-		set_err(err, err_size,
-		        "%s: the header's shape needs %llu data bytes; the file has %llu", path,
-		        (unsigned long long)bytes, (unsigned long long)have);
+		rt_train_set_err(err, err_size,
+		                 "%s: the header's shape needs %llu data bytes; the file has %llu",
+		                 path, (unsigned long long)bytes, (unsigned long long)have);
 		goto out;
 	}
 	if (!(a->data = malloc(bytes ? bytes : 1))) {
 		rc = RT_TRAIN_ERR_NO_MEMORY;
-		set_err(err, err_size, "%s: out of memory (%llu bytes)", path,
-		        (unsigned long long)bytes);
+		rt_train_set_err(err, err_size, "%s: out of memory (%llu bytes)", path,
+		                 (unsigned long long)bytes);
 		goto out;
 	}
 	if (fread(a->data, 1, bytes, f) != bytes) {
 		rc = RT_TRAIN_ERR_IO;
-		set_err(err, err_size, "%s: read error", path);
+		rt_train_set_err(err, err_size, "%s: read error", path);
 		free(a->data);
 		a->data = NULL;
 		goto out;
@@ -407,7 +398,8 @@ static int convert(struct rt_train_npy *a, int dtype, const char *path, char *er
 		int32_t *d = a->data;
 		for (int64_t i = 0; i < e; i++) {
 			if (s[i] < INT32_MIN || s[i] > INT32_MAX) {
-				set_err(err, n,
+				rt_train_set_err(
+				        err, n,
 				        "%s: element %lld (%lld) does not fit the input's int32",
 				        path, (long long)i, (long long)s[i]);
 				return 0;
@@ -417,7 +409,7 @@ static int convert(struct rt_train_npy *a, int dtype, const char *path, char *er
 	} else if (a->dtype == 6 && dtype == 7) { /* int32 -> int64: grows */
 		int64_t *d = malloc(8 * (size_t)(e ? e : 1));
 		if (!d) {
-			set_err(err, n, "%s: out of memory", path);
+			rt_train_set_err(err, n, "%s: out of memory", path);
 			return 0;
 		}
 		const int32_t *s = a->data;
@@ -426,7 +418,8 @@ static int convert(struct rt_train_npy *a, int dtype, const char *path, char *er
 		free(a->data);
 		a->data = d;
 	} else {
-		set_err(err, n,
+		rt_train_set_err(
+		        err, n,
 		        "%s: dtype %s, the input is %s (convertible: float64 to float32, int32 "
 		        "and int64 to each other)",
 		        path, dtype_name(a->dtype), dtype_name(dtype));

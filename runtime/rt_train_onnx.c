@@ -76,17 +76,7 @@ static void put_tensor(struct rt_train_out *o, const struct rt_train_tensor *t, 
 	rt_train_out_write(o, t->name, name);
 	put_tag(o, 9, WIRE_BYTES);
 	put_varint(o, 4 * (uint64_t)t->elems);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	rt_train_out_write(o, x, 4 * (size_t)t->elems);
-#else
-	for (int64_t i = 0; i < t->elems; i++) {
-		uint32_t u;
-		unsigned char b[4];
-		memcpy(&u, &x[i], 4);
-		rt_train_put_u32(b, u);
-		rt_train_out_write(o, b, 4);
-	}
-#endif
+	rt_train_out_write_f32(o, x, t->elems);
 }
 
 int rt_train_export_onnx(struct rt_trainer *t, const char *path)
