@@ -147,7 +147,8 @@ struct fe {
 	struct fe_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
 	struct fe_map reserved; /* every ONNX tensor name in the graph */
 	int64_t max_const_bytes;
-	int ndropout; /* training-mode Dropouts so far: the next one's salt */
+	int64_t fold_budget; /* folding work left (fe_fold_ok) */
+	int ndropout;        /* training-mode Dropouts so far: the next one's salt */
 };
 
 /* One ONNX node being imported. */
@@ -212,6 +213,19 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 /* Infers types (reporting errors on the ONNX node), folds constants. false
  * if inference failed. After folding, n->out[] are still the results. */
 bool fe_finish(struct fe_node *nd, struct ir_node *n);
+/*
+ * The folding budget: folding (and constants built at import, such as
+ * ConstantOfShape's) is bounded by the input, not only by the constant
+ * limit. Work up to FE_FOLD_FREE element visits (ir_fold_work) is always
+ * done - shape arithmetic is far below it; larger work is taken from a
+ * budget of FE_FOLD_BASE plus FE_FOLD_PER_BYTE visits per byte of the
+ * model's initializers, and what would exceed it is left to run time.
+ * fe_fold_ok says whether work fits, and takes it from the budget if so.
+ */
+#define FE_FOLD_FREE     ((int64_t)1 << 12)
+#define FE_FOLD_BASE     ((int64_t)1 << 22)
+#define FE_FOLD_PER_BYTE 2
+bool fe_fold_ok(struct fe *fe, int64_t work);
 /* Whether a node of the graph reads the tensor, or it is a graph output. */
 bool fe_tensor_used(struct fe *fe, const char *name);
 /* Whether v is a float initializer of the model (a weight). */

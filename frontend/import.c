@@ -382,6 +382,16 @@ bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 	return p && !strcmp(*p, "initializer");
 }
 
+bool fe_fold_ok(struct fe *fe, int64_t work)
+{
+	if (work <= FE_FOLD_FREE)
+		return true;
+	if (work > fe->fold_budget)
+		return false;
+	fe->fold_budget -= work;
+	return true;
+}
+
 bool fe_finish(struct fe_node *nd, struct ir_node *n)
 {
 	struct ir_module *m = nd->fe->m;
@@ -416,6 +426,8 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n)
 		for (int i = 0; i < n->nin; i++)
 			if (fe_is_weight(nd->fe, n->in[i]))
 				return true;
+	if (!ir_fold_ready(n) || !fe_fold_ok(nd->fe, ir_fold_work(n)))
+		return true; /* left to run time */
 	r = ir_fold_node(m, n, limit, err, sizeof err);
 	if (r < 0) {
 		fe_fail(nd, "%s", err);
@@ -1067,6 +1079,13 @@ static bool import_graph(struct fe *fe)
 	if (!scan_graph(fe, names))
 		return false;
 	load_initializers(fe);
+	fe->fold_budget = FE_FOLD_BASE;
+	for (int i = 0; i < fe->m->nvalues; i++) {
+		const struct ir_value *v = fe->m->values[i];
+		if (v->kind == IR_VAL_CONST && fe->fold_budget < INT64_MAX / 4)
+			fe->fold_budget += FE_FOLD_PER_BYTE * ir_type_elems(&v->type) *
+			                   ir_dtype_size(v->type.dtype);
+	}
 	if (!bind_inputs(fe) || fe->ctx->nerrors != errors)
 		return false;
 	if (!(order = topo_order(fe, names)))

@@ -208,17 +208,87 @@ static bool imp_constant_of_shape(struct fe_node *nd)
 	for (int i = 0; i < t.rank; i++)
 		if (t.dims[i] < 0)
 			return fe_fail(nd, "negative dimension %lld", (long long)t.dims[i]);
+	if (ir_type_elems(&t) < 0)
+		return fe_fail(nd,
+		               "the result would have more elements than a 64-bit size can count");
+	if (c && c->nuses == 0)
+		ir_kill_value(nd->fe->m, c);
+	n = ir_type_elems(&t);
+	if (!fe_fold_ok(nd->fe, n)) {
+		/* beyond the folding budget: the value broadcast at run time */
+		struct ir_type st = { .dtype = t.dtype };
+		struct ir_value *x = fe_const(nd, -1, &st, one);
+		const char *name = fe_out_name(nd, 0);
+		struct ir_node *e = fe_emit(nd, IR_OP_EXPAND, &x, 1, &name, 1);
+		ir_set_ints(nd->fe->m, e, "shape", t.dims, t.rank);
+		return fe_finish(nd, e) && bind1(nd, e->out[0]);
+	}
 	if (!check_const_size(nd, &t))
 		return false;
-	n = ir_type_elems(&t);
 	data = ir_arena_alloc_big(&nd->fe->m->arena,
 	                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
 	for (int64_t i = 0; i < n; i++)
 		memcpy((char *)data + i * ir_dtype_size(t.dtype), one,
 		       (size_t)ir_dtype_size(t.dtype));
-	if (c && c->nuses == 0)
-		ir_kill_value(nd->fe->m, c);
 	return bind1(nd, fe_const(nd, 0, &t, data));
+}
+
+/*
+ * A Range beyond the folding budget, computed at run time: the indices
+ * 0..n-1 as an exclusive cumulative sum of ones (int64), then start +
+ * i * delta - in T for floats, in int64 then cast for integers (every
+ * value lies between start and limit, so the cast is exact).
+ */
+static bool range_at_run_time(struct fe_node *nd, const struct ir_type *t)
+{
+	struct fe *fe = nd->fe;
+	struct ir_type one_t = { .dtype = IR_I64 };
+	const int64_t one = 1;
+	bool flt = ir_dtypes[t->dtype].is_float;
+	struct ir_value *x, *s = nd->in[0], *d = nd->in[2];
+	const char *name = fe_tmp_name(nd, "iota");
+	struct ir_node *e;
+	x = fe_const(nd, -1, &one_t, &one);
+	e = fe_emit(nd, IR_OP_EXPAND, &x, 1, NULL, 1);
+	ir_set_ints(fe->m, e, "shape", t->dims, 1);
+	if (!fe_finish(nd, e))
+		return false;
+	x = e->out[0];
+	e = fe_emit(nd, IR_OP_CUMSUM, &x, 1, &name, 1);
+	ir_set_i(fe->m, e, "axis", 0);
+	ir_set_i(fe->m, e, "exclusive", 1);
+	ir_set_i(fe->m, e, "reverse", 0);
+	if (!fe_finish(nd, e))
+		return false;
+	x = e->out[0];
+	if (flt) {
+		e = fe_emit(nd, IR_OP_CAST, &x, 1, NULL, 1);
+		ir_set_t(fe->m, e, "to", t->dtype);
+		if (!fe_finish(nd, e))
+			return false;
+		x = e->out[0];
+	} else {
+		int64_t sv = ir_load_i64(t->dtype, s->data, 0),
+		        dv = ir_load_i64(t->dtype, d->data, 0);
+		s = fe_const(nd, -1, &one_t, &sv);
+		d = fe_const(nd, -1, &one_t, &dv);
+	}
+	{
+		struct ir_value *md[2] = { x, d }, *as[2] = { NULL, s };
+		bool last = flt || t->dtype == IR_I64;
+		if (!(as[0] = fe_simple(nd, IR_OP_MUL, md, 2, -1)) ||
+		    !(x = fe_simple(nd, IR_OP_ADD, as, 2, last ? 0 : -1)))
+			return false;
+	}
+	if (!flt && t->dtype != IR_I64) {
+		name = fe_out_name(nd, 0);
+		e = fe_emit(nd, IR_OP_CAST, &x, 1, &name, 1);
+		ir_set_t(fe->m, e, "to", t->dtype);
+		if (!fe_finish(nd, e))
+			return false;
+		x = e->out[0];
+	}
+	return bind1(nd, x);
 }
 
 static bool imp_range(struct fe_node *nd)
@@ -246,6 +316,8 @@ static bool imp_range(struct fe_node *nd)
 			return fe_fail(nd, "delta is zero or the range is too long");
 		n = c > 0 ? (int64_t)c : 0;
 		t.dims[0] = n;
+		if (!fe_fold_ok(nd->fe, n))
+			return range_at_run_time(nd, &t);
 		if (!check_const_size(nd, &t))
 			return false;
 		data = ir_arena_alloc_big(&nd->fe->m->arena,
@@ -264,12 +336,17 @@ static bool imp_range(struct fe_node *nd)
 			return fe_fail(nd, "the range is too long");
 		n = span > 0 ? (int64_t)span : 0;
 		t.dims[0] = n;
+		if (!fe_fold_ok(nd->fe, n))
+			return range_at_run_time(nd, &t);
 		if (!check_const_size(nd, &t))
 			return false;
 		data = ir_arena_alloc_big(&nd->fe->m->arena,
 		                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
 		for (int64_t i = 0; i < n; i++)
-			ir_store_i64(t.dtype, data, (size_t)i, s + i * d);
+			/* in uint64: s + i * d lies between start and limit, so
+			 * the wrapped sum is exact where int64 could overflow */
+			ir_store_i64(t.dtype, data, (size_t)i,
+			             (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d));
 	} else {
 		return fe_fail(nd, "type %s is not supported", ir_dtype_name(t.dtype));
 	}

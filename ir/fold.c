@@ -454,7 +454,7 @@ static eval_fn evaluator(enum ir_op op)
 bool ir_can_fold(enum ir_op op) { return evaluator(op) != NULL; }
 
 /* Can n be evaluated now: an evaluator, and data for every input? */
-static bool foldable(const struct ir_node *n)
+bool ir_fold_ready(const struct ir_node *n)
 {
 	if (!evaluator(n->op))
 		return false;
@@ -492,11 +492,68 @@ static int fold(struct ir_module *m, struct ir_node *n, char *err, size_t errlen
 	return 1;
 }
 
+/* Product of the dims of t from dimension `from` on. */
+static double dims_from(const struct ir_type *t, int from)
+{
+	double r = 1;
+	for (int i = from; i < t->rank; i++)
+		r *= (double)t->dims[i];
+	return r;
+}
+
+int64_t ir_fold_work(const struct ir_node *n)
+{
+	double in = 0, out = 0, w;
+	for (int i = 0; i < n->nin; i++)
+		in += (double)ir_type_elems(&n->in[i]->type);
+	for (int i = 0; i < n->nout; i++)
+		out += (double)ir_type_elems(&n->out[i]->type);
+	switch (n->op) {
+	case IR_OP_MATMUL:
+	case IR_OP_GEMM: { /* a multiply-add per output and reduced element */
+		const struct ir_type *a = &n->in[0]->type;
+		bool ta = n->op == IR_OP_GEMM && ir_attr_i(n, "trans_a");
+		w = out * (double)a->dims[a->rank - (ta ? 2 : 1)];
+		break;
+	}
+	case IR_OP_CONV: /* per output: Cin/group times the kernel's volume */
+		w = out * dims_from(&n->in[1]->type, 1);
+		break;
+	case IR_OP_CONV_TRANSPOSE: /* per input: Cout/group times the kernel's volume */
+		w = (double)ir_type_elems(&n->in[0]->type) * dims_from(&n->in[1]->type, 1);
+		break;
+	case IR_OP_MAX_POOL:
+	case IR_OP_AVG_POOL:
+	case IR_OP_LP_POOL: {
+		int nk;
+		const int64_t *k = ir_attr_ints(n, "kernel", &nk);
+		w = out;
+		for (int i = 0; i < nk; i++)
+			w *= (double)k[i];
+		break;
+	}
+	case IR_OP_LRN: w = out * (double)ir_attr_i(n, "size"); break;
+	case IR_OP_RESIZE: { /* every combination of one tap per dimension */
+		const char *mode = ir_attr_s(n, "mode");
+		double taps = !strcmp(mode, "cubic") ? 4 : !strcmp(mode, "linear") ? 2 : 1;
+		w = out * pow(taps, n->in[0]->type.rank);
+		break;
+	}
+	default:
+		/* elementwise ops and data movement visit each result element
+		 * once; the rest (reductions, normalizations) each input too */
+		w = ir_ops[n->op].kind == IR_KIND_ELTWISE || ir_ops[n->op].kind == IR_KIND_MOVE
+		            ? out
+		            : in + out;
+	}
+	return w < 0x1p62 ? (int64_t)w : INT64_MAX;
+}
+
 int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
                  size_t errlen)
 {
 	int64_t work = 0;
-	if (!foldable(n))
+	if (!ir_fold_ready(n))
 		return 0;
 	for (int i = 0; i < n->nout; i++) {
 		int64_t e = ir_type_elems(&n->out[i]->type);
@@ -519,7 +576,7 @@ int ir_fold_all(struct ir_module *m, char *err, size_t errlen)
 	for (struct ir_node *n = m->first; n; n = next) {
 		char msg[512];
 		next = n->next;
-		if (!foldable(n)) {
+		if (!ir_fold_ready(n)) {
 			left++;
 			continue;
 		}

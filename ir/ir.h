@@ -464,6 +464,12 @@ struct ir_module *ir_parse(struct ir_ctx *ctx, const char *text, size_t len);
  */
 int ir_fold_node(struct ir_module *m, struct ir_node *n, int64_t max_elems, char *err,
                  size_t errlen);
+/* What folding n costs: the element visits (multiply-adds for products and
+ * convolutions, taps for resize) of its evaluator, saturated at INT64_MAX.
+ * The importer's folding budget is counted in these units. */
+int64_t ir_fold_work(const struct ir_node *n);
+/* Whether n can be folded now: an evaluator, and data for every input. */
+bool ir_fold_ready(const struct ir_node *n);
 /* Whether op has an evaluator (every op does: fold.c is the reference
  * interpreter the compiled kernels are tested against). */
 bool ir_can_fold(enum ir_op op);

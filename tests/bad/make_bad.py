@@ -989,7 +989,7 @@ def constant_of_shape_huge(d):
 
 @case
 def range_too_long(d):
-    c = [const("s", np.array(0, np.float32)), const("l", np.array(1e12, np.float32)),
+    c = [const("s", np.array(0, np.float32)), const("l", np.array(1e16, np.float32)),
          const("dl", np.array(1, np.float32))]
     nodes = [helper.make_node("Range", ["s", "l", "dl"], ["r"], name="range"),
              helper.make_node("Add", ["x", "r"], ["y"], name="add")]
