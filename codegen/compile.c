@@ -87,17 +87,38 @@ static void plan_stats(const struct cg_plan *p, struct cg_stats *st)
 	st->casts_fused = p->casts_fused;
 }
 
-/* --max-memory: the planned arena and the weights together must fit. */
+/* a + b, saturated at INT64_MAX (sizes are never negative) */
+static int64_t add_sat(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+/* Bytes of the graph inputs (or outputs) the caller allocates. */
+static int64_t io_bytes(struct ir_value *const *v, int n)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t e = ir_type_elems(&v[i]->type), es = ir_dtype_size(v[i]->type.dtype);
+		sum = add_sat(sum, e < 0 || e > INT64_MAX / es ? INT64_MAX : e * es);
+	}
+	return sum;
+}
+
+/*
+ * --max-memory: everything a run of the compiled model needs - the arena
+ * and the weights it allocates, and the inputs and outputs its caller
+ * allocates - must fit together.
+ */
 static bool within_memory_limit(const struct cg_plan *p)
 {
 	const struct cg_options *o = p->opt;
-	if (o->max_memory <= 0 || p->arena_bytes <= o->max_memory - p->weight_bytes)
+	const struct ir_module *m = p->m;
+	int64_t in = io_bytes(m->inputs, m->ninputs), out = io_bytes(m->outputs, m->noutputs);
+	int64_t total = add_sat(add_sat(p->arena_bytes, p->weight_bytes), add_sat(in, out));
+	if (o->max_memory <= 0 || total <= o->max_memory)
 		return true;
-	ir_error(p->m->ctx,
-	         "the model needs %lld bytes of memory (arena %lld + weights %lld), more than "
-	         "--max-memory %lld; raise --max-memory to compile it",
-	         (long long)(p->arena_bytes + p->weight_bytes), (long long)p->arena_bytes,
-	         (long long)p->weight_bytes, (long long)o->max_memory);
+	ir_error(m->ctx,
+	         "the model needs %lld bytes of memory (arena %lld + weights %lld + inputs %lld + "
+	         "outputs %lld), more than --max-memory %lld; raise --max-memory to compile it",
+	         (long long)total, (long long)p->arena_bytes, (long long)p->weight_bytes,
+	         (long long)in, (long long)out, (long long)o->max_memory);
 	return false;
 }
 

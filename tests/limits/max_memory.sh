@@ -5,7 +5,11 @@
 # report and run; a constant above the limit is refused at import; a small
 # model (two 4 MiB weights) compiles under the default and is refused under
 # a limit between one constant and both; a
-# malformed size is a usage error.
+# malformed size is a usage error. What the caller allocates counts too:
+# Expand, Tile, Pad and Resize whose constant arguments make a 4 TB graph
+# output, eight 2^61-byte inputs (the sum overflows int64), an 8 MiB
+# Identity under --max-memory 1K, a Range computed at run time (beyond the
+# folding budget) of 1e12 elements.
 # usage: max_memory.sh ONNXC PYTHON SMALL_MODEL_DIR
 set -u
 onnxc=$1 py=$2 small=$3
@@ -30,6 +34,27 @@ g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["t"], name="add"),
                       [helper.make_tensor_value_info("y", T.FLOAT, [1024, 1024])], w)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), d + "/weights_4m.onnx")
 np.save(d + "/x.npy", np.ones(1, np.float32))
+vi, i64 = helper.make_tensor_value_info, lambda n, a: helper.make_tensor(n, T.INT64, [len(a)], a)
+def save(name, nodes, ins, outs, inits=()):
+    g = helper.make_graph(nodes, name, ins, outs, list(inits))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+big = [1000000, 1000000]
+save("expand_out", [helper.make_node("Expand", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [1])],
+     [vi("y", T.FLOAT, big)], [i64("s", big)])
+save("tile_out", [helper.make_node("Tile", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [1, 1])],
+     [vi("y", T.FLOAT, big)], [i64("s", big)])
+save("pad_out", [helper.make_node("Pad", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [1, 1])],
+     [vi("y", T.FLOAT, [1000001, 1000001])], [i64("s", [0, 0, 1000000, 1000000])])
+save("resize_out", [helper.make_node("Resize", ["x", "", "s"], ["y"])], [vi("x", T.FLOAT, [1, 1])],
+     [vi("y", T.FLOAT, big)], [helper.make_tensor("s", T.FLOAT, [2], [1e6, 1e6])])
+save("huge_inputs", [helper.make_node("Identity", ["x0"], ["y"])],
+     [vi(f"x{i}", T.FLOAT, [2**59]) for i in range(8)], [vi("y", T.FLOAT, [2**59])])
+save("identity_8m", [helper.make_node("Identity", ["x"], ["y"])], [vi("x", T.FLOAT, [1 << 20])],
+     [vi("y", T.FLOAT, [1 << 20])])
+rg = [helper.make_tensor(n, T.FLOAT, [], [v]) for n, v in (("s", 0), ("l", 1e12), ("d", 1))]
+save("range_run_time", [helper.make_node("Range", ["s", "l", "d"], ["r"]),
+                        helper.make_node("ReduceSum", ["r"], ["y"], keepdims=0)],
+     [], [vi("y", T.FLOAT, [])], rg)
 PY
 fail=0
 expect() { # expect STATUS TEXT CMD...
@@ -47,7 +72,7 @@ expect() { # expect STATUS TEXT CMD...
 	fi
 }
 huge=$tmp/huge_arena.onnx
-msg="huge_arena.onnx: error: the model needs 4000000000000 bytes of memory"
+msg="huge_arena.onnx: error: the model needs 4000000000008 bytes of memory (arena 4000000000000"
 expect 1 "$msg" "$onnxc" compile "$huge" -o "$tmp/out1"
 expect 1 "more than --max-memory 17179869184" "$onnxc" compile "$huge" -o "$tmp/out1"
 expect 1 "$msg" "$onnxc" report "$huge"
@@ -60,4 +85,14 @@ expect 1 "has 4194304 bytes, more than the limit of 1048576" "$onnxc" ir "$w" --
 expect 0 "" "$onnxc" compile "$w" -o "$tmp/out4" --max-memory 64M
 expect 2 "--max-memory takes a size" "$onnxc" compile "$w" -o "$tmp/out5" --max-memory lots
 expect 2 "--max-memory takes a size" "$onnxc" compile "$w" -o "$tmp/out5" --max-memory -1G
+for m in expand_out tile_out pad_out resize_out; do
+	expect 1 "$m.onnx: error: the model needs 4000" "$onnxc" compile "$tmp/$m.onnx" -o "$tmp/out6"
+done
+expect 1 "outputs 4000000000000), more than --max-memory" "$onnxc" compile "$tmp/expand_out.onnx" -o "$tmp/out6"
+expect 1 "the model needs 9223372036854775807 bytes" "$onnxc" compile "$tmp/huge_inputs.onnx" -o "$tmp/out6"
+expect 1 "(arena 0 + weights 0 + inputs 4194304 + outputs 4194304), more than --max-memory 1024" \
+	"$onnxc" compile "$tmp/identity_8m.onnx" -o "$tmp/out6" --max-memory 1K
+expect 0 "" "$onnxc" compile "$tmp/identity_8m.onnx" -o "$tmp/out6" --max-memory 8M
+expect 1 "range_run_time.onnx: error: the model needs 15999999934532 bytes" \
+	"$onnxc" compile "$tmp/range_run_time.onnx" -o "$tmp/out6"
 exit $fail
