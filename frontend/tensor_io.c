@@ -96,8 +96,8 @@ static bool parse_npy_header(const char *h, struct ir_type *t, const char **err)
 		if (*sh == ',')
 			sh++;
 	}
-	if (ir_type_elems(t) < 0) {
-		*err = "the element count overflows";
+	if (ir_type_bytes(t) < 0) {
+		*err = "the array's size in bytes overflows 64 bits";
 		return false;
 	}
 	return true;

@@ -226,6 +226,14 @@ int64_t ir_dims_elems(const int64_t *dims, int rank)
 
 int64_t ir_type_elems(const struct ir_type *t) { return ir_dims_elems(t->dims, t->rank); }
 
+int64_t ir_type_bytes(const struct ir_type *t)
+{
+	int64_t n = ir_type_elems(t), b;
+	if (n < 0 || __builtin_mul_overflow(n, (int64_t)ir_dtype_size(t->dtype), &b))
+		return -1;
+	return b;
+}
+
 bool ir_type_eq(const struct ir_type *a, const struct ir_type *b)
 {
 	if (a->dtype != b->dtype || a->rank != b->rank)

@@ -200,6 +200,9 @@ struct ir_type {
 int64_t ir_type_elems(const struct ir_type *t);
 /* Element count of dims[0..rank), -1 on overflow or a negative dim. */
 int64_t ir_dims_elems(const int64_t *dims, int rank);
+/* Size in bytes; -1 if it overflows int64. Every value of a module has a
+ * size (the verifier checks it), so later stages multiply freely. */
+int64_t ir_type_bytes(const struct ir_type *t);
 bool ir_type_eq(const struct ir_type *a, const struct ir_type *b);
 /* "f32[1,3,224,224]" into buf; returns buf. */
 char *ir_type_str(const struct ir_type *t, char *buf, size_t n);

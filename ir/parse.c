@@ -289,8 +289,8 @@ static bool parse_type(struct parser *ps, struct ir_type *t)
 		t->dims[t->rank++] = d;
 	}
 	next(ps);
-	if (ir_type_elems(t) < 0) {
-		perr(ps, "element count overflows 64 bits");
+	if (ir_type_bytes(t) < 0) {
+		perr(ps, "the size in bytes overflows 64 bits");
 		return false;
 	}
 	return true;

@@ -18,7 +18,7 @@ static bool value_ok(const struct ir_value *v)
 		return false;
 	if (v->type.rank < 0 || v->type.rank > IR_MAX_RANK)
 		return false;
-	return ir_type_elems(&v->type) >= 0;
+	return ir_type_bytes(&v->type) >= 0;
 }
 
 static int check_values(struct ir_module *m)

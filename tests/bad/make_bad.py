@@ -1158,6 +1158,44 @@ def ext_constant_attr(d):
 
 # --------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------
+# tensor files given with --const: every size computed from a header is
+# checked for overflow before anything is read or allocated
+
+def npy_bytes(descr, shape, data=b""):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    h += " " * (63 - len(h) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode() + data
+
+
+def const_input_model():
+    """x[2,3] + c[...] -> y: c is the graph input the cases bind with --const."""
+    return model([helper.make_node("Identity", ["c"], ["y"], name="id")],
+                 [vi("c", ["n", 1])], [vi("y", ["n", 1])])
+
+
+@case
+def npy_size_overflow(d):
+    # (2^62, 1) float32: 2^64 bytes wrap to 0, which matched the empty data
+    with open(os.path.join(d, "npy_size_overflow.npy"), "wb") as f:
+        f.write(npy_bytes("<f4", "(%d, 1)" % 2**62))
+    return const_input_model()
+
+
+@case
+def npy_elems_overflow(d):
+    with open(os.path.join(d, "npy_elems_overflow.npy"), "wb") as f:
+        f.write(npy_bytes("<f8", "(%d, %d)" % (2**32, 2**32)))
+    return const_input_model()
+
+
+@case
+def npy_short_data(d):
+    with open(os.path.join(d, "npy_short_data.npy"), "wb") as f:
+        f.write(npy_bytes("<f4", "(%d, 1)" % 2**40, b"\0" * 8))
+    return const_input_model()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_bad.py OUTDIR")

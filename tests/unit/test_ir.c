@@ -486,6 +486,9 @@ static void test_parse_errors(void)
 		  "rank exceeds 8" },
 		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[4294967296,4294967296]\n",
 		  "overflows 64 bits" },
+		/* 2^62 elements count, their 2^64 bytes do not */
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[4611686018427387904]\n",
+		  "the size in bytes overflows 64 bits" },
 		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\ninput %x : f32[2]\n",
 		  "defined twice" },
 		{ "onnxc-ir 1\nmodule \"m\"\n%y : f32[2] = relu(%x) @r\n", "undefined value '%x'" },
