@@ -7,7 +7,7 @@ set -u
 onnxc=$1 dir=$2
 ok=0 refused=0 bad=0
 for m in "$dir"/*/model.onnx; do
-	timeout 30 "$onnxc" ir "$m" -o /dev/null 2>/dev/null
+	timeout 120 "$onnxc" ir "$m" -o /dev/null 2>/dev/null
 	case $? in
 	0) ok=$((ok + 1)) ;;
 	1) refused=$((refused + 1)) ;;
