@@ -22,14 +22,16 @@ static inline void fuzz_quiet(void *ud, const char *line)
 
 /* Writes data to a file named NAME in a private folder of this process
  * (/tmp/onnxc-fuzz-PID/NAME: external data a model names resolves in there,
- * never next to anything real); the path is in path. false on I/O errors. */
+ * never next to anything real); the path is in path. false on I/O errors.
+ * The PID is zero-padded: the path's length, which diagnostics and arena
+ * use follow, is the same in every run, so a fixed-seed run is repeatable. */
 static inline int fuzz_write_file(char *path, size_t cap, const char *name, const uint8_t *data,
                                   size_t size)
 {
 	FILE *f;
-	snprintf(path, cap, "/tmp/onnxc-fuzz-%ld", (long)getpid());
+	snprintf(path, cap, "/tmp/onnxc-fuzz-%010ld", (long)getpid());
 	mkdir(path, 0700);
-	snprintf(path, cap, "/tmp/onnxc-fuzz-%ld/%s", (long)getpid(), name);
+	snprintf(path, cap, "/tmp/onnxc-fuzz-%010ld/%s", (long)getpid(), name);
 	f = fopen(path, "wb");
 	if (!f)
 		return 0;
