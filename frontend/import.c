@@ -1020,14 +1020,17 @@ static void bind_outputs(struct fe *fe)
 		for (int k = 0; k < fe->m->noutputs; k++)
 			dup |= fe->m->outputs[k] == v;
 		if (v->kind != IR_VAL_NODE || dup) {
-			/* outputs are distinct node results, named like the model's */
-			const char *name = ir_find_value(fe->m, vi->name)
-			                           ? ir_unique_name(fe->m, vi->name)
-			                           : vi->name;
+			/* outputs are distinct node results, named like the model's:
+			 * the copy takes the name from a constant holding it (a folded
+			 * output); a graph input or another output keeps its own */
+			struct ir_value *taken = ir_find_value(fe->m, vi->name);
+			const char *name = taken ? ir_unique_name(fe->m, vi->name) : vi->name;
 			struct ir_node *n =
 			        ir_add_node(fe->m, IR_OP_COPY, vi->name, &v, 1, &name, 1);
 			char err[256];
 			IR_ASSERT(ir_infer_node(fe->m, n, err, sizeof err));
+			if (taken && taken->kind == IR_VAL_CONST)
+				ir_swap_names(fe->m, taken, n->out[0]);
 			v = n->out[0];
 		}
 		if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&

@@ -672,17 +672,45 @@ void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value
 	add_use(m, v, n, i);
 }
 
+/* The name-set slot holding v. */
+static size_t name_slot(const struct ir_module *m, const struct ir_value *v)
+{
+	size_t h = (size_t)hash_str(v->name) & (size_t)(m->cap_names - 1);
+	while (m->names[h] != v) {
+		IR_ASSERT(m->names[h]);
+		h = (h + 1) & (size_t)(m->cap_names - 1);
+	}
+	return h;
+}
+
+void ir_swap_names(struct ir_module *m, struct ir_value *a, struct ir_value *b)
+{
+	size_t sa = name_slot(m, a), sb = name_slot(m, b);
+	const char *t = a->name;
+	a->name = b->name;
+	b->name = t;
+	m->names[sa] = b;
+	m->names[sb] = a;
+}
+
 void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to)
 {
+	bool named = false;
 	if (from == to)
 		return;
 	while (from->nuses) {
 		struct ir_use u = from->uses[from->nuses - 1];
 		ir_set_input(m, u.node, u.index, to);
 	}
-	for (int i = 0; i < m->noutputs; i++)
-		if (m->outputs[i] == from)
-			m->outputs[i] = to;
+	for (int i = 0; i < m->noutputs; i++) {
+		if (m->outputs[i] != from)
+			continue;
+		if (!named && to->kind == IR_VAL_NODE && from->kind == IR_VAL_NODE &&
+		    !ir_is_output(m, to))
+			ir_swap_names(m, from, to);
+		named = true;
+		m->outputs[i] = to;
+	}
 }
 
 bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out, char *err,

@@ -377,7 +377,12 @@ struct ir_value *ir_const_to_input(struct ir_module *m, struct ir_value *v);
 bool ir_is_output(const struct ir_module *m, const struct ir_value *v);
 /* Gives v a new name (unused so far). */
 void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name);
-/* Redirects every use of from to to. */
+/* a and b trade names (O(1): the set of names stays the same). */
+void ir_swap_names(struct ir_module *m, struct ir_value *a, struct ir_value *b);
+/* Redirects every use of from to to. Where from is a graph output, to
+ * takes its place and - when to is a node result and not an output already
+ * - its name too (the two swap names): an output's name is the compiled
+ * model's API and survives every rewrite. */
 void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to);
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
 /* Marks an unused input/constant value dead. */
