@@ -565,16 +565,9 @@ static bool lower_transpose(struct lower *l, struct ir_node *n)
 
 static bool lower_slice(struct lower *l, struct ir_node *n)
 {
-	const struct ir_type *x = &n->in[0]->type;
-	const int64_t *starts = ir_attr_ints(n, "starts", NULL),
-	              *steps = ir_attr_ints(n, "steps", NULL);
-	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK], off = 0;
-	strides_of(x, s);
-	for (int i = 0; i < x->rank; i++) {
-		off += starts[i] * s[i];
-		st[i] = steps[i] * s[i];
-	}
-	copy_step(l, n, n->out[0], n->in[0], x->rank, n->out[0]->type.dims, off, st);
+	int64_t st[IR_MAX_RANK], off;
+	ir_slice_view(n, &off, st);
+	copy_step(l, n, n->out[0], n->in[0], n->in[0]->type.rank, n->out[0]->type.dims, off, st);
 	return true;
 }
 

@@ -42,16 +42,10 @@ bool eval_transpose(struct fold *f)
 
 bool eval_slice(struct fold *f)
 {
-	int64_t s[IR_MAX_RANK], st[IR_MAX_RANK], off = 0;
-	const int64_t *starts = ir_attr_ints(f->n, "starts", NULL);
-	const int64_t *steps = ir_attr_ints(f->n, "steps", NULL);
-	eval_strides(&IN(0)->type, s);
-	for (int i = 0; i < IN(0)->type.rank; i++) {
-		if (OUT(0)->type.dims[i] == 0)
-			return true; /* empty result */
-		off += starts[i] * s[i];
-		st[i] = steps[i] * s[i];
-	}
+	int64_t st[IR_MAX_RANK], off;
+	if (ir_type_elems(&OUT(0)->type) == 0)
+		return true; /* empty result */
+	ir_slice_view(f->n, &off, st);
 	strided_copy(f, off, st);
 	return true;
 }

@@ -707,6 +707,22 @@ bool ir_infer_slice(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return true;
 }
 
+void ir_slice_view(const struct ir_node *n, int64_t *offset, int64_t *strides)
+{
+	const struct ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+	const int64_t *starts = ir_attr_ints(n, "starts", NULL),
+	              *steps = ir_attr_ints(n, "steps", NULL);
+	int64_t s = 1;
+	*offset = 0;
+	for (int i = x->rank - 1; i >= 0; i--) {
+		/* more than one element taken: |step| < dim, so step * s fits */
+		strides[i] = y->dims[i] > 1 ? steps[i] * s : 0;
+		if (y->dims[i] > 0)
+			*offset += starts[i] * s;
+		s *= x->dims[i];
+	}
+}
+
 bool ir_infer_gather(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	const struct ir_type *x = T(0), *idx = T(1);

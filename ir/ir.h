@@ -398,6 +398,11 @@ int64_t ir_attr_i(const struct ir_node *n, const char *name);
 float ir_attr_f(const struct ir_node *n, const char *name);
 const char *ir_attr_s(const struct ir_node *n, const char *name);
 const int64_t *ir_attr_ints(const struct ir_node *n, const char *name, int *count);
+/* What a slice node reads of its input, in elements of the row-major
+ * input: the first element's offset, and per dimension the distance
+ * between consecutive elements taken (0 where one or none is taken, so a
+ * step of INT64_MAX never multiplies a stride). */
+void ir_slice_view(const struct ir_node *n, int64_t *offset, int64_t *strides);
 const float *ir_attr_floats(const struct ir_node *n, const char *name, int *count);
 enum ir_dtype ir_attr_t(const struct ir_node *n, const char *name);
 void ir_set_i(struct ir_module *m, struct ir_node *n, const char *name, int64_t v);

@@ -1355,10 +1355,11 @@ static bool grad_slice(struct ad *a, struct ir_node *n, struct ir_value *const *
 	if (reverse)
 		g = slice(a, g, rs, re, rp);
 	for (int i = 0; i < r; i++) {
-		int64_t s = sp[i] < 0 ? -sp[i] : sp[i], cnt = g->type.dims[i];
+		int64_t s, cnt = g->type.dims[i];
 		span[i] = cnt;
-		if (s == 1 || cnt <= 1)
+		if (cnt <= 1 || sp[i] == 1 || sp[i] == -1)
 			continue;
+		s = sp[i] < 0 ? -sp[i] : sp[i]; /* < the dimension: cnt > 1 */
 		/* [.., cnt, ..] -> [.., cnt, 1, ..] -> pad to [.., cnt, s, ..] -> [.., cnt*s, ..] */
 		struct ir_type t = g->type;
 		int64_t p[2 * IR_MAX_RANK] = { 0 };

@@ -736,6 +736,11 @@ static void test_slice(void)
 	     "%a : f64[3,3] = slice(%x) {starts=[0,1], ends=[3,8], steps=[1,3]} @s\n"
 	     "%b : f64[1,2] = slice(%x) {starts=[2,6], ends=[0,-1], steps=[-5,-4]} @s1\n"
 	     "output %a\noutput %b\n");
+	/* the extreme steps ONNX allows: one element each way, no overflow */
+	CASE("input %x : f64[4,6]\n"
+	     "%e : f64[1,1] = slice(%x) {starts=[0,5], ends=[4,-1], "
+	     "steps=[9223372036854775807,-9223372036854775808]} @s\n"
+	     "output %e\n");
 }
 
 static void test_gather(void)
