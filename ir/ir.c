@@ -62,9 +62,66 @@ void ir_free(struct ir_ctx *ctx, void *p)
 		free(p);
 }
 
+/* Length of the valid UTF-8 sequence at s that is not a C0 or C1 control
+ * or DEL (printable as it is), or 0. */
+static int printable_utf8(const unsigned char *s)
+{
+	int n;
+	uint32_t c;
+	if (s[0] >= 0x20 && s[0] < 0x7f)
+		return 1;
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0; /* controls, DEL, continuation bytes, overlong or out of range */
+	n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	c = s[0] & (0x7f >> n);
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < 0xa0 || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0; /* C1 controls (U+0080..U+009F), overlong, surrogates */
+	return n;
+}
+
+const char *ir_escape(const char *s, char *buf, size_t cap)
+{
+	size_t o = 0;
+	IR_ASSERT(cap >= 8);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		char esc[8];
+		int n = printable_utf8(p);
+		size_t k;
+		if (n) {
+			if (o + (size_t)n >= cap)
+				break;
+			memcpy(buf + o, p, (size_t)n);
+			o += (size_t)n;
+			p += n;
+			continue;
+		}
+		if (*p == '\n')
+			k = (size_t)snprintf(esc, sizeof esc, "\\n");
+		else if (*p == '\r')
+			k = (size_t)snprintf(esc, sizeof esc, "\\r");
+		else if (*p == '\t')
+			k = (size_t)snprintf(esc, sizeof esc, "\\t");
+		else
+			k = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *p);
+		if (o + k >= cap)
+			break;
+		memcpy(buf + o, esc, k);
+		o += k;
+		p++;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap)
 {
-	char line[2048];
+	char line[2048], esc[2048];
 	int off = 0;
 	int limit = ctx->max_errors > 0 ? ctx->max_errors : 100;
 	bool is_error = strcmp(kind, "error") == 0;
@@ -87,10 +144,12 @@ void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap
 	if (off < (int)sizeof line)
 		vsnprintf(line + off, sizeof line - off, fmt, ap);
 emit:
+	/* names from a model never forge lines nor reach the terminal as escapes */
+	ir_escape(line, esc, sizeof esc);
 	if (ctx->diag)
-		ctx->diag(ctx->diag_ud, line);
+		ctx->diag(ctx->diag_ud, esc);
 	else
-		fprintf(stderr, "%s\n", line);
+		fprintf(stderr, "%s\n", esc);
 }
 
 void ir_error(struct ir_ctx *ctx, const char *fmt, ...)

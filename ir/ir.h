@@ -79,7 +79,8 @@ void *ir_realloc(struct ir_ctx *ctx, void *p, size_t n);
 void ir_free(struct ir_ctx *ctx, void *p);
 _Noreturn void ir_oom(struct ir_ctx *ctx);
 
-/* "FILE: error: MSG" (FILE omitted when ctx->file is NULL). */
+/* "FILE: error: MSG" (FILE omitted when ctx->file is NULL). Control
+ * characters and invalid UTF-8 in the line are escaped (ir_escape). */
 void ir_error(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ir_warning(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "FILE: note: MSG": neither counted nor cut off by max_errors. */
@@ -88,6 +89,11 @@ void ir_note(struct ir_ctx *ctx, const char *fmt, ...) __attribute__((format(pri
 void ir_node_error(struct ir_ctx *ctx, const char *node, const char *op, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 void ir_verror(struct ir_ctx *ctx, const char *kind, const char *fmt, va_list ap);
+/* s copied into buf (NUL-terminated, cut to fit cap >= 8 bytes) with what
+ * a terminal would act on made visible: newline, CR and tab as \n \r \t,
+ * other C0 and C1 controls, DEL and bytes that are not UTF-8 as \xNN.
+ * Printable UTF-8 passes as it is. Returns buf. */
+const char *ir_escape(const char *s, char *buf, size_t cap);
 
 /* Internal bugs abort loudly with file and line; they are never user errors. */
 #define IR_ASSERT(c) ((c) ? (void)0 : ir_panic(__FILE__, __LINE__, "assertion failed: %s", #c))

@@ -6,7 +6,10 @@
 #   - the exit status is exactly 1 (errors in the input),
 #   - stderr contains EXPECTED (a fixed string),
 #   - stderr names MODEL,
-#   - stderr has no "internal error", "Sanitizer" or "runtime error".
+#   - stderr has no "internal error", "Sanitizer" or "runtime error",
+#   - stderr has no control character but the newlines ending its lines
+#     (names from a model are escaped: they never forge lines or reach the
+#     terminal as escape sequences).
 # Prints what went wrong (and onnxc's output) on failure.
 set -u
 
@@ -52,6 +55,7 @@ grep -qF -- "$model" "$tmp/err" || add "stderr does not name the model file $mod
 grep -qF -- "internal error" "$tmp/err" && add "stderr reports an internal error"
 grep -qF -- "Sanitizer" "$tmp/err" && add "stderr has a sanitizer report"
 grep -qF -- "runtime error" "$tmp/err" && add "stderr has a UBSan runtime error"
+tr -d '\n' <"$tmp/err" | LC_ALL=C grep -q '[[:cntrl:]]' && add "stderr has control characters"
 
 if [ -z "$problems" ]; then
 	exit 0

@@ -579,7 +579,30 @@ static void test_oom_exits(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 }
 
+/* Diagnostics never pass on what a terminal acts on: a node name from a
+ * model with a newline, CR, ESC, a C1 control (as UTF-8 and as a lone
+ * byte), DEL and a broken sequence comes out escaped; UTF-8 text passes. */
+static void test_diag_escapes(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	char buf[16];
+	ctx_collect(&ctx, &d);
+	ctx.file = "m.onnx";
+	ir_node_error(
+	        &ctx,
+	        "a\nm.onnx: error: forged\r\x1b[2J\xc2\x9b\x9b\x7f\xe2\x82 \xc3\xa9\xe2\x82\xac",
+	        "Relu", "bad");
+	CHECK_STR(d.text, "m.onnx: error: node 'a\\nm.onnx: error: forged\\r\\x1b[2J\\xc2\\x9b\\x9b"
+	                  "\\x7f\\xe2\\x82 \xc3\xa9\xe2\x82\xac' (Relu): bad");
+	CHECK(!strchr(d.text, '\r') && !strchr(d.text, 0x1b));
+	CHECK(strchr(d.text, '\n') == strrchr(d.text, '\n')); /* the one that ends the line */
+	/* cut to fit, never in the middle of an escape */
+	CHECK(strcmp(ir_escape("abcdef\n", buf, 8), "abcdef") == 0);
+	CHECK(strcmp(ir_escape("ab\x01", buf, 8), "ab\\x01") == 0);
+}
+
 TESTS(T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables) T(test_broadcast)
               T(test_module_basics) T(test_verify_catches) T(test_infer) T(test_fold)
                       T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
-                              T(test_oom_exits))
+                              T(test_oom_exits) T(test_diag_escapes))
