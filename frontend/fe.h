@@ -181,6 +181,9 @@ bool fe_fail(struct fe_node *nd, const char *fmt, ...) __attribute__((format(pri
  * wrong type (and marks the node failed), and returns def when absent. */
 bool fe_has(struct fe_node *nd, const char *name);
 int64_t fe_int(struct fe_node *nd, const char *name, int64_t def);
+/* A required int: false after reporting it missing (or of the wrong type).
+ * Every int64 is a value here, none stands for "absent". */
+bool fe_req_int(struct fe_node *nd, const char *name, int64_t *v);
 float fe_float(struct fe_node *nd, const char *name, float def);
 const char *fe_str(struct fe_node *nd, const char *name, const char *def);
 /* Returns the count, or -1 if absent; *v points into the proto. */

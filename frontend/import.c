@@ -166,6 +166,17 @@ int64_t fe_int(struct fe_node *nd, const char *name, int64_t def)
 	return a ? a->i : def;
 }
 
+bool fe_req_int(struct fe_node *nd, const char *name, int64_t *v)
+{
+	const Onnx__AttributeProto *a =
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	if (a) {
+		*v = a->i;
+		return true;
+	}
+	return nd->failed ? false : fe_fail(nd, "attribute '%s' is required", name);
+}
+
 float fe_float(struct fe_node *nd, const char *name, float def)
 {
 	const Onnx__AttributeProto *a =

@@ -133,18 +133,17 @@ static bool imp_clip(struct fe_node *nd)
 
 static bool imp_cast(struct fe_node *nd)
 {
-	int64_t to = fe_int(nd, "to", -1);
+	int64_t to;
 	enum ir_dtype t;
 	const char *name;
 	struct ir_node *n;
-	if (!fe_inputs(nd, 1, 1) || nd->failed)
+	if (!fe_req_int(nd, "to", &to) || !fe_inputs(nd, 1, 1) || nd->failed)
 		return false;
-	if (to < 0)
-		return fe_fail(nd, "attribute 'to' is required");
-	t = to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
+	t = to >= 0 && to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
 	if (t == IR_DT_NONE)
 		return fe_fail(nd, "cast to %s (type %lld) is not supported",
-		               ir_onnx_dtype_name(to <= 64 ? (int)to : -1), (long long)to);
+		               ir_onnx_dtype_name(to >= 0 && to <= 64 ? (int)to : -1),
+		               (long long)to);
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;

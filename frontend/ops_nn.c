@@ -415,15 +415,15 @@ static bool imp_instance_norm(struct fe_node *nd)
 
 static bool imp_lrn(struct fe_node *nd)
 {
-	int64_t size = fe_int(nd, "size", -1);
+	int64_t size;
 	float alpha = fe_float(nd, "alpha", 1e-4f), beta = fe_float(nd, "beta", 0.75f),
 	      bias = fe_float(nd, "bias", 1.0f);
 	const char *name;
 	struct ir_node *n;
-	if (!fe_inputs(nd, 1, 1) || nd->failed)
+	if (!fe_req_int(nd, "size", &size) || !fe_inputs(nd, 1, 1) || nd->failed)
 		return false;
 	if (size < 1)
-		return fe_fail(nd, "attribute 'size' is required and must be positive");
+		return fe_fail(nd, "attribute 'size' must be positive, not %lld", (long long)size);
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_LRN, nd->in, 1, &name, 1);
 	ir_set_i(nd->fe->m, n, "size", size);

@@ -531,16 +531,14 @@ static bool imp_transpose(struct fe_node *nd)
 
 static bool imp_concat(struct fe_node *nd)
 {
-	int64_t axis = fe_int(nd, "axis", INT64_MIN);
+	int64_t axis;
 	const char *name;
 	struct ir_node *n;
-	if (!fe_inputs(nd, 1, -1) || nd->failed)
+	if (!fe_req_int(nd, "axis", &axis) || !fe_inputs(nd, 1, -1) || nd->failed)
 		return false;
 	for (int i = 0; i < nd->nin; i++)
 		if (!nd->in[i])
 			return fe_fail(nd, "input %d is empty", i);
-	if (axis == INT64_MIN)
-		return fe_fail(nd, "attribute 'axis' is required");
 	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
 		return false;
 	name = fe_out_name(nd, 0);
@@ -869,16 +867,17 @@ static bool imp_trilu(struct fe_node *nd)
 
 static bool imp_depth_space(struct fe_node *nd)
 {
-	int64_t b = fe_int(nd, "blocksize", -1);
+	int64_t b;
 	const char *mode = nd->def->ir == IR_OP_DEPTH_TO_SPACE && nd->fe->opset >= 11
 	                           ? fe_str(nd, "mode", "DCR")
 	                           : "DCR";
 	const char *name;
 	struct ir_node *n;
-	if (!fe_inputs(nd, 1, 1) || nd->failed)
+	if (!fe_req_int(nd, "blocksize", &b) || !fe_inputs(nd, 1, 1) || nd->failed)
 		return false;
 	if (b < 1)
-		return fe_fail(nd, "attribute 'blocksize' is required and must be positive");
+		return fe_fail(nd, "attribute 'blocksize' must be positive, not %lld",
+		               (long long)b);
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, nd->def->ir, nd->in, 1, &name, 1);
 	ir_set_i(nd->fe->m, n, "blocksize", b);

@@ -881,6 +881,47 @@ def concat_no_axis(d):
 
 
 @case
+def concat_axis_int64_min(d):
+    # INT64_MIN is a value like any other, not "absent"
+    return model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=-2**63)],
+                 [vi("a", [2, 3]), vi("b", [2, 3])], [vi("y", [4, 3])])
+
+
+@case
+def cast_to_minus_one(d):
+    return model([helper.make_node("Cast", ["x"], ["y"], name="cast", to=-1)],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def lrn_size_negative(d):
+    return model([helper.make_node("LRN", ["x"], ["y"], name="lrn", size=-3)],
+                 [vi("x", [1, 2, 3, 3])], [vi("y", [1, 2, 3, 3])])
+
+
+@case
+def depth_to_space_no_blocksize(d):
+    return model([helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s")],
+                 [vi("x", [1, 4, 2, 2])], [vi("y", [1, 1, 4, 4])])
+
+
+# names with newlines, CR and ESC must not forge diagnostic lines nor send
+# terminal escapes: they are printed escaped
+@case
+def name_forges_lines(d):
+    evil = "n\nname_forges_lines.onnx: error: forged\r\x1b[2J\x9b"
+    return model([helper.make_node("Frobnicate", ["x"], ["y"], name=evil)],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
+def name_c1_control(d):
+    # U+009B (CSI) as UTF-8 and a lone 0x9b byte: both escaped
+    return model([helper.make_node("Frobnicate", ["x"], ["y"], name="c\u009bx")],
+                 [vi("x", [2])], [vi("y", [2])])
+
+
+@case
 def split_sizes_mismatch(d):
     s = const("s", np.array([2, 3], np.int64))
     return model([helper.make_node("Split", ["x", "s"], ["a", "b"], name="split", axis=0)],
