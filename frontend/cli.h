@@ -73,6 +73,11 @@ bool operand_arg(const char *cmd, const char *arg, const char **operand);
 void free_model_opts(struct model_opts *mo);
 
 bool is_ir_text(const char *path);
+/* --shape, --dim and --const specialize ONNX models; IR text has its shapes
+ * fixed. false after a usage error when they are given for IR text. */
+bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *mo);
+/* Whether the graph input is one mo makes a constant (--const). */
+bool model_opts_const(const struct model_opts *mo, const char *input);
 /* Imports an ONNX model or parses IR text, then runs the import pipeline.
  * NULL after diagnostics. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
@@ -102,6 +107,10 @@ void deps_free(struct deps *d);
 void deps_add_options(struct deps *d, const struct model_opts *mo);
 /* Writes a Make-syntax depfile: outputs depend on d's files. */
 bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d);
+
+/* Creates the folder path and its missing parents (as mkdir -p); false
+ * with errno set when it cannot. */
+bool make_dirs(const char *path);
 
 /* The commands. */
 int cmd_ir(int argc, char **argv);

@@ -254,6 +254,8 @@ int cmd_report(int argc, char **argv)
 		usage_error("report: --json and --dot exclude each other");
 		goto usage;
 	}
+	if (!model_opts_fit("report", input, &mo))
+		goto usage;
 	ir_ctx_init(&ctx);
 	if (!(m = load_model(&ctx, input, &mo)))
 		goto done;
