@@ -27,8 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_IO 64
-
 /* ------------------------------------------------------------------------ */
 /* A compiled model loaded from its shared object                          */
 /* ------------------------------------------------------------------------ */
@@ -273,9 +271,11 @@ struct run_job {
 	struct model_opts mo;
 	const char *model, *outdir, *cache;
 	struct target target;
-	char *names[MAX_IO]; /* the graph input each --input binds (NULL: by position) */
-	const char *files[MAX_IO];
-	struct ir_value *data[MAX_IO];
+	/* one per --input (argc entries): the graph input it binds (NULL: by
+	 * position), its file, its data */
+	char **names;
+	const char **files;
+	struct ir_value **data;
 	int n, repeat;
 	bool verbose;
 	struct run_key key;
@@ -521,6 +521,13 @@ int cmd_run(int argc, char **argv)
 	}
 	ir_ctx_init(&j->ctx);
 	run_sig_init(&j->sig, &j->ctx);
+	j->names = calloc((size_t)argc, sizeof *j->names);
+	j->files = calloc((size_t)argc, sizeof *j->files);
+	j->data = calloc((size_t)argc, sizeof *j->data);
+	if (!j->names || !j->files || !j->data) {
+		ir_error(&j->ctx, "out of memory");
+		goto out;
+	}
 	j->target = (struct target){ "cpu", "native", "sm_90" };
 	j->repeat = 10;
 	for (int i = 1; i < argc; i++) {
@@ -536,10 +543,6 @@ int cmd_run(int argc, char **argv)
 			continue;
 		if ((v = opt_value(argc, argv, &i, "--input", true, &bad))) {
 			const char *eq = strchr(v, '=');
-			if (j->n == MAX_IO) {
-				usage_error("run: at most %d inputs", MAX_IO);
-				goto usage;
-			}
 			j->names[j->n] = eq && eq != v ? strndup(v, (size_t)(eq - v)) : NULL;
 			j->files[j->n++] = eq && eq != v ? eq + 1 : v;
 		} else if ((v = opt_value(argc, argv, &i, "--output-dir", true, &bad))) {
@@ -636,6 +639,9 @@ out:
 	run_sig_free(&j->sig);
 	for (int k = 0; k < j->n; k++)
 		free(j->names[k]);
+	free(j->names);
+	free(j->files);
+	free(j->data);
 	free(j->root);
 	free(j->dir);
 	free(j);
@@ -744,11 +750,12 @@ static int data_sets(const char *dir)
 	}
 }
 
-/* One data set's files: DIR/prefix_K.pb for K = 0, 1, ... */
+/* One data set's files: DIR/prefix_K.pb for K = 0, 1, ... (arrays in the
+ * data module's arena) */
 struct data_set {
-	struct ir_value *t[MAX_IO];
-	const char *paths[MAX_IO];
-	const char *names[MAX_IO]; /* what each TensorProto calls itself ("" if nothing) */
+	struct ir_value **t;
+	const char **paths;
+	const char **names; /* what each TensorProto calls itself ("" if nothing) */
 	int n;
 };
 
@@ -757,15 +764,24 @@ struct data_set {
 static bool load_set(struct ir_ctx *ctx, struct ir_module *data, const char *dir, int set,
                      const char *prefix, struct data_set *ds)
 {
-	for (ds->n = 0; ds->n < MAX_IO; ds->n++) {
+	int count = 0;
+	for (;; count++) {
+		char path[4200];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/test_data_set_%d/%s_%d.pb", dir, set, prefix,
+		         count);
+		if (stat(path, &st) != 0)
+			break;
+	}
+	ds->t = ir_arena_alloc(&data->arena, sizeof *ds->t * (size_t)(count + 1));
+	ds->paths = ir_arena_alloc(&data->arena, sizeof *ds->paths * (size_t)(count + 1));
+	ds->names = ir_arena_alloc(&data->arena, sizeof *ds->names * (size_t)(count + 1));
+	for (ds->n = 0; ds->n < count; ds->n++) {
 		char *path = ir_arena_printf(&data->arena, "%s/test_data_set_%d/%s_%d.pb", dir, set,
 		                             prefix, ds->n);
 		const char *err, *name;
 		unsigned char *bytes;
 		size_t len, n;
-		struct stat st;
-		if (stat(path, &st) != 0)
-			break;
 		ds->paths[ds->n] = path;
 		if (!(ds->t[ds->n] = fe_load_tensor(ctx, data, path, prefix)))
 			return false;
@@ -865,7 +881,7 @@ int cmd_check(int argc, char **argv)
 	struct ir_module *m = NULL, *data = NULL;
 	struct data_set *ins = calloc(1, sizeof *ins), *refs = calloc(1, sizeof *refs);
 	struct run_sig sig;
-	const char *names[MAX_IO];
+	const char **names = NULL;
 	char model[4200];
 	const char *dir = NULL, *keep = NULL;
 	struct target target = { "cpu", "native", "sm_90" };
@@ -974,11 +990,14 @@ int cmd_check(int argc, char **argv)
 		goto report;
 	}
 	ctx.file = model;
+	names = ir_arena_alloc(&data->arena, sizeof *names * (size_t)(ins->n + 1));
 	{
 		/* input_K.pb is the K-th graph input; those the user gave with
 		 * --const are not bound from the data */
-		const char *bnames[MAX_IO], *bfiles[MAX_IO];
-		struct ir_value *bdata[MAX_IO];
+		size_t size = sizeof(void *) * (size_t)(ins->n + 1);
+		const char **bnames = ir_arena_alloc(&data->arena, size),
+		           **bfiles = ir_arena_alloc(&data->arena, size);
+		struct ir_value **bdata = ir_arena_alloc(&data->arena, size);
 		int nb = 0;
 		for (int k = 0; k < ins->n; k++) {
 			names[k] = decls.v[k].name;
@@ -1059,7 +1078,7 @@ int cmd_check(int argc, char **argv)
 	}
 	passed = true;
 	for (int s = 0; s < nsets; s++) {
-		int which[MAX_IO];
+		int *which;
 		size_t *out_bytes = NULL;
 		void **outs;
 		int st;
@@ -1073,6 +1092,7 @@ int cmd_check(int argc, char **argv)
 		}
 		if (!load_set(&ctx, data, dir, s, "output", refs))
 			goto report;
+		which = ir_arena_alloc(&data->arena, sizeof *which * (size_t)(refs->n + 1));
 		if (refs->n != sig.nout) {
 			ir_error(&ctx, "%s/test_data_set_%d has %d reference outputs, the model %d",
 			         dir, s, refs->n, sig.nout);

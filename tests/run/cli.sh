@@ -11,6 +11,7 @@
 # - check freezes shape inputs and refuses a later data set whose frozen
 #   input differs (also in size: that was a heap over-read), matches
 #   references to outputs by the name they carry, reports a short data set;
+# - models with more inputs or outputs than fixed arrays once held;
 # - compile -o, run --output-dir and check --keep create missing parents;
 #   --shape on IR text and malformed numbers are usage errors.
 # usage: cli.sh ONNXC PYTHON
@@ -165,6 +166,13 @@ run_two 1 "no data for input 'b' (f32[batch,3]); give it with --input b=FILE" \
 # an input without a name skips those given by name or with --const
 run_two 0 "output y : f32[2,3]" --input "$tmp/a2.npy" --input "a=$tmp/a2.npy"
 run_two 0 "output y : f32[2,3]" --const "a=$tmp/a2.npy" --input "$tmp/a2.npy"
+# more inputs than the fixed arrays run once had (64)
+set --
+for _ in $(seq 70); do set -- "$@" --input "$tmp/one.npy"; done
+expect 0 "output y : f32[1]" "$onnxc" run "$tmp/many_in.onnx" --repeat 1 --cache-dir "$cache" \
+	--output-dir "$tmp/o7" "$@"
+"$py" -c 'import sys, numpy as np; sys.exit(int(np.load(sys.argv[1])[0] != 70))' "$tmp/o7/y.npy" ||
+	{ echo "FAIL: the sum of 70 ones is not 70"; fail=1; }
 
 # --- check ---
 expect 1 "input 'shape' was frozen as a constant (i64[2] from test_data_set_0) but $tmp/frozen_grows/test_data_set_1/input_1.pb holds another value (i64[3])" \
@@ -180,6 +188,7 @@ expect 1 "test_data_set_1 has 0 inputs but the model takes 1" "$onnxc" check "$t
 expect 1 "test_data_set_0/input_0.pb: input 'x' has 4 in dimension 0 (f32[4]), the file 5 (f32[5])" \
 	"$onnxc" check "$tmp/bad_input"
 absent "--shape"
+expect 0 "passed" "$onnxc" check "$tmp/many_out"
 expect 0 "passed" "$onnxc" check "$tmp/by_name" --keep "$tmp/keep/a/b"
 [ -f "$tmp/keep/a/b/model.so" ] || { echo "FAIL: check --keep made no folder"; fail=1; }
 expect 2 "--rtol takes a non-negative number" "$onnxc" check "$tmp/by_name" --rtol abc

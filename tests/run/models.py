@@ -87,3 +87,15 @@ case("short_set", two_out, [([("x", x)], [("a", x + 1), ("b", x * 2)]),
 # input_0.pb of the wrong size for a static input
 case("bad_input", two_out, [([("x", np.arange(5, dtype=np.float32))],
                              [("a", x + 1), ("b", x * 2)])])
+
+# more inputs and outputs than onnxc's fixed arrays once held (64)
+n = 70
+onnx.save(model([helper.make_node("Sum", ["x%d" % i for i in range(n)], ["y"], name="sum")],
+                [vi("x%d" % i, [1]) for i in range(n)], [vi("y", [1])]),
+          os.path.join(out, "many_in.onnx"))
+np.save(os.path.join(out, "one.npy"), np.ones(1, np.float32))
+x = np.ones(1, np.float32)
+case("many_out", model([helper.make_node("Mul", ["x", "k%d" % i], ["y%d" % i], name="m%d" % i)
+                        for i in range(n)], [vi("x", [1])], [vi("y%d" % i, [1]) for i in range(n)],
+                       [numpy_helper.from_array(np.float32(i), "k%d" % i) for i in range(n)]),
+     [([("x", x)], [("y%d" % i, x * i) for i in range(n)])])
