@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "codegen/cg.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char report_help[] =
@@ -266,7 +267,7 @@ int cmd_report(int argc, char **argv)
 	if (!mo.amp.gpu)
 		mo.amp.gpu = cost_builtin("h200");
 	if (!(f = out ? fopen(out, "w") : stdout)) {
-		ir_error(&ctx, "cannot write %s", out);
+		ir_error(&ctx, "cannot write %s: %s", out, strerror(errno));
 		goto done;
 	}
 	if (json)
@@ -277,7 +278,7 @@ int cmd_report(int argc, char **argv)
 		print_text(f, input, &mo, m, &st);
 	status = 0;
 	if (f != stdout && fclose(f)) {
-		ir_error(&ctx, "cannot write %s", out);
+		ir_error(&ctx, "cannot write %s: %s", out, strerror(errno));
 		status = EXIT_INPUT;
 	}
 done:

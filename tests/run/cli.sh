@@ -206,5 +206,10 @@ for cmd in "compile -o $tmp/lib2" "run --input $tmp/a2.npy --input $tmp/a2.npy" 
 	expect 2 "--shape, --dim and --const apply to ONNX models" "$onnxc" $cmd "$tmp/two.oir" \
 		--shape a=2x3
 done
+# a file that cannot be written: a diagnostic naming the model and why
+expect 1 "two.onnx: error: cannot write $tmp/none/x.oir: No such file or directory" \
+	"$onnxc" ir "$two" --dim batch=2 -o "$tmp/none/x.oir"
+expect 1 "two.onnx: error: cannot write $tmp/none/r.txt: No such file or directory" \
+	"$onnxc" report "$two" --dim batch=2 --precision mixed -o "$tmp/none/r.txt"
 expect 2 "--repeat takes a count" "$onnxc" run "$two" --input "$tmp/a2.npy" --repeat 5x
 exit $fail
