@@ -427,6 +427,24 @@ static struct ir_module *load_ir_text(struct ir_ctx *ctx, const char *path)
 	return m;
 }
 
+bool model_opts_const(const struct model_opts *mo, const char *input)
+{
+	for (int i = 0; i < mo->fe.nconsts; i++)
+		if (!strcmp(mo->consts[i].name, input))
+			return true;
+	return false;
+}
+
+bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *mo)
+{
+	if ((mo->fe.ndims || mo->fe.nshapes || mo->fe.nconsts) && is_ir_text(path)) {
+		usage_error("%s: --shape, --dim and --const apply to ONNX models, not IR text (%s)",
+		            cmd, path);
+		return false;
+	}
+	return true;
+}
+
 /* Imports an ONNX model or parses IR text, then runs the import pipeline. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo)
 {
@@ -499,6 +517,36 @@ static void put_dep_path(FILE *f, const char *s)
 			fputc('$', f);
 		fputc(*s, f);
 	}
+}
+
+bool make_dirs(const char *path)
+{
+	char buf[4096];
+	struct stat st;
+	size_t n = strlen(path);
+	if (!n || n >= sizeof buf) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return false;
+	}
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1;; p++) {
+		char c = *p;
+		if (c && c != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return false;
+		*p = c;
+		if (!c)
+			break;
+	}
+	if (stat(path, &st) != 0)
+		return false;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return false;
+	}
+	return true;
 }
 
 static bool regular_file(const char *path)

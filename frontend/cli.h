@@ -73,6 +73,11 @@ bool operand_arg(const char *cmd, const char *arg, const char **operand);
 void free_model_opts(struct model_opts *mo);
 
 bool is_ir_text(const char *path);
+/* --shape, --dim and --const specialize ONNX models; IR text has its shapes
+ * fixed. false after a usage error when they are given for IR text. */
+bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *mo);
+/* Whether the graph input is one mo makes a constant (--const). */
+bool model_opts_const(const struct model_opts *mo, const char *input);
 /* Imports an ONNX model or parses IR text, then runs the import pipeline.
  * NULL after diagnostics. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
@@ -102,6 +107,108 @@ void deps_free(struct deps *d);
 void deps_add_options(struct deps *d, const struct model_opts *mo);
 /* Writes a Make-syntax depfile: outputs depend on d's files. */
 bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d);
+
+/* Creates the folder path and its missing parents (as mkdir -p); false
+ * with errno set when it cannot. */
+bool make_dirs(const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* onnxc run and check (cmd_run.c and the files below)                      */
+/* ------------------------------------------------------------------------ */
+
+/* Fields read from protobuf's wire format without unpacking (pb_scan.c):
+ * the external data locations an ONNX model's tensors name, and a
+ * TensorProto's name (NULL, 0 when it has none; points into buf). false on
+ * malformed or too deeply nested input. */
+typedef void (*pb_location_fn)(void *ud, const char *location, size_t n);
+bool pb_external_locations(const void *buf, size_t len, pb_location_fn fn, void *ud);
+bool pb_tensor_name(const void *buf, size_t len, const char **name, size_t *n);
+
+/* The graph inputs a model declares (model_inputs.c): not the initializers;
+ * for IR text, its inputs. */
+struct input_decl {
+	const char *name;
+	enum ir_dtype dtype;             /* IR_DT_NONE: not a tensor onnxc takes */
+	int rank;                        /* -1: no shape declared */
+	int64_t dims[IR_MAX_RANK];       /* -1: symbolic or unknown */
+	const char *params[IR_MAX_RANK]; /* a symbolic dimension's name, or NULL */
+};
+struct input_decls {
+	struct ir_arena arena; /* owns v and the names */
+	struct input_decl *v;
+	int n;
+};
+bool input_decls_load(struct ir_ctx *ctx, const char *path, const struct model_opts *mo,
+                      struct input_decls *d);
+void input_decls_free(struct input_decls *d);
+const struct input_decl *input_decl_find(const struct input_decls *d, const char *name);
+/* Checks data[k] (read from files[k]) against the declared input names[k],
+ * and mo's --shape, --dim and --const: every mismatch is reported naming the
+ * file, the input and what differs. false after diagnostics. */
+bool check_input_data(struct ir_ctx *ctx, const struct input_decls *d, const struct model_opts *mo,
+                      const char *const *names, const char *const *files,
+                      struct ir_value *const *data, int n);
+
+/* XXH64 over bytes given piecewise (run_cache.c). */
+struct hash64 {
+	uint64_t v[4], total;
+	unsigned char tail[32];
+	unsigned ntail;
+};
+void hash64_init(struct hash64 *h);
+void hash64_update(struct hash64 *h, const void *data, size_t n);
+uint64_t hash64_digest(const struct hash64 *h);
+uint64_t hash64(const void *data, size_t n);
+
+/* The key of a cached build (run_cache.c): a text naming everything the
+ * build depends on; the folder is named by its hash. */
+struct run_key {
+	char *text;
+	size_t len, cap;
+	bool failed;     /* out of memory */
+	const char *why; /* why the model cannot be keyed (then no cache) */
+};
+void key_printf(struct run_key *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A name as key text: its length, then its bytes (unprintable ones '?'). */
+void key_name(struct run_key *k, const char *s);
+/* "WHAT LABEL DIGEST SIZE" of the bytes of the file at path ("unreadable"
+ * when it is). */
+void key_file(struct run_key *k, const char *what, const char *label, const char *path);
+/* The model's bytes and those of every external data file it names; false
+ * (k->why says why) when they cannot be known without the import. onnx:
+ * the model is ONNX, not IR text. */
+bool key_model(struct run_key *k, struct ir_ctx *ctx, const char *path, bool onnx);
+/* This onnxc build, its runtime, the environment and the host CPU (where
+ * cpu is "native"). false after diagnostics (no runtime). */
+bool key_build(struct run_key *k, struct ir_ctx *ctx, const char *target, const char *cpu);
+uint64_t key_hash(const struct run_key *k);
+void key_free(struct run_key *k);
+
+/* What run needs of a compiled model: its inputs and outputs, and the
+ * graph inputs that inputs given without a name bind to, in order. */
+struct run_tensor {
+	const char *name;
+	struct ir_type type;
+};
+struct run_sig {
+	struct ir_arena arena; /* owns everything below */
+	struct run_tensor *in, *out;
+	int nin, nout;
+	const char **order;
+	int norder;
+};
+void run_sig_init(struct run_sig *s, struct ir_ctx *ctx);
+void run_sig_free(struct run_sig *s);
+void run_sig_from_module(struct run_sig *s, const struct ir_module *m);
+/* DIR/manifest: the key text and the signature. manifest_read is true only
+ * for a manifest of exactly key k that parses and is in range. */
+bool manifest_write(const char *dir, const struct run_key *k, const struct run_sig *s);
+bool manifest_read(struct ir_ctx *ctx, const char *dir, const struct run_key *k, struct run_sig *s);
+/* The cache folder (--cache-dir, else $XDG_CACHE_HOME/onnxc or
+ * ~/.cache/onnxc), created with its parents; NULL after a diagnostic. */
+char *cache_root(struct ir_ctx *ctx, const char *base);
+/* Removes a folder of files (a build). */
+void rm_tree(const char *dir);
 
 /* The commands. */
 int cmd_ir(int argc, char **argv);

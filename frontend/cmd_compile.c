@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "codegen/cg.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,8 @@ int cmd_compile(int argc, char **argv)
 		usage_error("compile: --name %s is not a valid C identifier", co.name);
 		goto usage;
 	}
+	if (!model_opts_fit("compile", input, &mo))
+		goto usage;
 	co.source = input;
 	if (depfile) {
 		dep_add(&deps, input);
@@ -169,12 +172,17 @@ int cmd_compile(int argc, char **argv)
 	}
 	ctx.file = input;
 	co.max_memory = model_max_memory(&mo);
-	if (!prepare_model(m, &mo) || !cg_compile(m, &co, &stats)) {
+	if (!make_dirs(co.out_dir)) {
+		ir_error(&ctx, "cannot create the output folder %s: %s", co.out_dir,
+		         strerror(errno));
+		status = EXIT_INPUT;
+	} else if (!prepare_model(m, &mo) || !cg_compile(m, &co, &stats)) {
 		status = EXIT_INPUT;
 	} else {
 		deps_add_options(&deps, &mo);
 		if (depfile && (deps.failed || !write_compile_depfile(depfile, &co, &deps))) {
-			fprintf(stderr, "onnxc: error: cannot write the depfile %s\n", depfile);
+			fprintf(stderr, "onnxc: error: cannot write the depfile %s: %s\n", depfile,
+			        deps.failed ? "out of memory" : strerror(errno));
 			status = EXIT_INPUT;
 		} else if (!co.quiet) {
 			print_stats(co.name, co.out_dir, &co, &stats);

@@ -101,7 +101,8 @@ int cmd_ir(int argc, char **argv)
 	{
 		FILE *f = out ? fopen(out, "w") : stdout;
 		if (!f) {
-			fprintf(stderr, "onnxc: cannot write %s: %s\n", out, strerror(errno));
+			ctx.file = input;
+			ir_error(&ctx, "cannot write %s: %s", out, strerror(errno));
 			status = EXIT_INPUT;
 		} else {
 			if (summary)
@@ -109,8 +110,9 @@ int cmd_ir(int argc, char **argv)
 			else
 				ir_print(m, f);
 			if (ferror(f) || (out && fclose(f) != 0)) {
-				fprintf(stderr, "onnxc: writing %s failed\n",
-				        out ? out : "standard output");
+				ctx.file = input;
+				ir_error(&ctx, "writing %s failed: %s",
+				         out ? out : "standard output", strerror(errno));
 				status = EXIT_INPUT;
 			}
 		}

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "codegen/cg.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char report_help[] =
@@ -254,6 +255,8 @@ int cmd_report(int argc, char **argv)
 		usage_error("report: --json and --dot exclude each other");
 		goto usage;
 	}
+	if (!model_opts_fit("report", input, &mo))
+		goto usage;
 	ir_ctx_init(&ctx);
 	if (!(m = load_model(&ctx, input, &mo)))
 		goto done;
@@ -264,7 +267,7 @@ int cmd_report(int argc, char **argv)
 	if (!mo.amp.gpu)
 		mo.amp.gpu = cost_builtin("h200");
 	if (!(f = out ? fopen(out, "w") : stdout)) {
-		ir_error(&ctx, "cannot write %s", out);
+		ir_error(&ctx, "cannot write %s: %s", out, strerror(errno));
 		goto done;
 	}
 	if (json)
@@ -275,7 +278,7 @@ int cmd_report(int argc, char **argv)
 		print_text(f, input, &mo, m, &st);
 	status = 0;
 	if (f != stdout && fclose(f)) {
-		ir_error(&ctx, "cannot write %s", out);
+		ir_error(&ctx, "cannot write %s: %s", out, strerror(errno));
 		status = EXIT_INPUT;
 	}
 done:

@@ -4,8 +4,9 @@
  * Both compile the model exactly as `onnxc compile` does, additionally link
  * a shared object (NAME.so, the runtime linked in) and load it with dlopen,
  * so what runs is the same generated code a user links - not a separate
- * interpreter. run keeps its builds in a cache keyed by the model's bytes and
- * the options; check builds in a temporary folder.
+ * interpreter. run keeps its builds in a cache (run_cache.c) keyed by every
+ * byte the compile reads and the options, and a hit loads the build without
+ * importing the model; check builds in a temporary folder.
  *
  * Symbolic dimensions are bound from the shapes of the inputs given. A test
  * case whose graph input feeds a shape operand (a Reshape's shape given as a
@@ -26,8 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_IO 64
-
 /* ------------------------------------------------------------------------ */
 /* A compiled model loaded from its shared object                          */
 /* ------------------------------------------------------------------------ */
@@ -35,7 +34,9 @@
 struct loaded {
 	void *so;
 	int (*create)(void **, const char *);
-	int (*run)(void *, const void *const *, void *const *);
+	/* checked: the buffers' sizes come from the manifest (or the module),
+	 * and a cache folder is no place to trust blindly */
+	int (*run)(void *, const void *const *, const size_t *, void *const *, const size_t *);
 	void (*destroy)(void *);
 	const char *(*strerror)(int);
 	void *inst;
@@ -75,7 +76,7 @@ static bool load(struct ir_ctx *ctx, const char *dir, const char *name, struct l
 		return false;                                      \
 	}
 	SYM(create, "create")
-	SYM(run, "run")
+	SYM(run, "run_checked")
 	SYM(destroy, "destroy")
 	SYM(strerror, "strerror")
 #undef SYM
@@ -134,40 +135,36 @@ static bool compile_shared(struct ir_module *m, const char *dir, const struct ta
 	return cg_compile(m, &co, stats);
 }
 
-/* Output buffers for m's outputs (malloc'd). */
-static void **alloc_outputs(const struct ir_module *m)
+static size_t tensor_bytes(const struct ir_type *t)
 {
-	void **out = calloc((size_t)(m->noutputs + 1), sizeof *out);
-	for (int i = 0; out && i < m->noutputs; i++) {
-		size_t bytes = (size_t)ir_type_elems(&m->outputs[i]->type) *
-		               (size_t)ir_dtype_size(m->outputs[i]->type.dtype);
-		out[i] = calloc(1, bytes ? bytes : 1);
+	return (size_t)ir_type_elems(t) * (size_t)ir_dtype_size(t->dtype);
+}
+
+/* Buffers for s's outputs and their sizes (malloc'd; NULL when out of
+ * memory). */
+static void **alloc_outputs(const struct run_sig *s, size_t **bytes)
+{
+	void **out = calloc((size_t)s->nout + 1, sizeof *out);
+	bool ok = out && (*bytes = calloc((size_t)s->nout + 1, sizeof **bytes));
+	for (int i = 0; ok && i < s->nout; i++) {
+		(*bytes)[i] = tensor_bytes(&s->out[i].type);
+		ok = (out[i] = calloc(1, (*bytes)[i] ? (*bytes)[i] : 1)) != NULL;
+	}
+	if (!ok && out) {
+		for (int i = 0; i < s->nout; i++)
+			free(out[i]);
+		free(out);
+		return NULL;
 	}
 	return out;
 }
 
-static void free_outputs(const struct ir_module *m, void **out)
+static void free_outputs(const struct run_sig *s, void **out, size_t *bytes)
 {
-	for (int i = 0; out && i < m->noutputs; i++)
+	for (int i = 0; out && i < s->nout; i++)
 		free(out[i]);
 	free(out);
-}
-
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[4200];
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
+	free(bytes);
 }
 
 static char *temp_dir(void)
@@ -189,42 +186,45 @@ static void bf16_as_u16(struct ir_value *data, enum ir_dtype want)
 		data->type.dtype = IR_BF16;
 }
 
-/* Matches data tensors to m's inputs by name; checks types. */
-static bool gather_inputs(struct ir_ctx *ctx, const struct ir_module *m, struct ir_value **data,
-                          const char (*names)[256], int ndata, const void **in)
+/* The data given for s's inputs, matched by name (data[k] read from
+ * files[k] for the input names[k]), into in[] and in_bytes[] (s->nin
+ * each). */
+static bool gather_inputs(struct ir_ctx *ctx, const struct run_sig *s, struct ir_value *const *data,
+                          const char *const *names, const char *const *files, int ndata,
+                          const void **in, size_t *in_bytes)
 {
-	for (int i = 0; i < m->ninputs; i++) {
-		const struct ir_value *v = m->inputs[i];
+	for (int i = 0; i < s->nin; i++) {
+		const struct run_tensor *v = &s->in[i];
 		char want[IR_TYPE_STR_MAX], have[IR_TYPE_STR_MAX];
-		in[i] = NULL;
-		for (int k = 0; k < ndata; k++) {
-			if (strcmp(names[k], v->name))
-				continue;
-			bf16_as_u16(data[k], v->type.dtype);
-			if (!ir_type_eq(&data[k]->type, &v->type)) {
-				ir_error(ctx, "input '%s' is %s but the model takes %s", v->name,
-				         ir_type_str(&data[k]->type, have, sizeof have),
-				         ir_type_str(&v->type, want, sizeof want));
-				return false;
-			}
-			in[i] = data[k]->data;
-		}
-		if (!in[i]) {
+		int k;
+		for (k = 0; k < ndata && strcmp(names[k], v->name); k++)
+			;
+		if (k == ndata) {
 			ir_error(ctx, "no data for input '%s' (%s); give it with --input %s=FILE",
 			         v->name, ir_type_str(&v->type, want, sizeof want), v->name);
 			return false;
 		}
+		bf16_as_u16(data[k], v->type.dtype);
+		if (!ir_type_eq(&data[k]->type, &v->type)) {
+			ir_error(ctx, "%s: input '%s' takes %s, the file holds %s", files[k],
+			         v->name, ir_type_str(&v->type, want, sizeof want),
+			         ir_type_str(&data[k]->type, have, sizeof have));
+			return false;
+		}
+		in[i] = data[k]->data;
+		in_bytes[i] = tensor_bytes(&v->type);
 	}
 	return true;
 }
 
-/* Shape bindings from data tensors (for inputs the user did not bind). */
-static void bind_shapes(struct model_opts *mo, struct ir_value **data, const char (*names)[256],
-                        int n)
+/* Shape bindings from data tensors, for the inputs the user bound neither
+ * with --shape nor --const. */
+static void bind_shapes(struct model_opts *mo, struct ir_value *const *data,
+                        const char *const *names, int n)
 {
 	for (int k = 0; k < n && mo->fe.nshapes < 64; k++) {
 		struct fe_shape_binding *sb = &mo->shapes[mo->fe.nshapes];
-		bool given = false;
+		bool given = model_opts_const(mo, names[k]);
 		for (int i = 0; i < mo->fe.nshapes; i++)
 			given |= !strcmp(mo->shapes[i].input, names[k]);
 		if (given)
@@ -244,75 +244,205 @@ static void bind_shapes(struct model_opts *mo, struct ir_value **data, const cha
 static const char run_help[] =
         "usage: onnxc run MODEL.onnx|FILE.oir --input NAME=FILE... [options]\n"
         "\n"
-        "Compiles the model for the CPU (cached), runs it on the inputs and prints\n"
-        "the outputs' shapes and the median run time. Inputs are ONNX TensorProto\n"
-        "files (.pb) or NumPy arrays (.npy); symbolic dimensions are bound from them.\n"
+        "Compiles the model (cached), runs it on the inputs and prints the outputs'\n"
+        "shapes and the median run time. Inputs are ONNX TensorProto files (.pb) or\n"
+        "NumPy arrays (.npy); symbolic dimensions are bound from them.\n"
         "\n"
         "options:\n"
-        "  --input NAME=FILE    an input by graph input name (or FILE alone, in order)\n"
-        "  --output-dir DIR     write every output to DIR/NAME.npy\n"
+        "  --input NAME=FILE    an input by graph input name (or FILE alone: the graph\n"
+        "                       inputs not given otherwise, in order)\n"
+        "  --output-dir DIR     write every output to DIR/NAME.npy (DIR created if\n"
+        "                       missing)\n"
         "  --repeat N           time N runs after a warm-up run (default 10)\n"
         "  --cache-dir DIR      where compiled models are kept (default\n"
-        "                       $XDG_CACHE_HOME/onnxc or ~/.cache/onnxc)\n"
+        "                       $XDG_CACHE_HOME/onnxc or ~/.cache/onnxc; created if\n"
+        "                       missing)\n"
+        "  -v, --verbose        say whether the cache had the build, and what it is\n"
+        "                       keyed by\n"
         "  --cpu CPU            LLVM CPU name for the kernels (default native)\n"
         "  --target T           cpu (default) or cuda (needs a CUDA GPU to run)\n"
         "  --arch ARCH          the GPU for --target cuda (default sm_90)\n"
-        "  --shape, --dim, --const, --verify, --dump-after   as for onnxc compile\n";
+        "  --shape, --dim, --const, --verify, --dump-after   as for onnxc compile\n"
+        "                       (--verify and --dump-after compile anew)\n";
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
+/* What one onnxc run works with. */
+struct run_job {
+	struct ir_ctx ctx;
+	struct model_opts mo;
+	const char *model, *outdir, *cache;
+	struct target target;
+	/* one per --input (argc entries): the graph input it binds (NULL: by
+	 * position), its file, its data */
+	char **names;
+	const char **files;
+	struct ir_value **data;
+	int n, repeat;
+	bool verbose;
+	struct run_key key;
+	struct run_sig sig;
+	char *root, *dir;
+	bool temporary; /* dir is not the cache's: remove it when done */
+};
+
+/* The key of this run's build (run_cache.c lists what it covers). false
+ * when the model cannot be keyed without the import: then nothing is
+ * cached. */
+static bool run_key(struct run_job *j)
 {
-	const unsigned char *q = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= q[i];
-		h *= 0x100000001b3ull;
+	struct run_key *k = &j->key;
+	char buf[4096];
+	bool keyed;
+	key_printf(k, "onnxc run cache 1\n");
+	if (!key_build(k, &j->ctx, j->target.name, j->target.cpu))
+		return false;
+	key_printf(k, "target %s cpu %s arch %s\n", j->target.name, j->target.cpu, j->target.arch);
+	keyed = key_model(k, &j->ctx, j->model, !is_ir_text(j->model));
+	for (int i = 0; i < j->mo.fe.nshapes; i++) {
+		key_printf(k, "shape ");
+		key_name(k, j->mo.shapes[i].input);
+		for (int d = 0; d < j->mo.shapes[i].rank; d++)
+			key_printf(k, " %lld", (long long)j->mo.shapes[i].dims[d]);
+		key_printf(k, "\n");
 	}
-	return h;
+	for (int i = 0; i < j->mo.fe.ndims; i++) {
+		key_printf(k, "dim ");
+		key_name(k, j->mo.dims[i].name);
+		key_printf(k, " %lld\n", (long long)j->mo.dims[i].value);
+	}
+	for (int i = 0; i < j->mo.fe.nconsts; i++)
+		key_file(k, "const", j->mo.consts[i].name, j->mo.consts[i].path);
+	precision_config(&j->mo, buf, sizeof buf);
+	key_printf(k, "precision %s\nmax-memory %lld\n", buf, (long long)model_max_memory(&j->mo));
+	for (int i = 0; i < j->n; i++) {
+		char tb[IR_TYPE_STR_MAX];
+		key_printf(k, "input ");
+		if (j->names[i])
+			key_name(k, j->names[i]);
+		else
+			key_printf(k, "#%d", i);
+		key_printf(k, " %s\n", ir_type_str(&j->data[i]->type, tb, sizeof tb));
+	}
+	return keyed;
 }
 
-/*
- * The cache folder for this model: keyed by the model's bytes, what decides
- * the compiled code (the shape bindings, constants, CPU - config), this
- * onnxc build and the runtime library it links, so nothing stale is reused.
- */
-static char *cache_dir(struct ir_ctx *ctx, const char *base, const char *model, const char *config)
+/* Inputs given without a name take the graph inputs in order, skipping
+ * those given otherwise (by name or with --const). */
+static bool name_inputs(struct run_job *j, const char *const *order, int norder)
 {
-	static const char version[] = ONNXC_VERSION;
-	const char *err, *inc, *rtlib;
-	size_t len;
-	unsigned char *bytes = ir_read_file(ctx, model, &len, &err);
-	uint64_t h = 0xcbf29ce484222325ull;
-	char buf[4200], root[4096];
+	for (int k = 0, pos = 0; k < j->n; k++) {
+		if (j->names[k])
+			continue;
+		for (; pos < norder; pos++) {
+			bool taken = model_opts_const(&j->mo, order[pos]);
+			for (int i = 0; i < j->n && !taken; i++)
+				taken = j->names[i] && !strcmp(j->names[i], order[pos]);
+			if (!taken)
+				break;
+		}
+		if (pos == norder) {
+			ir_error(&j->ctx, "--input %s: the model has no more inputs to take it",
+			         j->files[k]);
+			return false;
+		}
+		if (!(j->names[k] = strdup(order[pos++]))) {
+			ir_error(&j->ctx, "out of memory");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A build of this key in the cache: its manifest matches and the files
+ * are there. */
+static bool cache_hit(struct run_job *j)
+{
+	char path[4200];
 	struct stat st;
-	if (!bytes) {
-		ir_error(ctx, "cannot read %s: %s", model, err);
-		return NULL;
+	snprintf(path, sizeof path, "%s/model.so", j->dir);
+	if (stat(path, &st) != 0)
+		return false;
+	snprintf(path, sizeof path, "%s/model.weights", j->dir);
+	if (stat(path, &st) != 0)
+		return false;
+	if (manifest_read(&j->ctx, j->dir, &j->key, &j->sig))
+		return true;
+	/* a torn or foreign manifest: start over */
+	run_sig_free(&j->sig);
+	run_sig_init(&j->sig, &j->ctx);
+	return false;
+}
+
+/* Imports and compiles the model into a new folder; stores the build in
+ * the cache when cached (else j->dir is temporary). */
+static bool build(struct run_job *j, bool cached)
+{
+	struct input_decls d;
+	struct ir_module *m = NULL;
+	struct cg_stats cs;
+	char tmp[4200];
+	bool ok = false;
+	if (j->verbose)
+		printf("reading the inputs of %s\n", j->model);
+	if (!input_decls_load(&j->ctx, j->model, &j->mo, &d))
+		return false;
+	j->sig.order = ir_arena_alloc(&j->sig.arena, sizeof *j->sig.order * (size_t)(d.n + 1));
+	for (int i = 0; i < d.n; i++)
+		j->sig.order[j->sig.norder++] = ir_arena_strdup(&j->sig.arena, d.v[i].name);
+	if (!name_inputs(j, j->sig.order, j->sig.norder) ||
+	    !check_input_data(&j->ctx, &d, &j->mo, (const char *const *)j->names, j->files, j->data,
+	                      j->n))
+		goto out;
+	if (!is_ir_text(j->model))
+		bind_shapes(&j->mo, j->data, (const char *const *)j->names, j->n);
+	if (j->verbose)
+		printf("importing %s\n", j->model);
+	if (!(m = load_model(&j->ctx, j->model, &j->mo)) || !prepare_model(m, &j->mo))
+		goto out;
+	j->ctx.file = j->model;
+	run_sig_from_module(&j->sig, m);
+	snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", j->dir);
+	if (!cached) {
+		free(j->dir);
+		j->dir = temp_dir();
+		j->temporary = true;
+	} else if (!mkdtemp(tmp)) {
+		ir_error(&j->ctx, "cannot create a folder in the cache %s: %s", j->root,
+		         strerror(errno));
+		goto out;
 	}
-	h = fnv(h, bytes, len);
-	ir_free(ctx, bytes);
-	h = fnv(h, version, sizeof version);
-	h = fnv(h, config, strlen(config));
-	/* this onnxc build: its executable's size and time */
-	if (stat("/proc/self/exe", &st) == 0) {
-		h = fnv(h, &st.st_mtime, sizeof st.st_mtime);
-		h = fnv(h, &st.st_size, sizeof st.st_size);
+	if (!j->dir) {
+		ir_error(&j->ctx, "cannot create a temporary folder");
+		goto out;
 	}
-	if (cg_runtime_paths(ctx, &inc, &rtlib) && stat(rtlib, &st) == 0) {
-		h = fnv(h, &st.st_mtime, sizeof st.st_mtime);
-		h = fnv(h, &st.st_size, sizeof st.st_size);
+	if (!compile_shared(m, cached ? tmp : j->dir, &j->target, j->model,
+	                    model_max_memory(&j->mo), &cs)) {
+		if (cached)
+			rm_tree(tmp);
+		goto out;
 	}
-	if (base) {
-		snprintf(root, sizeof root, "%s", base);
-	} else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) {
-		snprintf(root, sizeof root, "%s/onnxc", getenv("XDG_CACHE_HOME"));
-	} else {
-		snprintf(root, sizeof root, "%s/.cache/onnxc",
-		         getenv("HOME") ? getenv("HOME") : "/tmp");
-		snprintf(buf, sizeof buf, "%s/.cache", getenv("HOME") ? getenv("HOME") : "/tmp");
-		mkdir(buf, 0777);
+	if (cached) {
+		/* complete before it has its name: a run that sees the folder
+		 * sees all of it */
+		if (!manifest_write(tmp, &j->key, &j->sig)) {
+			ir_error(&j->ctx, "cannot write the manifest in %s", tmp);
+			rm_tree(tmp);
+			goto out;
+		}
+		if (rename(tmp, j->dir) != 0) {
+			rm_tree(j->dir); /* a stale build of this key */
+			if (rename(tmp, j->dir) != 0) {
+				free(j->dir); /* taken meanwhile, or not ours to clear */
+				j->dir = strdup(tmp);
+				j->temporary = true;
+			}
+		}
 	}
-	mkdir(root, 0777);
-	snprintf(buf, sizeof buf, "%s/%016llx", root, (unsigned long long)h);
-	return strdup(buf);
+	printf("compiled in %.0f ms into %s\n", cs.ms_total, j->dir);
+	ok = j->dir != NULL;
+out:
+	ir_module_free(m);
+	input_decls_free(&d);
+	return ok;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -321,200 +451,200 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Runs the loaded model repeat times after a warm-up; prints the outputs'
+ * types and times, writes the outputs where asked. */
+static bool run_loaded(struct run_job *j, struct loaded *l, const void **in, const size_t *in_bytes)
+{
+	size_t *out_bytes = NULL;
+	void **out = alloc_outputs(&j->sig, &out_bytes);
+	double *t = calloc((size_t)j->repeat, sizeof *t);
+	bool ok = false;
+	int st;
+	if (!out || !t) {
+		ir_error(&j->ctx, "out of memory for the outputs");
+		goto out;
+	}
+	st = l->run(l->inst, in, in_bytes, out, out_bytes); /* warm-up */
+	for (int r = 0; r < j->repeat && !st; r++) {
+		double t0 = now_ms();
+		st = l->run(l->inst, in, in_bytes, out, out_bytes);
+		t[r] = now_ms() - t0;
+	}
+	if (st) {
+		ir_error(&j->ctx, "the run failed: %s", l->strerror(st));
+		goto out;
+	}
+	if (j->outdir && !make_dirs(j->outdir)) {
+		ir_error(&j->ctx, "cannot create the output folder %s: %s", j->outdir,
+		         strerror(errno));
+		goto out;
+	}
+	qsort(t, (size_t)j->repeat, sizeof *t, cmp_double);
+	ok = true;
+	for (int i = 0; i < j->sig.nout; i++) {
+		const struct run_tensor *o = &j->sig.out[i];
+		char tb[IR_TYPE_STR_MAX];
+		printf("output %s : %s\n", o->name, ir_type_str(&o->type, tb, sizeof tb));
+		if (j->outdir) {
+			char p[4200];
+			snprintf(p, sizeof p, "%s/%s.npy", j->outdir, o->name);
+			for (char *c = p + strlen(j->outdir) + 1; *c; c++)
+				if (*c == '/')
+					*c = '_';
+			if (!fe_save_npy(p, &o->type, out[i])) {
+				ir_error(&j->ctx, "cannot write %s", p);
+				ok = false;
+			}
+		}
+	}
+	printf("median run time %.3f ms over %d runs (min %.3f, max %.3f)\n", t[j->repeat / 2],
+	       j->repeat, t[0], t[j->repeat - 1]);
+out:
+	free(t);
+	free_outputs(&j->sig, out, out_bytes);
+	return ok;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	struct model_opts mo = { 0 };
-	struct ir_ctx ctx;
-	struct ir_module *m = NULL, *data = NULL;
-	struct ir_value *tensors[MAX_IO];
-	char(*names)[256] = calloc(MAX_IO, 256);
-	char(*order)[256] = calloc(MAX_IO, 256);
-	const char *model = NULL, *files[MAX_IO], *outdir = NULL, *cache = NULL;
-	struct target target = { "cpu", "native", "sm_90" };
-	const void *in[MAX_IO];
-	void **out = NULL;
-	char *dir = NULL;
+	struct run_job *j = calloc(1, sizeof *j);
+	struct ir_module *data = NULL;
 	struct loaded l = { 0 };
-	int nin = 0, repeat = 10, status = EXIT_INPUT, norder;
-	bool bad = false;
+	const void **in = NULL;
+	size_t *in_bytes = NULL;
+	int status = EXIT_INPUT;
+	bool bad = false, cached;
 
-	ir_ctx_init(&ctx);
+	if (!j) {
+		fprintf(stderr, "onnxc: error: out of memory\n");
+		return EXIT_INPUT;
+	}
+	ir_ctx_init(&j->ctx);
+	run_sig_init(&j->sig, &j->ctx);
+	j->names = calloc((size_t)argc, sizeof *j->names);
+	j->files = calloc((size_t)argc, sizeof *j->files);
+	j->data = calloc((size_t)argc, sizeof *j->data);
+	if (!j->names || !j->files || !j->data) {
+		ir_error(&j->ctx, "out of memory");
+		goto out;
+	}
+	j->target = (struct target){ "cpu", "native", "sm_90" };
+	j->repeat = 10;
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(run_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &j->mo, run_help);
+		if (r == 2) {
 			status = 0;
 			goto out;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if ((v = opt_value(argc, argv, &i, "--input", true, &bad))) {
 			const char *eq = strchr(v, '=');
-			if (nin == MAX_IO) {
-				usage_error("run: too many inputs");
-				goto usage;
-			}
-			if (eq && eq != v) {
-				snprintf(names[nin], 256, "%.*s", (int)(eq - v), v);
-				files[nin++] = eq + 1;
-			} else {
-				names[nin][0] = 0;
-				files[nin++] = v;
-			}
+			j->names[j->n] = eq && eq != v ? strndup(v, (size_t)(eq - v)) : NULL;
+			j->files[j->n++] = eq && eq != v ? eq + 1 : v;
 		} else if ((v = opt_value(argc, argv, &i, "--output-dir", true, &bad))) {
-			outdir = v;
+			j->outdir = v;
 		} else if ((v = opt_value(argc, argv, &i, "--repeat", true, &bad))) {
-			repeat = atoi(v);
-			if (repeat < 1) {
-				usage_error("run: --repeat takes a positive count");
+			char *e;
+			long n = strtol(v, &e, 10);
+			if (*e || e == v || n < 1 || n > 1000000) {
+				usage_error(
+				        "run: --repeat takes a count from 1 to 1000000, not '%s'",
+				        v);
 				goto usage;
 			}
+			j->repeat = (int)n;
 		} else if ((v = opt_value(argc, argv, &i, "--cache-dir", true, &bad))) {
-			cache = v;
-		} else if ((r = parse_target(argc, argv, &i, &target)) != 0) {
+			j->cache = v;
+		} else if (opt_value(argc, argv, &i, "--verbose", false, &bad) ||
+		           opt_value(argc, argv, &i, "-v", false, &bad)) {
+			j->verbose = true;
+		} else if ((r = parse_target(argc, argv, &i, &j->target)) != 0) {
 			if (r < 0)
 				goto usage;
-		} else if (bad) {
-			goto usage;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("run: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!model) {
-			model = argv[i];
-		} else {
-			usage_error("run: more than one model given");
+		} else if (bad || !operand_arg("run", argv[i], &j->model)) {
 			goto usage;
 		}
 	}
-	if (!model) {
+	if (!j->model) {
 		usage_error("run: no model given");
 		goto usage;
 	}
-	/* inputs given without a name take the graph inputs in order; IR text
-	 * has its shapes fixed, so it is parsed first */
-	if (is_ir_text(model)) {
-		if (!(m = load_model(&ctx, model, &mo)))
+	if (!model_opts_fit("run", j->model, &j->mo))
+		goto usage;
+	data = ir_module_new(&j->ctx, "inputs");
+	for (int k = 0; k < j->n; k++)
+		if (!(j->data[k] = fe_load_tensor(&j->ctx, data, j->files[k],
+		                                  j->names[k] ? j->names[k] : "input")))
 			goto out;
-		for (norder = 0; norder < m->ninputs && norder < MAX_IO; norder++)
-			snprintf(order[norder], 256, "%s", m->inputs[norder]->name);
-	} else if ((norder = fe_input_names(&ctx, model, order, MAX_IO)) < 0) {
+	if (!(j->root = cache_root(&j->ctx, j->cache)))
+		goto out;
+	j->ctx.file = j->model;
+	cached = run_key(j);
+	if (j->ctx.nerrors)
+		goto out;
+	if (j->key.failed) {
+		ir_error(&j->ctx, "out of memory");
 		goto out;
 	}
-	for (int k = 0, pos = 0; k < nin; k++)
-		if (!names[k][0]) {
-			if (pos >= norder) {
-				usage_error("run: more inputs than the model has");
-				goto usage;
-			}
-			snprintf(names[k], 256, "%s", order[pos++]);
-		}
-	data = ir_module_new(&ctx, "inputs");
-	for (int k = 0; k < nin; k++)
-		if (!(tensors[k] = fe_load_tensor(&ctx, data, files[k], names[k])))
-			goto out;
-	if (!m)
-		bind_shapes(&mo, tensors, (const char(*)[256])names, nin);
-	if ((!m && !(m = load_model(&ctx, model, &mo))) || !prepare_model(m, &mo))
-		goto out;
-	ctx.file = model;
-	if (!gather_inputs(&ctx, m, tensors, (const char(*)[256])names, nin, in))
-		goto out;
-	{
-		/* what decides the compiled code: bindings, constants, CPU */
-		char config[8192];
-		size_t at = (size_t)snprintf(config, sizeof config, "target=%s cpu=%s arch=%s",
-		                             target.name, target.cpu, target.arch);
-		for (int i = 0; i < mo.fe.nshapes && at < sizeof config; i++) {
-			at += (size_t)snprintf(config + at, sizeof config - at,
-			                       ";%s=", mo.shapes[i].input);
-			for (int d = 0; d < mo.shapes[i].rank && at < sizeof config; d++)
-				at += (size_t)snprintf(config + at, sizeof config - at, "%lld,",
-				                       (long long)mo.shapes[i].dims[d]);
-		}
-		if (at < sizeof config)
-			precision_config(&mo, config + at, sizeof config - at);
-		at += strlen(config + at);
-		for (int i = 0; i < mo.fe.ndims && at < sizeof config; i++)
-			at += (size_t)snprintf(config + at, sizeof config - at, ";dim %s=%lld",
-			                       mo.dims[i].name, (long long)mo.dims[i].value);
-		for (int i = 0; i < mo.fe.nconsts && at < sizeof config; i++) {
-			/* the constant's bytes, not its file name, decide the code */
-			const char *err;
-			size_t len;
-			unsigned char *b = ir_read_file(&ctx, mo.consts[i].path, &len, &err);
-			at += (size_t)snprintf(config + at, sizeof config - at, ";const %s=%016llx",
-			                       mo.consts[i].name,
-			                       b ? (unsigned long long)fnv(0, b, len) : 0ull);
-			ir_free(&ctx, b);
-		}
-		if (!(dir = cache_dir(&ctx, cache, model, config)))
-			goto out;
+	/* --verify and --dump-after are about the compile: they get one */
+	if (cached && (j->mo.passes.verify || j->mo.passes.dump_after)) {
+		cached = false;
+		j->key.why = "--verify and --dump-after compile anew";
 	}
 	{
-		char so[4200];
-		struct stat st;
-		snprintf(so, sizeof so, "%s/model.so", dir);
-		if (stat(so, &st) != 0) {
-			struct cg_stats cs;
-			if (!compile_shared(m, dir, &target, model, model_max_memory(&mo), &cs))
-				goto out;
-			printf("compiled in %.0f ms into %s\n", cs.ms_total, dir);
-		}
+		char dir[4200];
+		snprintf(dir, sizeof dir, "%s/%016llx", j->root,
+		         (unsigned long long)key_hash(&j->key));
+		j->dir = strdup(dir);
 	}
-	if (!load(&ctx, dir, "model", &l) || !(out = alloc_outputs(m)))
-		goto out;
-	{
-		double *t = calloc((size_t)repeat, sizeof *t);
-		int st = l.run(l.inst, in, out); /* warm-up */
-		for (int r = 0; r < repeat && !st && t; r++) {
-			double t0 = now_ms();
-			st = l.run(l.inst, in, out);
-			t[r] = now_ms() - t0;
-		}
-		if (st) {
-			ir_error(&ctx, "the run failed: %s", l.strerror(st));
-			free(t);
+	if (cached && cache_hit(j)) {
+		if (j->verbose)
+			printf("cache: hit %s\n", j->dir);
+		if (!name_inputs(j, j->sig.order, j->sig.norder))
 			goto out;
-		}
-		qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-		for (int i = 0; i < m->noutputs; i++) {
-			char tb[IR_TYPE_STR_MAX];
-			printf("output %s : %s\n", m->outputs[i]->name,
-			       ir_type_str(&m->outputs[i]->type, tb, sizeof tb));
-			if (outdir) {
-				char p[4200];
-				snprintf(p, sizeof p, "%s/%s.npy", outdir, m->outputs[i]->name);
-				for (char *c = p + strlen(outdir) + 1; *c; c++)
-					if (*c == '/')
-						*c = '_';
-				mkdir(outdir, 0777);
-				if (!fe_save_npy(p, &m->outputs[i]->type, out[i]))
-					ir_error(&ctx, "cannot write %s", p);
-			}
-		}
-		printf("median run time %.3f ms over %d runs (min %.3f, max %.3f)\n", t[repeat / 2],
-		       repeat, t[0], t[repeat - 1]);
-		free(t);
+	} else {
+		if (j->verbose)
+			printf(cached ? "cache: miss %s\n" : "cache: not used (%s)\n",
+			       cached ? j->dir : j->key.why);
+		if (!build(j, cached))
+			goto out;
 	}
-	status = ctx.nerrors ? EXIT_INPUT : 0;
+	in = calloc((size_t)j->sig.nin + 1, sizeof *in);
+	in_bytes = calloc((size_t)j->sig.nin + 1, sizeof *in_bytes);
+	if (!in || !in_bytes) {
+		ir_error(&j->ctx, "out of memory");
+		goto out;
+	}
+	if (!gather_inputs(&j->ctx, &j->sig, j->data, (const char *const *)j->names, j->files, j->n,
+	                   in, in_bytes) ||
+	    !load(&j->ctx, j->dir, "model", &l) || !run_loaded(j, &l, in, in_bytes))
+		goto out;
+	status = j->ctx.nerrors ? EXIT_INPUT : 0;
 	goto out;
 usage:
 	status = EXIT_USAGE;
 out:
 	unload(&l);
-	if (m)
-		free_outputs(m, out);
-	ir_module_free(m);
+	if (j->temporary && j->dir)
+		rm_tree(j->dir);
+	free(in);
+	free(in_bytes);
 	ir_module_free(data);
-	free_model_opts(&mo);
-	free(dir);
-	free(names);
-	free(order);
+	free_model_opts(&j->mo);
+	key_free(&j->key);
+	run_sig_free(&j->sig);
+	for (int k = 0; k < j->n; k++)
+		free(j->names[k]);
+	free(j->names);
+	free(j->files);
+	free(j->data);
+	free(j->root);
+	free(j->dir);
+	free(j);
 	return status;
 }
 
@@ -527,7 +657,8 @@ static const char check_help[] =
         "\n"
         "DIR is an ONNX backend test case: model.onnx and test_data_set_N/ folders\n"
         "holding input_K.pb and output_K.pb. Compiles the model for the CPU, runs it\n"
-        "on every data set and compares the outputs: passes when every element\n"
+        "on every data set and compares the outputs (by the names the output_K.pb\n"
+        "carry, else in order): passes when every element\n"
         "satisfies |y - ref| <= atol + rtol * |ref| (NaN matches NaN), or, with\n"
         "--max-rel-l2, when every float output's relative L2 error\n"
         "||y - ref|| / ||ref|| is at most that bound. With --precision mixed and\n"
@@ -538,7 +669,7 @@ static const char check_help[] =
         "  --atol A             absolute tolerance (default 1e-7)\n"
         "  --max-rel-l2 E       judge float outputs by relative L2 error instead\n"
         "  --json               print one JSON object (see docs/cli.md)\n"
-        "  --keep DIR           compile into DIR and keep the files\n"
+        "  --keep DIR           compile into DIR (created if missing) and keep the files\n"
         "  --cpu CPU            LLVM CPU name for the kernels (default native)\n"
         "  --target T           cpu (default) or cuda (needs a CUDA GPU to run)\n"
         "  --arch ARCH          the GPU for --target cuda (default sm_90)\n"
@@ -605,35 +736,139 @@ static void keep_diag(void *ud, const char *line)
 		fprintf(stderr, "%s\n", line);
 }
 
-static int data_sets(const char *dir, char (*sets)[4096], int max)
+/* How many test_data_set_N folders DIR has: N = 0, 1, ... up to the first
+ * missing. */
+static int data_sets(const char *dir)
 {
 	int n = 0;
-	for (int i = 0; i < 1000 && n < max; i++) {
-		struct stat st;
-		snprintf(sets[n], 4096, "%s/test_data_set_%d", dir, i);
-		if (stat(sets[n], &st) == 0 && S_ISDIR(st.st_mode))
-			n++;
-		else if (i > 0)
-			break;
-	}
-	return n;
-}
-
-/* Loads DIR/prefix_K.pb for K = 0, 1, ... into data; returns the count. */
-static int load_set(struct ir_ctx *ctx, struct ir_module *data, const char *dir, const char *prefix,
-                    struct ir_value **t, int max)
-{
-	int n = 0;
-	for (; n < max; n++) {
+	for (;; n++) {
 		char path[4200];
 		struct stat st;
-		snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
+		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, n);
+		if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+			return n;
+	}
+}
+
+/* One data set's files: DIR/prefix_K.pb for K = 0, 1, ... (arrays in the
+ * data module's arena) */
+struct data_set {
+	struct ir_value **t;
+	const char **paths;
+	const char **names; /* what each TensorProto calls itself ("" if nothing) */
+	int n;
+};
+
+/* Loads a data set's input or output files into data; false after
+ * diagnostics. */
+static bool load_set(struct ir_ctx *ctx, struct ir_module *data, const char *dir, int set,
+                     const char *prefix, struct data_set *ds)
+{
+	int count = 0;
+	for (;; count++) {
+		char path[4200];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/test_data_set_%d/%s_%d.pb", dir, set, prefix,
+		         count);
 		if (stat(path, &st) != 0)
 			break;
-		if (!(t[n] = fe_load_tensor(ctx, data, path, prefix)))
-			return -1;
 	}
-	return n;
+	ds->t = ir_arena_alloc(&data->arena, sizeof *ds->t * (size_t)(count + 1));
+	ds->paths = ir_arena_alloc(&data->arena, sizeof *ds->paths * (size_t)(count + 1));
+	ds->names = ir_arena_alloc(&data->arena, sizeof *ds->names * (size_t)(count + 1));
+	for (ds->n = 0; ds->n < count; ds->n++) {
+		char *path = ir_arena_printf(&data->arena, "%s/test_data_set_%d/%s_%d.pb", dir, set,
+		                             prefix, ds->n);
+		const char *err, *name;
+		unsigned char *bytes;
+		size_t len, n;
+		ds->paths[ds->n] = path;
+		if (!(ds->t[ds->n] = fe_load_tensor(ctx, data, path, prefix)))
+			return false;
+		/* the loader names the value; the name in the file says which
+		 * output it is */
+		if (!(bytes = ir_read_file(ctx, path, &len, &err)) ||
+		    !pb_tensor_name(bytes, len, &name, &n))
+			name = NULL, n = 0;
+		ds->names[ds->n] = ir_arena_strndup(&data->arena, name ? name : "", n);
+		ir_free(ctx, bytes);
+	}
+	return true;
+}
+
+/* Which output of s each reference in ds is: the one of the name the file
+ * carries, else the one in its position. false after diagnostics. */
+static bool match_outputs(struct ir_ctx *ctx, const struct run_sig *s, const struct data_set *ds,
+                          int *which)
+{
+	bool ok = true;
+	for (int r = 0; r < ds->n; r++) {
+		int i = r;
+		if (ds->names[r][0]) {
+			for (i = 0; i < s->nout && strcmp(s->out[i].name, ds->names[r]); i++)
+				;
+			if (i == s->nout) {
+				char list[512] = "";
+				size_t at = 0;
+				for (int o = 0; o < s->nout && at < sizeof list - 80; o++)
+					at += (size_t)snprintf(list + at, sizeof list - at,
+					                       "%s'%.60s'", o ? ", " : "",
+					                       s->out[o].name);
+				ir_error(ctx,
+				         "%s is the reference for output '%s', which the model "
+				         "does not have (its outputs: %s)",
+				         ds->paths[r], ds->names[r], list);
+				ok = false;
+				continue;
+			}
+		}
+		for (int q = 0; q < r; q++)
+			if (which[q] == i) {
+				ir_error(ctx, "%s and %s are both references for output '%s'",
+				         ds->paths[q], ds->paths[r], s->out[i].name);
+				ok = false;
+			}
+		which[r] = i;
+	}
+	return ok;
+}
+
+/* Inputs frozen as constants (from the first data set) must hold the same
+ * value in every other: the compiled model has that value built in. */
+static bool frozen_match(struct ir_ctx *ctx, const struct model_opts *mo, const char *const *names,
+                         const struct data_set *ds)
+{
+	for (int c = 0; c < mo->fe.nconsts; c++) {
+		const struct ir_value *v = mo->consts[c].value;
+		if (!v) /* the user's --const: a specialization they asked for */
+			continue;
+		for (int k = 0; k < ds->n; k++)
+			if (!strcmp(names[k], mo->consts[c].name) &&
+			    (!ir_type_eq(&ds->t[k]->type, &v->type) ||
+			     memcmp(ds->t[k]->data, v->data, tensor_bytes(&v->type)))) {
+				char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+				ir_error(ctx,
+				         "input '%s' was frozen as a constant (%s from "
+				         "test_data_set_0) but %s holds another value (%s)",
+				         names[k], ir_type_str(&v->type, a, sizeof a), ds->paths[k],
+				         ir_type_str(&ds->t[k]->type, b, sizeof b));
+				return false;
+			}
+	}
+	return true;
+}
+
+/* A number option (--rtol, --atol, --max-rel-l2): finite and >= 0. */
+static bool tolerance(const char *opt, const char *v, double *out)
+{
+	char *e;
+	double x = strtod(v, &e);
+	if (*e || e == v || !(x >= 0) || x > 1e300) {
+		usage_error("check: %s takes a non-negative number, not '%s'", opt, v);
+		return false;
+	}
+	*out = x;
+	return true;
 }
 
 int cmd_check(int argc, char **argv)
@@ -641,11 +876,12 @@ int cmd_check(int argc, char **argv)
 	struct model_opts mo = { 0 };
 	struct fe_wanted wanted = { 0 };
 	struct diag_lines diag = { 0 };
+	struct input_decls decls = { 0 };
 	struct ir_ctx ctx;
 	struct ir_module *m = NULL, *data = NULL;
-	struct ir_value *ins[MAX_IO], *refs[MAX_IO];
-	char(*names)[256] = calloc(MAX_IO, 256);
-	char(*sets)[4096] = calloc(64, 4096);
+	struct data_set *ins = calloc(1, sizeof *ins), *refs = calloc(1, sizeof *refs);
+	struct run_sig sig;
+	const char **names = NULL;
 	char model[4200];
 	const char *dir = NULL, *keep = NULL;
 	struct target target = { "cpu", "native", "sm_90" };
@@ -655,40 +891,42 @@ int cmd_check(int argc, char **argv)
 	bool json = false, bad = false, passed = false;
 	struct cg_stats cs = { 0 };
 	struct loaded l = { 0 };
-	struct cmp worst[MAX_IO];
-	int status = EXIT_INPUT, nsets, nnames, nin, nout = 0;
+	struct cmp *worst = NULL;
+	const void **in = NULL;
+	size_t *in_bytes = NULL;
+	int status = EXIT_INPUT, nsets, nout = 0;
 	const char *error = NULL;
 
 	ir_ctx_init(&ctx);
+	run_sig_init(&sig, &ctx);
 	ctx.diag = keep_diag;
 	ctx.diag_ud = &diag;
+	if (!ins || !refs) {
+		ir_error(&ctx, "out of memory");
+		goto out;
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *v;
-		int r;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(check_help, stdout);
-			fputs(precision_help, stdout);
+		int r = common_opt(argc, argv, &i, &mo, check_help);
+		if (r == 2) {
 			status = 0;
 			goto out;
 		}
-		if ((r = parse_model_opt(argc, argv, &i, &mo)) != 0) {
-			if (r < 0)
-				goto usage;
+		if (r < 0)
+			goto usage;
+		if (r)
 			continue;
-		}
 		if ((v = opt_value(argc, argv, &i, "--rtol", true, &bad))) {
-			rtol = atof(v);
+			if (!tolerance("--rtol", v, &rtol))
+				goto usage;
 			tolerance_given = true;
 		} else if ((v = opt_value(argc, argv, &i, "--atol", true, &bad))) {
-			atol = atof(v);
+			if (!tolerance("--atol", v, &atol))
+				goto usage;
 			tolerance_given = true;
 		} else if ((v = opt_value(argc, argv, &i, "--max-rel-l2", true, &bad))) {
-			char *e;
-			max_l2 = strtod(v, &e);
-			if (*e || !(max_l2 >= 0)) {
-				usage_error("check: --max-rel-l2 takes a non-negative number");
+			if (!tolerance("--max-rel-l2", v, &max_l2))
 				goto usage;
-			}
 			tolerance_given = true;
 		} else if (opt_value(argc, argv, &i, "--json", false, &bad))
 			json = true;
@@ -717,14 +955,14 @@ int cmd_check(int argc, char **argv)
 		max_l2 = mo.amp.half == IR_BF16 ? 5e-2 : 1e-2;
 	diag.echo = !json;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);
-	if ((nsets = data_sets(dir, sets, 64)) == 0) {
+	if ((nsets = data_sets(dir)) == 0) {
 		ir_error(&ctx, "%s has no test_data_set_0 folder", dir);
 		goto report;
 	}
-	if ((nnames = fe_input_names(&ctx, model, names, MAX_IO)) < 0)
+	if (!input_decls_load(&ctx, model, &mo, &decls))
 		goto report;
 	data = ir_module_new(&ctx, "data");
-	if ((nin = load_set(&ctx, data, sets[0], "input", ins, MAX_IO)) < 0) {
+	if (!load_set(&ctx, data, dir, 0, "input", ins)) {
 		/* a model with inputs onnxc cannot take (sequences, say) has test
 		 * data that is no tensor: the import says what is wrong */
 		size_t mark = diag.len;
@@ -746,11 +984,33 @@ int cmd_check(int argc, char **argv)
 			fputs(diag.text, stderr);
 		goto report;
 	}
-	if (nin != nnames) {
-		ir_error(&ctx, "%s has %d inputs but the model takes %d", sets[0], nin, nnames);
+	if (ins->n != decls.n) {
+		ir_error(&ctx, "%s/test_data_set_0 has %d inputs but the model takes %d", dir,
+		         ins->n, decls.n);
 		goto report;
 	}
-	bind_shapes(&mo, ins, (const char(*)[256])names, nin);
+	ctx.file = model;
+	names = ir_arena_alloc(&data->arena, sizeof *names * (size_t)(ins->n + 1));
+	{
+		/* input_K.pb is the K-th graph input; those the user gave with
+		 * --const are not bound from the data */
+		size_t size = sizeof(void *) * (size_t)(ins->n + 1);
+		const char **bnames = ir_arena_alloc(&data->arena, size),
+		           **bfiles = ir_arena_alloc(&data->arena, size);
+		struct ir_value **bdata = ir_arena_alloc(&data->arena, size);
+		int nb = 0;
+		for (int k = 0; k < ins->n; k++) {
+			names[k] = decls.v[k].name;
+			if (model_opts_const(&mo, names[k]))
+				continue;
+			bnames[nb] = names[k];
+			bfiles[nb] = ins->paths[k];
+			bdata[nb++] = ins->t[k];
+		}
+		if (!check_input_data(&ctx, &decls, &mo, bnames, bfiles, bdata, nb))
+			goto report;
+		bind_shapes(&mo, bdata, bnames, nb);
+	}
 	mo.fe.wanted = &wanted;
 	{
 		/* first attempt quietly: inputs that must be constants get frozen */
@@ -764,15 +1024,13 @@ int cmd_check(int argc, char **argv)
 		for (int attempt = 0; !m && attempt < 8; attempt++) {
 			int frozen = mo.fe.nconsts;
 			for (int w = 0; w < wanted.n && mo.fe.nconsts < 64; w++)
-				for (int k = 0; k < nin; k++) {
-					bool have = false;
-					for (int c = 0; c < mo.fe.nconsts; c++)
-						have |= !strcmp(mo.consts[c].name, names[k]);
-					if (!have && !strcmp(names[k], wanted.names[w])) {
+				for (int k = 0; k < ins->n; k++) {
+					if (!model_opts_const(&mo, names[k]) &&
+					    !strcmp(names[k], wanted.names[w])) {
 						struct fe_const_input *ci =
 						        &mo.consts[mo.fe.nconsts++];
 						ci->name = strdup(names[k]);
-						ci->value = ins[k];
+						ci->value = ins->t[k];
 					}
 				}
 			if (mo.fe.nconsts == frozen)
@@ -792,8 +1050,11 @@ int cmd_check(int argc, char **argv)
 	if (!m || !prepare_model(m, &mo))
 		goto report;
 	ctx.file = model;
+	if (keep && !make_dirs(keep)) {
+		ir_error(&ctx, "cannot create %s: %s", keep, strerror(errno));
+		goto report;
+	}
 	if (keep) {
-		mkdir(keep, 0777);
 		work = strdup(keep);
 	} else if (!(work = temp_dir())) {
 		ir_error(&ctx, "cannot create a temporary folder");
@@ -802,60 +1063,72 @@ int cmd_check(int argc, char **argv)
 	if (!compile_shared(m, work, &target, model, model_max_memory(&mo), &cs))
 		goto report;
 	compile_ms = cs.ms_total;
+	run_sig_from_module(&sig, m);
+	ir_module_free(m); /* its weights are in the build now */
+	m = NULL;
 	if (!load(&ctx, work, "model", &l))
 		goto report;
-	nout = m->noutputs;
-	memset(worst, 0, sizeof worst);
+	nout = sig.nout;
+	worst = calloc((size_t)nout + 1, sizeof *worst);
+	in = calloc((size_t)sig.nin + 1, sizeof *in);
+	in_bytes = calloc((size_t)sig.nin + 1, sizeof *in_bytes);
+	if (!worst || !in || !in_bytes) {
+		ir_error(&ctx, "out of memory");
+		goto report;
+	}
 	passed = true;
 	for (int s = 0; s < nsets; s++) {
-		const void *in[MAX_IO];
+		int *which;
+		size_t *out_bytes = NULL;
 		void **outs;
-		int nref, st;
+		int st;
 		double t0;
-		if (s > 0 && load_set(&ctx, data, sets[s], "input", ins, MAX_IO) != nin)
+		if (s > 0 && !load_set(&ctx, data, dir, s, "input", ins))
 			goto report;
-		if ((nref = load_set(&ctx, data, sets[s], "output", refs, MAX_IO)) != m->noutputs) {
-			ir_error(&ctx, "%s has %d reference outputs, the model %d", sets[s], nref,
-			         m->noutputs);
+		if (ins->n != decls.n) {
+			ir_error(&ctx, "%s/test_data_set_%d has %d inputs but the model takes %d",
+			         dir, s, ins->n, decls.n);
 			goto report;
 		}
-		for (int k = 0; k < mo.fe.nconsts; k++)
-			for (int j = 0; j < nin; j++)
-				if (s > 0 && !strcmp(names[j], mo.consts[k].name) &&
-				    memcmp(ins[j]->data, mo.consts[k].value->data,
-				           (size_t)ir_type_elems(&ins[j]->type) *
-				                   (size_t)ir_dtype_size(ins[j]->type.dtype))) {
-					ir_error(&ctx,
-					         "input '%s' was frozen as a constant but differs "
-					         "in %s",
-					         names[j], sets[s]);
-					goto report;
-				}
-		if (!gather_inputs(&ctx, m, ins, (const char(*)[256])names, nin, in))
+		if (!load_set(&ctx, data, dir, s, "output", refs))
 			goto report;
-		outs = alloc_outputs(m);
+		which = ir_arena_alloc(&data->arena, sizeof *which * (size_t)(refs->n + 1));
+		if (refs->n != sig.nout) {
+			ir_error(&ctx, "%s/test_data_set_%d has %d reference outputs, the model %d",
+			         dir, s, refs->n, sig.nout);
+			goto report;
+		}
+		if (!match_outputs(&ctx, &sig, refs, which) ||
+		    !frozen_match(&ctx, &mo, names, ins) ||
+		    !gather_inputs(&ctx, &sig, ins->t, names, ins->paths, ins->n, in, in_bytes))
+			goto report;
+		if (!(outs = alloc_outputs(&sig, &out_bytes))) {
+			ir_error(&ctx, "out of memory for the outputs");
+			goto report;
+		}
 		t0 = now_ms();
-		st = l.run(l.inst, in, outs);
+		st = l.run(l.inst, in, in_bytes, outs, out_bytes);
 		run_ms += now_ms() - t0;
 		if (st) {
 			ir_error(&ctx, "the run failed: %s", l.strerror(st));
-			free_outputs(m, outs);
+			free_outputs(&sig, outs, out_bytes);
 			goto report;
 		}
-		for (int i = 0; i < m->noutputs; i++) {
+		for (int r = 0; r < refs->n; r++) {
 			struct cmp c;
-			const struct ir_type *ot = &m->outputs[i]->type;
+			int i = which[r];
+			const struct ir_type *ot = &sig.out[i].type;
+			struct ir_value *ref = refs->t[r];
 			char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
-			bf16_as_u16(refs[i], ot->dtype);
-			if (!ir_type_eq(ot, &refs[i]->type)) {
-				ir_error(&ctx, "output %d '%s' is %s but the reference is %s", i,
-				         m->outputs[i]->name, ir_type_str(ot, a, sizeof a),
-				         ir_type_str(&refs[i]->type, b, sizeof b));
+			bf16_as_u16(ref, ot->dtype);
+			if (!ir_type_eq(ot, &ref->type)) {
+				ir_error(&ctx, "output '%s' is %s but the reference %s is %s",
+				         sig.out[i].name, ir_type_str(ot, a, sizeof a),
+				         refs->paths[r], ir_type_str(&ref->type, b, sizeof b));
 				passed = false;
 				continue;
 			}
-			compare(ot->dtype, outs[i], refs[i]->data, ir_type_elems(ot), rtol, atol,
-			        &c);
+			compare(ot->dtype, outs[i], ref->data, ir_type_elems(ot), rtol, atol, &c);
 			if (max_l2 >= 0 && ir_dtypes[ot->dtype].is_float)
 				c.bad = 0; /* judged on the whole run below */
 			if (c.bad)
@@ -868,11 +1141,11 @@ int cmd_check(int argc, char **argv)
 			worst[i].l2_den += c.l2_den;
 			worst[i].bad += c.bad;
 		}
-		free_outputs(m, outs);
+		free_outputs(&sig, outs, out_bytes);
 	}
 	run_ms /= nsets;
 	for (int i = 0; max_l2 >= 0 && i < nout; i++)
-		if (ir_dtypes[m->outputs[i]->type.dtype].is_float && rel_l2(&worst[i]) > max_l2) {
+		if (ir_dtypes[sig.out[i].type.dtype].is_float && rel_l2(&worst[i]) > max_l2) {
 			worst[i].bad = 1;
 			passed = false;
 		}
@@ -883,13 +1156,15 @@ report:
 		status = EXIT_INPUT;
 		error = diag.len ? diag.text : "error";
 	}
+	if (!worst)
+		nout = 0;
 	if (json) {
 		printf("{\"passed\": %s, \"compile_ms\": %.1f, \"run_ms\": %.3f, \"outputs\": [",
 		       passed ? "true" : "false", compile_ms, run_ms);
-		for (int i = 0; m && i < nout; i++) {
+		for (int i = 0; i < nout; i++) {
 			double l2 = rel_l2(&worst[i]);
 			printf("%s{\"name\": ", i ? ", " : "");
-			json_string(stdout, m->outputs[i]->name);
+			json_string(stdout, sig.out[i].name);
 			printf(", \"max_abs_err\": %.6g, \"max_rel_err\": %.6g, \"rel_l2_err\": "
 			       "%.6g, "
 			       "\"mismatches\": %lld}",
@@ -902,10 +1177,10 @@ report:
 		}
 		printf("}\n");
 	} else if (!ctx.nerrors) {
-		for (int i = 0; m && i < nout; i++) {
+		for (int i = 0; i < nout; i++) {
 			double l2 = rel_l2(&worst[i]);
 			printf("output %s: max abs err %.3g, max rel err %.3g, rel l2 err %.3g%s\n",
-			       m->outputs[i]->name, worst[i].max_abs, worst[i].max_rel, l2,
+			       sig.out[i].name, worst[i].max_abs, worst[i].max_rel, l2,
 			       worst[i].bad ? " - MISMATCH" : "");
 		}
 		printf("%s (compile %.0f ms, run %.3f ms)\n", passed ? "passed" : "FAILED",
@@ -921,8 +1196,13 @@ out:
 	if (work && !keep)
 		rm_tree(work);
 	free(work);
+	free(worst);
+	free(in);
+	free(in_bytes);
+	free(ins);
+	free(refs);
+	run_sig_free(&sig);
+	input_decls_free(&decls);
 	free_model_opts(&mo);
-	free(names);
-	free(sets);
 	return status;
 }
