@@ -10,6 +10,23 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
+
+/*
+ * Every file the training runtime opens goes through here: opens path with
+ * flags (O_RDONLY, or O_WRONLY with O_CREAT and O_TRUNC or O_APPEND) if and
+ * only if it is a regular file. O_NONBLOCK keeps the open from waiting on a
+ * FIFO (for a reader or a writer that never comes); fstat then refuses
+ * FIFOs, devices and folders, and the descriptor is made blocking again
+ * (regular files never block) and close-on-exec. Returns the descriptor,
+ * and with size the file's size; or -1 after "PATH: cannot open: why" or
+ * -2 after "PATH: not a regular file" in err.
+ */
+int rt_train_open_regular(const char *path, int flags, int64_t *size, char *err, size_t err_size);
+/* The same as a stdio stream (binary; appending unless flags is O_RDONLY).
+ * NULL on failure; with how, -1 (errno says why) or -2 as above. */
+FILE *rt_train_fopen_regular(const char *path, int flags, int64_t *size, int *how, char *err,
+                             size_t err_size);
 
 /* An output file written to PATH.tmp.PID, then fsynced and renamed over
  * PATH, the folder fsynced: readers see the old file or the whole new one. */

@@ -12,6 +12,7 @@
 #include "rt_train_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -239,10 +240,11 @@ static void apply_overrides(const struct options *o, struct rt_train_config *c)
 		c->growth_interval = o->cfg.growth_interval;
 }
 
-static int file_exists(const char *p)
+/* Something is there (what it is, the reader checks and says). */
+static int path_exists(const char *p)
 {
 	struct stat st;
-	return !stat(p, &st) && S_ISREG(st.st_mode);
+	return !stat(p, &st);
 }
 
 /* NAME.init next to the running program, else in the current folder. */
@@ -256,12 +258,12 @@ static int find_init(const struct rt_train_model *m, char *buf, size_t size)
 		if (slash) {
 			*slash = 0;
 			if ((size_t)snprintf(buf, size, "%s/%s.init", exe, m->name) < size &&
-			    file_exists(buf))
+			    path_exists(buf))
 				return 1;
 		}
 	}
 	snprintf(buf, size, "%s.init", m->name);
-	return file_exists(buf);
+	return path_exists(buf);
 }
 
 static double now_s(void)
@@ -353,7 +355,7 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		}
 	}
 	if (o.resume) {
-		if (!file_exists(ckpt)) {
+		if (!path_exists(ckpt)) {
 			fprintf(stderr, "%s: --resume: no checkpoint %s\n", prog, ckpt);
 			goto out;
 		}
@@ -396,13 +398,16 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		goto out;
 	}
 	if (o.log) {
-		struct stat st;
-		int append = o.resume && !stat(o.log, &st) && st.st_size > 0;
-		if (!(log = fopen(o.log, append ? "a" : "w"))) {
-			fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.log, strerror(errno));
+		/* resuming appends to the log (a header first if it is empty) */
+		char why[600];
+		int64_t size = 0;
+		if (!(log = rt_train_fopen_regular(
+		              o.log, O_WRONLY | O_CREAT | (o.resume ? O_APPEND : O_TRUNC), &size,
+		              NULL, why, sizeof why))) {
+			fprintf(stderr, "%s: cannot write the log: %s\n", prog, why);
 			goto out;
 		}
-		if (!append)
+		if (size == 0)
 			fprintf(log, "step,epoch,loss,loss_scale,skipped,samples_per_s\n");
 	}
 
