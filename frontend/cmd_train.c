@@ -343,7 +343,66 @@ struct generated {
 	const unsigned char *tmpl;
 	size_t tmpl_len;
 	const struct rt_train_config *cfg;
+	struct rt_train_range *ranges; /* class labels and indices */
+	int nranges;
 };
+
+/*
+ * The values the trainer must check before a step (rt_train_range): the
+ * cross-entropy label's classes, [0, C) (the loss has no ignore_index), and
+ * the data inputs a Gather, GatherElements or ScatterElements reads as its
+ * indices directly, ONNX's [-dim, dim) of the axis (the tightest if several
+ * read it). Indices reached through other ops are the compiled step's own
+ * check (RT_ERR_INDEX). Read from the eval step before it is compiled.
+ */
+static void find_ranges(struct ir_arena *a, const struct train_cli *c, const struct train_step *s,
+                        const struct ir_module *em, struct generated *g)
+{
+	int label = c->to.loss == TRAIN_LOSS_CROSS_ENTROPY ? s->ndata - 1 : -1;
+	g->ranges = ir_arena_alloc(a, sizeof *g->ranges * (size_t)(s->ndata + 1));
+	g->nranges = 0;
+	for (int i = 0; i < s->ndata; i++) {
+		struct rt_train_range r = { .data = i };
+		if (i == label) {
+			const struct ir_type *y = &em->outputs[1]->type;
+			r.hi = y->dims[y->rank - 1];
+			r.what = "class label";
+		}
+		for (int k = 0; i != label && k < s->data[i]->nuses; k++) {
+			const struct ir_use *u = &s->data[i]->uses[k];
+			enum ir_op op = u->node->op;
+			int64_t dim;
+			if (u->index != 1 || (op != IR_OP_GATHER && op != IR_OP_GATHER_ELEMENTS &&
+			                      op != IR_OP_SCATTER_ELEMENTS))
+				continue;
+			dim = u->node->in[0]->type.dims[ir_attr_i(u->node, "axis")];
+			if (dim > 0 && (!r.what || dim < r.hi)) {
+				r.lo = -dim;
+				r.hi = dim;
+				r.what = ir_arena_printf(a, "node '%s': index", u->node->name);
+			}
+		}
+		if (r.what && r.lo < r.hi)
+			g->ranges[g->nranges++] = r;
+	}
+}
+
+/* The ranges' table; "NULL" when there are none. */
+static const char *print_ranges(FILE *f, const struct generated *g)
+{
+	if (!g->nranges)
+		return "NULL";
+	fprintf(f, "static const struct rt_train_range ranges[] = {\n");
+	for (int i = 0; i < g->nranges; i++) {
+		const struct rt_train_range *r = &g->ranges[i];
+		fprintf(f, "\t{ %d, %lldLL, %lldLL, 0, 0, ", r->data, (long long)r->lo,
+		        (long long)r->hi);
+		print_c_string(f, r->what);
+		fprintf(f, " },\n");
+	}
+	fprintf(f, "};\n\n");
+	return "ranges";
+}
 
 static void print_config(FILE *f, const struct rt_train_config *c)
 {
@@ -407,7 +466,7 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 {
 	const struct train_step *s = g->step;
 	const char *n = g->name, *step = ir_arena_printf(a, "%s_step", n),
-	           *eval = ir_arena_printf(a, "%s_eval", n), *params, *state, *data, *outs;
+	           *eval = ir_arena_printf(a, "%s_eval", n), *params, *state, *data, *outs, *ranges;
 	struct ir_value **pv = ir_arena_alloc(a, sizeof *pv * (size_t)(s->nparams + s->nstate + 1));
 	const char **names =
 	        ir_arena_alloc(a, sizeof *names * (size_t)(s->nparams + s->nstate + 1));
@@ -438,6 +497,7 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 	data = print_tensors(f, "data", NULL, s->data, s->ndata, 1);
 	outs = print_tensors(f, "eval_outputs", NULL, g->eval_m->outputs + 1,
 	                     g->eval->nmodel_outputs, 0);
+	ranges = print_ranges(f, g);
 	fprintf(f, "static const unsigned char onnx_template[%zu] = {",
 	        g->tmpl_len ? g->tmpl_len : 1);
 	for (size_t i = 0; i < g->tmpl_len; i++)
@@ -454,11 +514,12 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 	        "\t.num_params = %d,\n\t.params = %s,\n\t.num_state = %d,\n\t.state = %s,\n"
 	        "\t.num_data = %d,\n\t.data = %s,\n\t.batch = %lldLL,\n\t.dropout = %d,\n"
 	        "\t.num_eval_outputs = %d,\n\t.eval_outputs = %s,\n"
+	        "\t.num_ranges = %d,\n\t.ranges = %s,\n"
 	        "\t.onnx_template = onnx_template,\n\t.onnx_template_bytes = %zu,\n",
 	        (unsigned long long)g->id, step, step, step, step, eval, eval, eval, eval,
 	        s->nparams, params, s->nstate, state, s->ndata, data,
 	        (long long)s->data[0]->type.dims[0], s->seed != NULL, g->eval->nmodel_outputs, outs,
-	        g->tmpl_len);
+	        g->nranges, ranges, g->tmpl_len);
 	print_config(f, g->cfg);
 	fprintf(f,
 	        "};\n\n"
@@ -593,6 +654,7 @@ static int run_train(struct train_cli *c)
 	g.eval_m = em;
 	g.id = step_id(&step);
 	g.cfg = &c->cfg;
+	find_ranges(&a, c, &eval, em, &g); /* before compiling rewrites em */
 	drop = ir_arena_alloc(&a, sizeof *drop * (size_t)(step.nparams + step.nstate + 1));
 	for (int i = 0; i < step.nparams; i++)
 		drop[i] = step.params[i].name;

@@ -102,6 +102,19 @@ struct rt_train_tensor {
 	int64_t elems;       /* the product of dims */
 };
 
+/* The values an integer data input may hold: lo <= v < hi, or v == ignore
+ * where has_ignore (a loss's ignore_index). The trainer checks them before
+ * every step and eval step, and rt_train_data_open over the whole files, so
+ * an out-of-range class label or index is an error naming the file, the
+ * sample and the value instead of a plausible loss (PyTorch raises too). */
+struct rt_train_range {
+	int data;         /* the data input: an index into model->data (int32 or int64) */
+	int64_t lo, hi;   /* class labels: [0, classes); indices: ONNX's [-dim, dim) */
+	int has_ignore;   /* 1: ignore is valid too */
+	int64_t ignore;   /* the value the loss skips */
+	const char *what; /* the values in messages ("class label", "node 'N': index") */
+};
+
 /* A compiled model's API with the instance as void * (NAME_train.c wraps
  * NAME_create and friends in these signatures; do not cast the functions). */
 typedef int (*rt_train_create_fn)(void **instance, const char *weights_path);
@@ -135,6 +148,9 @@ struct rt_train_model {
 	                count (docs/training.md#dropout) */
 	int num_eval_outputs; /* the eval model's outputs after the loss */
 	const struct rt_train_tensor *eval_outputs;
+	/* the ranges of integer data inputs (class labels, indices) */
+	int num_ranges;
+	const struct rt_train_range *ranges;
 	/* the ONNX model with the params' and state's initializers removed (NULL,
 	 * 0: no export) */
 	const unsigned char *onnx_template;

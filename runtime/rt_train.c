@@ -166,6 +166,71 @@ static int check_tensors(struct rt_trainer *t, const char *what, int n,
 	return RT_TRAIN_OK;
 }
 
+static int check_ranges(struct rt_trainer *t)
+{
+	const struct rt_train_model *m = t->m;
+	if (m->num_ranges < 0 || (m->num_ranges && !m->ranges))
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "model: bad range list");
+	for (int i = 0; i < m->num_ranges; i++) {
+		const struct rt_train_range *r = &m->ranges[i];
+		if (r->data < 0 || r->data >= m->num_data || !r->what || !(r->lo < r->hi) ||
+		    (m->data[r->data].dtype != RT_I32 && m->data[r->data].dtype != RT_I64))
+			return rt_train_fail(
+			        t, RT_TRAIN_ERR_ARGUMENT,
+			        "model: range %d: not an int32 or int64 data input, or "
+			        "an empty range",
+			        i);
+	}
+	return RT_TRAIN_OK;
+}
+
+int64_t rt_train_range_find(const struct rt_train_model *m, const struct rt_train_range *r,
+                            const void *values, int64_t n, int64_t *v)
+{
+	int wide = m->data[r->data].dtype == RT_I64;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t x = wide ? ((const int64_t *)values)[i] : ((const int32_t *)values)[i];
+		if ((x < r->lo || x >= r->hi) && !(r->has_ignore && x == r->ignore)) {
+			*v = x;
+			return i;
+		}
+	}
+	return -1;
+}
+
+void rt_train_range_say(const struct rt_train_range *r, int64_t at, int64_t elems, int64_t v,
+                        char *buf, size_t size)
+{
+	char where[64] = "";
+	if (elems > 1)
+		snprintf(where, sizeof where, ", element %lld", (long long)(at % elems));
+	int k = snprintf(buf, size, "sample %lld%s: %s %lld is not in [%lld, %lld)",
+	                 (long long)(at / elems), where, r->what, (long long)v, (long long)r->lo,
+	                 (long long)r->hi);
+	if (r->has_ignore && k > 0 && (size_t)k < size)
+		snprintf(buf + k, size - (size_t)k, " nor the ignored %lld", (long long)r->ignore);
+}
+
+/* A batch's class labels and indices, before a step: RT_TRAIN_ERR_DATA
+ * naming the first value out of its range. */
+static int check_batch(struct rt_trainer *t, const char *what, const void *const batch[])
+{
+	const struct rt_train_model *m = t->m;
+	for (int i = 0; i < m->num_ranges; i++) {
+		const struct rt_train_range *r = &m->ranges[i];
+		const struct rt_train_tensor *in = &m->data[r->data];
+		int64_t v, at = rt_train_range_find(m, r, batch[r->data], m->batch * in->elems, &v);
+		if (at >= 0) {
+			char say[512];
+			rt_train_range_say(r, at, in->elems, v, say, sizeof say);
+			return rt_train_fail(t, RT_TRAIN_ERR_DATA,
+			                     "%s: data input '%s' of the batch, %s", what, in->name,
+			                     say);
+		}
+	}
+	return RT_TRAIN_OK;
+}
+
 static float **alloc_f32s(int n, const struct rt_train_tensor *ts)
 {
 	float **a = calloc((size_t)n + 1, sizeof *a);
@@ -228,7 +293,7 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 	    (rc = check_tensors(t, "data input", m->num_data, m->data, 0)) ||
 	    (rc = check_tensors(t, "eval output", m->eval_create ? m->num_eval_outputs : 0,
 	                        m->eval_outputs, 0)) ||
-	    (rc = check_config(t, cfg)))
+	    (rc = check_ranges(t)) || (rc = check_config(t, cfg)))
 		return rc;
 	t->cfg = *cfg;
 	int np = m->num_params, ns = m->num_state, nd = m->num_data;
@@ -496,10 +561,15 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 			                     "train step: data input %d is NULL", i);
 		t->inputs[np + ns + i] = batch[i];
 	}
+	char what[48];
+	snprintf(what, sizeof what, "step %llu", (unsigned long long)t->st.step + 1);
+	int rc = check_batch(t, what, batch);
+	if (rc)
+		return rc;
 	t->scale = (float)scale;
 	t->dropout_seed = (int64_t)rt_train_dropout_seed(t->cfg.seed, t->st.step);
 	t->loss = NAN;
-	int rc = m->step_run(t->step, t->inputs, t->outputs);
+	rc = m->step_run(t->step, t->inputs, t->outputs);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "step %llu: the step model failed: %s",
 		                     (unsigned long long)t->st.step + 1,
@@ -544,13 +614,20 @@ int rt_train_eval_step(struct rt_trainer *t, const void *const batch[], float *l
 	if (!batch)
 		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "eval step: NULL batch");
 	int np = m->num_params, ns = m->num_state;
-	for (int i = 0; i < m->num_data; i++)
+	for (int i = 0; i < m->num_data; i++) {
+		if (!batch[i])
+			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+			                     "eval step: data input %d is NULL", i);
 		t->eval_inputs[np + ns + i] = batch[i];
+	}
+	int rc = check_batch(t, "eval step", batch);
+	if (rc)
+		return rc;
 	float l = NAN;
 	t->eval_outputs[0] = &l;
 	for (int i = 0; i < m->num_eval_outputs; i++)
 		t->eval_outputs[1 + i] = outputs && outputs[i] ? outputs[i] : t->eval_scratch[i];
-	int rc = m->eval_run(t->eval, t->eval_inputs, t->eval_outputs);
+	rc = m->eval_run(t->eval, t->eval_inputs, t->eval_outputs);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "the eval model failed: %s",
 		                     m->eval_strerror ? m->eval_strerror(rc) : "error");

@@ -82,6 +82,16 @@ int rt_train_npy_itemsize(int dtype);
 int rt_train_npy_parse_header(const char *h, size_t len, struct rt_train_npy *a, char *err,
                               size_t err_size);
 
+/* The first of n values of data input r->data (int32 or int64) outside r:
+ * its position, its value in *v; -1 when all are in range. */
+int64_t rt_train_range_find(const struct rt_train_model *m, const struct rt_train_range *r,
+                            const void *values, int64_t n, int64_t *v);
+/* Where value v, found at position at of values of elems per sample, is
+ * and why it is wrong: "sample 4: class label 7 is not in [0, 3)"
+ * (", element E" after the sample when a sample has several). */
+void rt_train_range_say(const struct rt_train_range *r, int64_t at, int64_t elems, int64_t v,
+                        char *buf, size_t size);
+
 /* An opened data set: one array per data input, in the model's dtypes. */
 struct rt_train_data {
 	int num;

@@ -491,6 +491,17 @@ int rt_train_data_open(struct rt_trainer *t, const char *dir, struct rt_train_da
 		}
 		d->arrays[i] = a.data;
 		d->sample_bytes[i] = (size_t)in->elems * (size_t)rt_train_npy_itemsize(in->dtype);
+		/* class labels and indices: every sample checked once, here */
+		for (int k = 0; k < m->num_ranges; k++) {
+			const struct rt_train_range *r = &m->ranges[k];
+			int64_t v, at;
+			if (r->data != i ||
+			    (at = rt_train_range_find(m, r, a.data, a.elems, &v)) < 0)
+				continue;
+			rt_train_range_say(r, at, in->elems, v, msg, sizeof msg);
+			rt_train_fail(t, rc, "%s: %s (data input '%s')", path, msg, in->name);
+			goto fail;
+		}
 		if (d->samples >= 0 && a.dims[0] != d->samples) {
 			rt_train_fail(t, rc, "%s: %lld samples, but %s has %lld", path,
 			              (long long)a.dims[0], first, (long long)d->samples);

@@ -2,8 +2,9 @@
 # program.sh FAKE_TRAIN PYTHON - the train program as a program: --help, usage
 # errors (2), the initial weights found next to the program, a run with a log,
 # a run stopped and resumed giving the same losses, a corrupt checkpoint and
-# a wrong batch size refused (1 and 2), and a FIFO, a device or a folder
-# where any file goes refused at once, never waited on.
+# a wrong batch size refused (1 and 2), a FIFO, a device or a folder where
+# any file goes refused at once, never waited on, and a class label out of
+# range refused.
 set -u
 bin=$1
 py=${2:-/usr/bin/python3}
@@ -64,6 +65,13 @@ mkdir fifock && mkfifo fifock/ckpt || fail "mkfifo"
 not_regular fifock/ckpt ./train --data data --steps 2 --checkpoint fifock --resume
 not_regular fifock/ckpt ./train --data data --steps 2 --checkpoint fifock
 [ -p fifock/ckpt ] || fail "the checkpoint's FIFO was replaced"
+# a class label outside [0, 3): refused naming the file, the sample, the value
+mkdir badlabel && cp data/input_x_0.npy badlabel/ || fail "copy"
+"$py" -c "import numpy as n; y = n.load('data/label.npy'); y[3] = 7; n.save('badlabel/label.npy', y)" ||
+	fail "badlabel"
+expect 1 ./train --data badlabel --steps 2
+grep -qF "badlabel/label.npy: sample 3: class label 7 is not in [0, 3) (data input 'label')" out ||
+	{ cat out; fail "no message for the label 7"; }
 rm -f fake.init
 expect 1 ./train --data data --steps 2
 grep -q "no initial weights" out || fail "no message for a missing .init"

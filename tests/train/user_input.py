@@ -8,7 +8,9 @@ node and graph names hold quotes, backslashes, newlines, "*/" and the
 trigraph "??/" (a backslash under -std=c11), compiles with `onnxc train`
 (NAME_train.c is compiled by it: an unescaped name is a compile error, or
 code) and the program trains on it. The generated C carries only the
-model's file name, escaped.
+model's file name, escaped. Class labels outside [0, classes) and token ids
+outside the embedding's ONNX range [-rows, rows) are refused by the program
+before any step, naming the file, the sample and the value.
 
 Exit 77 when onnx or numpy is missing.
 """
@@ -109,6 +111,42 @@ def main():
         r = subprocess.run([os.path.join(out, "train"), "--data", os.path.join(work, "data"),
                             "--steps", "3"], capture_output=True, text=True)
         check(r.returncode == 0, "the program trains on it (%s)" % r.stderr.strip())
+
+        # class labels outside [0, 3) and token ids outside ONNX's [-5, 5):
+        # refused before any step, naming the file, the sample and the value
+        # (PyTorch raises "Target 7 is out of bounds" / "index out of range")
+        def refused(what, want, tokens=None, labels=None):
+            d = os.path.join(work, "bad")
+            shutil.rmtree(d, ignore_errors=True)
+            write_data(d, tokens=tokens, labels=labels)
+            r = subprocess.run([os.path.join(out, "train"), "--data", d, "--steps", "3"],
+                               capture_output=True, text=True)
+            check(r.returncode == 1 and want in r.stderr,
+                  "%s: exit %d, %r" % (what, r.returncode, r.stderr.strip()))
+
+        rng = np.random.default_rng(2)
+        good_labels = rng.integers(0, CLASSES, 32)
+        good_tokens = rng.integers(0, VOCAB, 32)
+        for sample, value in ((5, 7), (0, -1), (31, 1 << 40)):
+            labels = good_labels.copy()
+            labels[sample] = value
+            refused("label %d" % value, "%s: sample %d: class label %d is not in [0, 3) "
+                    "(data input 'label')" % (os.path.join(work, "bad", "label.npy"),
+                                               sample, value), labels=labels)
+        tok_file = os.path.join(work, "bad", data_file(TOK))
+        for sample, value in ((2, 5), (7, -6)):
+            tokens = good_tokens.copy()
+            tokens[sample] = value
+            refused("token %d" % value, "%s: sample %d: node 'gather*/\n#error node': index "
+                    "%d is not in [-5, 5)" % (tok_file, sample, value), tokens=tokens)
+        # ONNX Gather counts a negative index from the end: -5 is row 0
+        tokens = good_tokens.copy()
+        tokens[:4] = -5
+        d = os.path.join(work, "neg")
+        write_data(d, tokens=tokens)
+        r = subprocess.run([os.path.join(out, "train"), "--data", d, "--steps", "3"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, "negative token ids in [-5, 0) train (%s)" % r.stderr.strip())
     finally:
         if not failed:
             shutil.rmtree(work, ignore_errors=True)

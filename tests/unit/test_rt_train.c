@@ -13,6 +13,7 @@
  *   several points, a flipped byte, wrong magic, a foreign model, other
  *   shapes) is refused with its message, the trainer left as it was
  * - the .npy reader on valid and hostile files, data sets, name mapping
+ * - class labels out of range refused (file, sample, value), ignore_index
  * - the shuffle: a permutation, deterministic per seed
  * - export: decoded and checked by Python's onnx (tests/train/check_export.py)
  * - rt_train_main in process: usage errors, a run with a log, resume
@@ -744,6 +745,103 @@ static void test_data_sets(void)
 	rt_train_destroy(t);
 }
 
+/* Class labels outside [0, classes) are refused, naming the file, the
+ * sample and the value (PyTorch's cross_entropy raises "Target 7 is out of
+ * bounds"); ignore_index, where the model declares one, is let through. */
+static void test_labels(void)
+{
+	struct rt_train_config c = config(RT_TRAIN_SGD);
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	const char *dir = path_in("labels");
+	make_data(dir);
+	char p[512], want[256];
+	snprintf(p, sizeof p, "%s/label.npy", dir);
+	int64_t ys[1] = { NSAMP }, y[NSAMP];
+	static const struct {
+		int64_t value;
+		int sample;
+	} bad[] = { { 7, 5 }, { -1, 0 }, { (int64_t)1 << 40, 19 }, { 3, 11 } };
+	struct rt_train_data *d;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memcpy(y, y_all, sizeof y);
+		y[bad[i].sample] = bad[i].value;
+		write_npy(p, "<i8", 1, ys, y, 8);
+		CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+		snprintf(want, sizeof want,
+		         "label.npy: sample %d: class label %lld is not in [0, 3) (data input "
+		         "'label')",
+		         bad[i].sample, (long long)bad[i].value);
+		CHECK_STR(rt_train_error(t), want);
+	}
+	/* int32 files too, after their conversion */
+	int32_t y32[NSAMP];
+	for (int i = 0; i < NSAMP; i++)
+		y32[i] = (int32_t)y_all[i];
+	y32[8] = -5;
+	write_npy(p, "<i4", 1, ys, y32, 4);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t), "sample 8: class label -5 is not in [0, 3)");
+
+	/* a batch given directly: nothing runs, nothing changes */
+	int64_t yb[FAKE_B];
+	memcpy(yb, y_all, sizeof yb);
+	yb[2] = 3;
+	const void *batch[2] = { x_all, yb };
+	float before[FAKE_D * FAKE_C], loss;
+	memcpy(before, rt_train_param(t, 0), sizeof before);
+	CHECK_EQ(rt_train_step(t, batch, NULL), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t),
+	          "step 1: data input 'label' of the batch, sample 2: class label 3 is not in "
+	          "[0, 3)");
+	CHECK_EQ(rt_train_eval_step(t, batch, &loss, NULL), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t), "eval step: data input 'label' of the batch, sample 2");
+	struct rt_train_progress pr;
+	rt_train_get_progress(t, &pr);
+	CHECK_EQ(pr.step, 0);
+	CHECK(!memcmp(before, rt_train_param(t, 0), sizeof before));
+	rt_train_destroy(t);
+
+	/* a loss with ignore_index -1: -1 trains (the fake skips it, as PyTorch
+	 * does), any other value out of range is still refused */
+	struct rt_train_model m = fake_train_model;
+	struct rt_train_range r = fake_train_model.ranges[0];
+	r.has_ignore = 1;
+	r.ignore = -1;
+	m.ranges = &r;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_OK);
+	memcpy(rt_train_param(t, 0), w0, sizeof w0);
+	memcpy(rt_train_param(t, 1), b0, sizeof b0);
+	memcpy(y, y_all, sizeof y);
+	y[3] = y[9] = -1;
+	write_npy(p, "<i8", 1, ys, y, 8);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_OK);
+	rt_train_data_close(d);
+	yb[2] = -1;
+	struct rt_train_result res;
+	double expect = fake_forward(x_all, yb, w0, b0, NULL, 1, NULL, NULL);
+	CHECK_EQ(rt_train_step(t, batch, &res), RT_TRAIN_OK);
+	CHECK(res.loss == (float)expect && isfinite(res.loss));
+	y[9] = -2;
+	write_npy(p, "<i8", 1, ys, y, 8);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t),
+	          "sample 9: class label -2 is not in [0, 3) nor the ignored -1");
+	rt_train_destroy(t);
+
+	/* a range must name an int32 or int64 input and hold a value */
+	r = fake_train_model.ranges[0];
+	r.data = 0;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "range 0");
+	rt_train_destroy(t);
+	r = fake_train_model.ranges[0];
+	r.hi = r.lo;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	rt_train_destroy(t);
+}
+
 static void test_shuffle(void)
 {
 	uint64_t a[4], b[4];
@@ -968,7 +1066,7 @@ static void teardown(void)
 static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
-TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_create_errors)
-              T(test_loss_scale) T(test_optimizers_vs_torch) T(test_resume_bitwise)
-                      T(test_checkpoint_corruption) T(test_export) T(test_train_main)
-                              T(test_teardown))
+TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
+              T(test_create_errors) T(test_loss_scale) T(test_optimizers_vs_torch)
+                      T(test_resume_bitwise) T(test_checkpoint_corruption) T(test_export)
+                              T(test_train_main) T(test_teardown))
