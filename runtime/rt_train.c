@@ -15,8 +15,12 @@
  * is skipped and the scale multiplied by backoff; otherwise the gradients
  * are unscaled (multiplied by the float 1/scale) inside the update, and
  * after growth_interval finite steps in a row the scale is multiplied by
- * growth. The elementwise loops run on the runtime's thread pool; every
- * element is independent, so results do not depend on the thread count.
+ * growth. Unlike GradScaler, which halves on to 0, a back-off below
+ * RT_TRAIN_MIN_LOSS_SCALE stops training with RT_TRAIN_ERR_NONFINITE: the
+ * gradients are not finite at any scale (NaN data), and the scale stays a
+ * value a checkpoint holds and resumes from. The elementwise loops run on
+ * the runtime's thread pool; every element is independent, so results do
+ * not depend on the thread count.
  *
  * Data order: the RNG state at the start of an epoch is what checkpoints
  * keep; the epoch's permutation is drawn from it again on resume, so a
@@ -133,12 +137,13 @@ static int check_config(struct rt_trainer *t, const struct rt_train_config *c)
 		bad = "weight decay must be finite and >= 0";
 	else if (c->loss_scaling != 0 && c->loss_scaling != 1)
 		bad = "loss_scaling must be 0 or 1";
-	else if (!(c->init_scale > 0 && c->init_scale <= 3.0e38))
-		bad = "the initial loss scale must be in (0, 3e38]";
+	else if (!(c->init_scale >= RT_TRAIN_MIN_LOSS_SCALE &&
+	           c->init_scale <= RT_TRAIN_MAX_LOSS_SCALE))
+		bad = "the initial loss scale must be in [2^-24, 3e38]";
 	else if (!(c->growth >= 1 && isfinite(c->growth)))
 		bad = "the loss scale's growth factor must be >= 1";
-	else if (!(c->backoff > 0 && c->backoff <= 1))
-		bad = "the loss scale's backoff factor must be in (0, 1]";
+	else if (!(c->backoff > 0 && c->backoff < 1)) /* GradScaler's rule too */
+		bad = "the loss scale's backoff factor must be in (0, 1)";
 	else if (c->growth_interval < 1)
 		bad = "the growth interval must be >= 1";
 	if (bad)
@@ -582,6 +587,7 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 	int bad = first_nonfinite(t);
 	if (bad >= 0) {
 		t->st.skipped++;
+		t->st.good_steps = 0;
 		r->skipped = 1;
 		if (!t->cfg.loss_scaling)
 			return rt_train_fail(
@@ -590,16 +596,27 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 			        "loss scaling is off)",
 			        (unsigned long long)t->st.step, m->params[bad].name,
 			        (double)t->loss);
+		/* halving for ever would reach 0 (2^16 after ~1100 steps), which
+		 * no checkpoint can hold: stop at the floor instead */
+		if (t->st.loss_scale * t->cfg.backoff < RT_TRAIN_MIN_LOSS_SCALE)
+			return rt_train_fail(
+			        t, RT_TRAIN_ERR_NONFINITE,
+			        "step %llu: the gradient of '%s' is not finite at any loss scale "
+			        "(loss %g): the scale has backed off to %g and would go below "
+			        "its floor 2^-24; %llu of %llu steps skipped - look for NaN or "
+			        "inf in the data or the weights",
+			        (unsigned long long)t->st.step, m->params[bad].name,
+			        (double)t->loss, t->st.loss_scale,
+			        (unsigned long long)t->st.skipped, (unsigned long long)t->st.step);
 		t->st.loss_scale *= t->cfg.backoff;
-		t->st.good_steps = 0;
 		return RT_TRAIN_OK;
 	}
 	t->st.opt_step++;
 	apply_update(t, scale);
 	if (t->cfg.loss_scaling && ++t->st.good_steps >= (uint64_t)t->cfg.growth_interval) {
 		t->st.loss_scale *= t->cfg.growth;
-		if (t->st.loss_scale > 3.0e38) /* stays a finite float */
-			t->st.loss_scale = 3.0e38;
+		if (t->st.loss_scale > RT_TRAIN_MAX_LOSS_SCALE) /* stays a finite float */
+			t->st.loss_scale = RT_TRAIN_MAX_LOSS_SCALE;
 		t->st.good_steps = 0;
 	}
 	return RT_TRAIN_OK;
@@ -808,9 +825,25 @@ int rt_train_load(struct rt_trainer *t, const char *path)
 		snprintf(msg, sizeof msg, "an all-zero RNG state");
 		goto bad;
 	}
-	if (meta->batch != (uint64_t)t->m->batch || meta->epoch_pos > meta->step ||
-	    meta->opt_step > meta->step || !(meta->loss_scale > 0 && meta->loss_scale <= 3.0e38)) {
-		snprintf(msg, sizeof msg, "inconsistent counters");
+	if (meta->batch != (uint64_t)t->m->batch) {
+		snprintf(msg, sizeof msg, "written for batch %llu, the model's is %lld",
+		         (unsigned long long)meta->batch, (long long)t->m->batch);
+		goto bad;
+	}
+	/* every step counted is an update or a skip */
+	if (meta->epoch_pos > meta->step || meta->opt_step > meta->step ||
+	    meta->skipped != meta->step - meta->opt_step) {
+		snprintf(msg, sizeof msg,
+		         "inconsistent counters: step %llu, %llu updates, %llu skipped, %llu "
+		         "batches into the epoch",
+		         (unsigned long long)meta->step, (unsigned long long)meta->opt_step,
+		         (unsigned long long)meta->skipped, (unsigned long long)meta->epoch_pos);
+		goto bad;
+	}
+	if (!(meta->loss_scale >= RT_TRAIN_MIN_LOSS_SCALE &&
+	      meta->loss_scale <= RT_TRAIN_MAX_LOSS_SCALE)) {
+		snprintf(msg, sizeof msg, "the loss scale %g is outside [2^-24, 3e38]",
+		         meta->loss_scale);
 		goto bad;
 	}
 	if ((rc = ensure_moments(t, kind))) {

@@ -417,10 +417,17 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 	int tty = isatty(STDERR_FILENO);
 	double start = now_s(), last_print = 0, prev = start;
 	float loss = NAN;
-	while (p.step < total) {
+	/* non-finite gradients (loss scaling off, or at every scale): the step
+	 * is counted and logged, the checkpoint written, then the run stops */
+	int stopped = 0;
+	char why[1024];
+	while (p.step < total && !stopped) {
 		struct rt_train_result r;
 		rc = rt_train_step_data(t, data, &r);
-		if (rc) {
+		if (rc == RT_TRAIN_ERR_NONFINITE) {
+			snprintf(why, sizeof why, "%s", rt_train_error(t));
+			stopped = 1;
+		} else if (rc) {
 			if (tty)
 				fputc('\n', stderr);
 			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
@@ -445,7 +452,7 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 			last_print = now;
 		}
 		if (ckpt && o.checkpoint_every && p.step % o.checkpoint_every == 0 &&
-		    p.step < total && (rc = rt_train_save(t, ckpt))) {
+		    p.step < total && !stopped && (rc = rt_train_save(t, ckpt))) {
 			if (tty)
 				fputc('\n', stderr);
 			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
@@ -459,7 +466,14 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		goto out;
 	}
 	if (ckpt && (rc = rt_train_save(t, ckpt))) {
+		if (stopped)
+			fprintf(stderr, "%s: %s\n", prog, why);
 		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+		goto out;
+	}
+	if (stopped) {
+		fprintf(stderr, "%s: %s%s%s%s\n", prog, why, ckpt ? "; checkpoint written to " : "",
+		        ckpt ? ckpt : "", ckpt ? " (--resume continues from it)" : "");
 		goto out;
 	}
 	printf("%s: step %lld, epoch %lld, loss %.6g, loss scale %g, %lld skipped\n", m->name,

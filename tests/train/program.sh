@@ -3,8 +3,9 @@
 # errors (2), the initial weights found next to the program, a run with a log,
 # a run stopped and resumed giving the same losses, a corrupt checkpoint and
 # a wrong batch size refused (1 and 2), a FIFO, a device or a folder where
-# any file goes refused at once, never waited on, and a class label out of
-# range refused.
+# any file goes refused at once, never waited on, a class label out of range
+# refused, and NaN data with loss scaling stopped with a checkpoint that
+# resumes.
 set -u
 bin=$1
 py=${2:-/usr/bin/python3}
@@ -72,6 +73,20 @@ mkdir badlabel && cp data/input_x_0.npy badlabel/ || fail "copy"
 expect 1 ./train --data badlabel --steps 2
 grep -qF "badlabel/label.npy: sample 3: class label 7 is not in [0, 3) (data input 'label')" out ||
 	{ cat out; fail "no message for the label 7"; }
+# NaN data with loss scaling: the scale backs off 40 times to 2^-24, then
+# the run stops (1) with a checkpoint that resumes, on finite data, to 0
+mkdir nan && cp data/label.npy nan/ || fail "copy"
+"$py" -c "import numpy as n; x = n.load('data/input_x_0.npy'); x[:] = n.nan; n.save('nan/input_x_0.npy', x)" ||
+	fail "nan data"
+expect 1 ./train --data nan --steps 2000 --loss-scale on --checkpoint nanck --log nan.csv
+grep -qF "step 41: the gradient of 'W' is not finite at any loss scale" out ||
+	{ cat out; fail "no message for NaN data"; }
+grep -qF "checkpoint written to nanck/ckpt" out || { cat out; fail "no checkpoint said"; }
+[ "$(tail -1 nan.csv | cut -d, -f1,4,5)" = "41,5.96046448e-08,1" ] || fail "the log's last line"
+expect 1 ./train --data nan --steps 2000 --checkpoint nanck --resume
+grep -qF "step 42:" out || { cat out; fail "the resumed run does not stop at step 42"; }
+expect 0 ./train --data data --steps 50 --checkpoint nanck --resume
+grep -qF "step 50, epoch 12" out && grep -qF "42 skipped" out || { cat out; fail "resume"; }
 rm -f fake.init
 expect 1 ./train --data data --steps 2
 grep -q "no initial weights" out || fail "no message for a missing .init"

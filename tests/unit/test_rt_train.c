@@ -6,7 +6,8 @@
  *   data order (tests/train/torch_ref.py), 1e-5 relative; loss scaling with
  *   a power-of-two scale gives the unscaled trajectory bit for bit
  * - the loss-scale state machine: skip and back off on inf, grow after the
- *   interval; non-finite gradients with scaling off are an error
+ *   interval; non-finite gradients with scaling off are an error, and so is
+ *   a back-off below 2^-24 (NaN data), the trainer left valid to resume
  * - checkpoints: a run stopped (at several points, with loss scaling and
  *   its growth) and resumed gives the losses, weights and counters of an
  *   uninterrupted one bit for bit, and every corruption (truncation at
@@ -350,6 +351,117 @@ static void test_loss_scale(void)
 	CHECK_EQ(rt_train_step(t, batch, &r), RT_TRAIN_ERR_NONFINITE);
 	CHECK_STR(rt_train_error(t), "gradient of 'W' is not finite");
 	CHECK(!memcmp(before, rt_train_param(t, 0), sizeof before));
+	rt_train_destroy(t);
+}
+
+/* NaN data with loss scaling: every step skips and backs off; where the
+ * next back-off would take the scale below 2^-24 the step is an error
+ * instead (it used to halve on to 0 after ~1100 steps, exit 0, and leave a
+ * checkpoint --resume refused as "inconsistent counters"). The trainer
+ * stays valid: saved at the stop or on the way there, it resumes exactly. */
+static void test_loss_scale_floor(void)
+{
+	struct rt_train_config c = config(RT_TRAIN_MOMENTUM);
+	c.loss_scaling = 1; /* 2^16: 40 back-offs to 2^-24 */
+	float x_nan[FAKE_B * FAKE_D];
+	for (int i = 0; i < FAKE_B * FAKE_D; i++)
+		x_nan[i] = NAN;
+	const void *bad[2] = { x_nan, y_all }, *good[2] = { x_all, y_all };
+	const char *ck = path_in("floor.ckpt"), *mid = path_in("floor_mid.ckpt");
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	struct rt_train_result r;
+	int rc = RT_TRAIN_OK, steps = 0;
+	while (rc == RT_TRAIN_OK && steps < 100) {
+		rc = rt_train_step(t, bad, &r);
+		steps++;
+		CHECK(r.skipped);
+		if (steps == 10)
+			CHECK_EQ(rt_train_save(t, mid), RT_TRAIN_OK);
+	}
+	CHECK_EQ(rc, RT_TRAIN_ERR_NONFINITE);
+	CHECK_EQ(steps, 41);
+	CHECK_STR(rt_train_error(t),
+	          "step 41: the gradient of 'W' is not finite at any loss scale");
+	CHECK_STR(rt_train_error(t), "below its floor 2^-24; 41 of 41 steps skipped");
+	struct rt_train_progress stop;
+	rt_train_get_progress(t, &stop);
+	CHECK_EQ(stop.step, 41);
+	CHECK_EQ(stop.skipped, 41);
+	CHECK_EQ(stop.opt_step, 0);
+	CHECK(stop.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	CHECK_EQ(rt_train_save(t, ck), RT_TRAIN_OK);
+	rt_train_destroy(t);
+
+	/* the checkpoint at the stop resumes: the same state, the same stop */
+	struct rt_train_config other = config(RT_TRAIN_SGD);
+	struct rt_train_progress p;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_OK);
+	rt_train_get_progress(t, &p);
+	CHECK(!memcmp(&p, &stop, sizeof p));
+	CHECK_EQ(rt_train_step(t, bad, &r), RT_TRAIN_ERR_NONFINITE);
+	CHECK(r.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	/* and with data that is finite again, training goes on from the floor */
+	CHECK_EQ(rt_train_step(t, good, &r), RT_TRAIN_OK);
+	CHECK(!r.skipped && isfinite(r.loss) && r.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	rt_train_destroy(t);
+
+	/* the one saved on the way resumes to the same stop */
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, mid), RT_TRAIN_OK);
+	for (steps = 10, rc = RT_TRAIN_OK; rc == RT_TRAIN_OK && steps < 100; steps++)
+		rc = rt_train_step(t, bad, &r);
+	CHECK_EQ(rc, RT_TRAIN_ERR_NONFINITE);
+	rt_train_get_progress(t, &p);
+	CHECK(!memcmp(&p, &stop, sizeof p));
+	rt_train_destroy(t);
+
+	/* the floor bounds the configuration too; a back-off of 1 never falls */
+	c.init_scale = RT_TRAIN_MIN_LOSS_SCALE / 2;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "[2^-24, 3e38]");
+	rt_train_destroy(t);
+	c.init_scale = 65536;
+	c.backoff = 1;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "backoff factor must be in (0, 1)");
+	rt_train_destroy(t);
+
+	/* a checkpoint whose scale or counters no trainer can reach is refused,
+	 * saying which */
+	struct rt_train_ckpt_tensor ps[2] = { { "W", 2, fake_w_dims, FAKE_D * FAKE_C, w0 },
+		                              { "b", 1, fake_b_dims, FAKE_C, b0 } };
+	float rm[FAKE_D] = { 0 }, zero[FAKE_D * FAKE_C] = { 0 };
+	const float *mom[2] = { zero, zero };
+	struct rt_train_ckpt_tensor ss[1] = { { "running_mean", 1, fake_rm_dims, FAKE_D, rm } };
+	struct rt_train_ckpt k = { .model_id = fake_train_model.model_id,
+		                   .num_params = 2,
+		                   .params = ps,
+		                   .num_state = 1,
+		                   .state = ss,
+		                   .mom1 = mom };
+	char err[512];
+	k.meta.cfg = config(RT_TRAIN_MOMENTUM);
+	k.meta.batch = FAKE_B;
+	rt_train_rng_seed(k.meta.rng, 1);
+	k.meta.step = 5;
+	k.meta.opt_step = 4;
+	k.meta.skipped = 1;
+	k.meta.loss_scale = 0;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_ERR_CHECKPOINT);
+	CHECK_STR(rt_train_error(t), "the loss scale 0 is outside [2^-24, 3e38]");
+	k.meta.loss_scale = 1;
+	k.meta.skipped = 2;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_ERR_CHECKPOINT);
+	CHECK_STR(rt_train_error(t), "inconsistent counters: step 5, 4 updates, 2 skipped");
+	k.meta.skipped = 1;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_OK);
 	rt_train_destroy(t);
 }
 
@@ -1067,6 +1179,7 @@ static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
 TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
-              T(test_create_errors) T(test_loss_scale) T(test_optimizers_vs_torch)
-                      T(test_resume_bitwise) T(test_checkpoint_corruption) T(test_export)
-                              T(test_train_main) T(test_teardown))
+              T(test_create_errors) T(test_loss_scale) T(test_loss_scale_floor)
+                      T(test_optimizers_vs_torch) T(test_resume_bitwise)
+                              T(test_checkpoint_corruption) T(test_export) T(test_train_main)
+                                      T(test_teardown))
