@@ -43,7 +43,8 @@ enum rt_train_status {
 	RT_TRAIN_ERR_CHECKPOINT = 5, /* not a checkpoint, truncated, corrupt or not matching */
 	RT_TRAIN_ERR_FOREIGN = 6,    /* a checkpoint of another model */
 	RT_TRAIN_ERR_DATA = 7,       /* a data file is missing, malformed or does not fit */
-	RT_TRAIN_ERR_NONFINITE = 8,  /* non-finite gradients with loss scaling off */
+	RT_TRAIN_ERR_NONFINITE = 8,  /* non-finite gradients: loss scaling off, or at
+	                                every scale down to RT_TRAIN_MIN_LOSS_SCALE */
 	RT_TRAIN_ERR_NO_EVAL = 9,    /* eval requested but the model has no eval step */
 	RT_TRAIN_STATUS_COUNT
 };
@@ -62,6 +63,15 @@ enum rt_train_optimizer {
 	RT_TRAIN_ADAMW = 3,    /* torch.optim.AdamW(lr, betas, eps, weight_decay) */
 };
 
+/* The loss scale stays in [MIN, MAX]. Below 2^-24 the scaled loss of a
+ * loss of 1 is under FP16's smallest subnormal and the scale cannot help
+ * any more: a step whose gradients are still not finite there, rather than
+ * backing off below the floor, is RT_TRAIN_ERR_NONFINITE (the scale is
+ * left at its last value, so the trainer's state - and a checkpoint of it -
+ * stays valid). MAX keeps the scale a finite float. */
+#define RT_TRAIN_MIN_LOSS_SCALE 5.9604644775390625e-08 /* 2^-24 */
+#define RT_TRAIN_MAX_LOSS_SCALE 3.0e38
+
 struct rt_train_config {
 	int optimizer;           /* enum rt_train_optimizer */
 	double lr;               /* learning rate */
@@ -72,7 +82,7 @@ struct rt_train_config {
 	int loss_scaling;        /* 1: dynamic loss scaling; 0: the scale stays 1 */
 	double init_scale;       /* the first loss scale (2^16) */
 	double growth;           /* the scale's factor after growth_interval good steps (2) */
-	double backoff;          /* the scale's factor on a non-finite gradient (0.5) */
+	double backoff;          /* the scale's factor on a non-finite gradient (0.5; < 1) */
 	int64_t growth_interval; /* good steps before growing (2000) */
 	uint64_t seed;           /* the seed of the data order and the dropout masks */
 	int shuffle;             /* 1: each epoch in an order shuffled by the seed; 0: the
@@ -100,6 +110,19 @@ struct rt_train_tensor {
 	const int64_t *dims; /* params, state, eval outputs: the shape; data: ONE SAMPLE's
 	                        shape (the batch axis left out) */
 	int64_t elems;       /* the product of dims */
+};
+
+/* The values an integer data input may hold: lo <= v < hi, or v == ignore
+ * where has_ignore (a loss's ignore_index). The trainer checks them before
+ * every step and eval step, and rt_train_data_open over the whole files, so
+ * an out-of-range class label or index is an error naming the file, the
+ * sample and the value instead of a plausible loss (PyTorch raises too). */
+struct rt_train_range {
+	int data;         /* the data input: an index into model->data (int32 or int64) */
+	int64_t lo, hi;   /* class labels: [0, classes); indices: ONNX's [-dim, dim) */
+	int has_ignore;   /* 1: ignore is valid too */
+	int64_t ignore;   /* the value the loss skips */
+	const char *what; /* the values in messages ("class label", "node 'N': index") */
 };
 
 /* A compiled model's API with the instance as void * (NAME_train.c wraps
@@ -135,6 +158,9 @@ struct rt_train_model {
 	                count (docs/training.md#dropout) */
 	int num_eval_outputs; /* the eval model's outputs after the loss */
 	const struct rt_train_tensor *eval_outputs;
+	/* the ranges of integer data inputs (class labels, indices) */
+	int num_ranges;
+	const struct rt_train_range *ranges;
 	/* the ONNX model with the params' and state's initializers removed (NULL,
 	 * 0: no export) */
 	const unsigned char *onnx_template;
@@ -201,8 +227,10 @@ struct rt_train_result {
  * every gradient is finite, unscales and applies the optimizer; otherwise
  * skips the update and backs the scale off. The new state is taken either
  * way (as a PyTorch forward pass updates BatchNorm's running statistics).
- * With loss scaling off a non-finite gradient is RT_TRAIN_ERR_NONFINITE
- * (the step is counted as skipped, the weights are unchanged).
+ * A non-finite gradient with loss scaling off, or when backing off would
+ * take the scale below RT_TRAIN_MIN_LOSS_SCALE, is RT_TRAIN_ERR_NONFINITE:
+ * the step is counted as skipped, the weights and the scale are unchanged,
+ * and the trainer can be saved and resumed as after any step.
  */
 int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_train_result *r);
 

@@ -15,8 +15,12 @@
  * is skipped and the scale multiplied by backoff; otherwise the gradients
  * are unscaled (multiplied by the float 1/scale) inside the update, and
  * after growth_interval finite steps in a row the scale is multiplied by
- * growth. The elementwise loops run on the runtime's thread pool; every
- * element is independent, so results do not depend on the thread count.
+ * growth. Unlike GradScaler, which halves on to 0, a back-off below
+ * RT_TRAIN_MIN_LOSS_SCALE stops training with RT_TRAIN_ERR_NONFINITE: the
+ * gradients are not finite at any scale (NaN data), and the scale stays a
+ * value a checkpoint holds and resumes from. The elementwise loops run on
+ * the runtime's thread pool; every element is independent, so results do
+ * not depend on the thread count.
  *
  * Data order: the RNG state at the start of an epoch is what checkpoints
  * keep; the epoch's permutation is drawn from it again on resume, so a
@@ -133,12 +137,13 @@ static int check_config(struct rt_trainer *t, const struct rt_train_config *c)
 		bad = "weight decay must be finite and >= 0";
 	else if (c->loss_scaling != 0 && c->loss_scaling != 1)
 		bad = "loss_scaling must be 0 or 1";
-	else if (!(c->init_scale > 0 && c->init_scale <= 3.0e38))
-		bad = "the initial loss scale must be in (0, 3e38]";
+	else if (!(c->init_scale >= RT_TRAIN_MIN_LOSS_SCALE &&
+	           c->init_scale <= RT_TRAIN_MAX_LOSS_SCALE))
+		bad = "the initial loss scale must be in [2^-24, 3e38]";
 	else if (!(c->growth >= 1 && isfinite(c->growth)))
 		bad = "the loss scale's growth factor must be >= 1";
-	else if (!(c->backoff > 0 && c->backoff <= 1))
-		bad = "the loss scale's backoff factor must be in (0, 1]";
+	else if (!(c->backoff > 0 && c->backoff < 1)) /* GradScaler's rule too */
+		bad = "the loss scale's backoff factor must be in (0, 1)";
 	else if (c->growth_interval < 1)
 		bad = "the growth interval must be >= 1";
 	if (bad)
@@ -162,6 +167,71 @@ static int check_tensors(struct rt_trainer *t, const char *what, int n,
 			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
 			                     "model: %s '%s': bad dtype or element count", what,
 			                     ts[i].name);
+	}
+	return RT_TRAIN_OK;
+}
+
+static int check_ranges(struct rt_trainer *t)
+{
+	const struct rt_train_model *m = t->m;
+	if (m->num_ranges < 0 || (m->num_ranges && !m->ranges))
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "model: bad range list");
+	for (int i = 0; i < m->num_ranges; i++) {
+		const struct rt_train_range *r = &m->ranges[i];
+		if (r->data < 0 || r->data >= m->num_data || !r->what || !(r->lo < r->hi) ||
+		    (m->data[r->data].dtype != RT_I32 && m->data[r->data].dtype != RT_I64))
+			return rt_train_fail(
+			        t, RT_TRAIN_ERR_ARGUMENT,
+			        "model: range %d: not an int32 or int64 data input, or "
+			        "an empty range",
+			        i);
+	}
+	return RT_TRAIN_OK;
+}
+
+int64_t rt_train_range_find(const struct rt_train_model *m, const struct rt_train_range *r,
+                            const void *values, int64_t n, int64_t *v)
+{
+	int wide = m->data[r->data].dtype == RT_I64;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t x = wide ? ((const int64_t *)values)[i] : ((const int32_t *)values)[i];
+		if ((x < r->lo || x >= r->hi) && !(r->has_ignore && x == r->ignore)) {
+			*v = x;
+			return i;
+		}
+	}
+	return -1;
+}
+
+void rt_train_range_say(const struct rt_train_range *r, int64_t at, int64_t elems, int64_t v,
+                        char *buf, size_t size)
+{
+	char where[64] = "";
+	if (elems > 1)
+		snprintf(where, sizeof where, ", element %lld", (long long)(at % elems));
+	int k = snprintf(buf, size, "sample %lld%s: %s %lld is not in [%lld, %lld)",
+	                 (long long)(at / elems), where, r->what, (long long)v, (long long)r->lo,
+	                 (long long)r->hi);
+	if (r->has_ignore && k > 0 && (size_t)k < size)
+		snprintf(buf + k, size - (size_t)k, " nor the ignored %lld", (long long)r->ignore);
+}
+
+/* A batch's class labels and indices, before a step: RT_TRAIN_ERR_DATA
+ * naming the first value out of its range. */
+static int check_batch(struct rt_trainer *t, const char *what, const void *const batch[])
+{
+	const struct rt_train_model *m = t->m;
+	for (int i = 0; i < m->num_ranges; i++) {
+		const struct rt_train_range *r = &m->ranges[i];
+		const struct rt_train_tensor *in = &m->data[r->data];
+		int64_t v, at = rt_train_range_find(m, r, batch[r->data], m->batch * in->elems, &v);
+		if (at >= 0) {
+			char say[512];
+			rt_train_range_say(r, at, in->elems, v, say, sizeof say);
+			return rt_train_fail(t, RT_TRAIN_ERR_DATA,
+			                     "%s: data input '%s' of the batch, %s", what, in->name,
+			                     say);
+		}
 	}
 	return RT_TRAIN_OK;
 }
@@ -228,7 +298,7 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 	    (rc = check_tensors(t, "data input", m->num_data, m->data, 0)) ||
 	    (rc = check_tensors(t, "eval output", m->eval_create ? m->num_eval_outputs : 0,
 	                        m->eval_outputs, 0)) ||
-	    (rc = check_config(t, cfg)))
+	    (rc = check_ranges(t)) || (rc = check_config(t, cfg)))
 		return rc;
 	t->cfg = *cfg;
 	int np = m->num_params, ns = m->num_state, nd = m->num_data;
@@ -496,10 +566,15 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 			                     "train step: data input %d is NULL", i);
 		t->inputs[np + ns + i] = batch[i];
 	}
+	char what[48];
+	snprintf(what, sizeof what, "step %llu", (unsigned long long)t->st.step + 1);
+	int rc = check_batch(t, what, batch);
+	if (rc)
+		return rc;
 	t->scale = (float)scale;
 	t->dropout_seed = (int64_t)rt_train_dropout_seed(t->cfg.seed, t->st.step);
 	t->loss = NAN;
-	int rc = m->step_run(t->step, t->inputs, t->outputs);
+	rc = m->step_run(t->step, t->inputs, t->outputs);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "step %llu: the step model failed: %s",
 		                     (unsigned long long)t->st.step + 1,
@@ -512,6 +587,7 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 	int bad = first_nonfinite(t);
 	if (bad >= 0) {
 		t->st.skipped++;
+		t->st.good_steps = 0;
 		r->skipped = 1;
 		if (!t->cfg.loss_scaling)
 			return rt_train_fail(
@@ -520,16 +596,27 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 			        "loss scaling is off)",
 			        (unsigned long long)t->st.step, m->params[bad].name,
 			        (double)t->loss);
+		/* halving for ever would reach 0 (2^16 after ~1100 steps), which
+		 * no checkpoint can hold: stop at the floor instead */
+		if (t->st.loss_scale * t->cfg.backoff < RT_TRAIN_MIN_LOSS_SCALE)
+			return rt_train_fail(
+			        t, RT_TRAIN_ERR_NONFINITE,
+			        "step %llu: the gradient of '%s' is not finite at any loss scale "
+			        "(loss %g): the scale has backed off to %g and would go below "
+			        "its floor 2^-24; %llu of %llu steps skipped - look for NaN or "
+			        "inf in the data or the weights",
+			        (unsigned long long)t->st.step, m->params[bad].name,
+			        (double)t->loss, t->st.loss_scale,
+			        (unsigned long long)t->st.skipped, (unsigned long long)t->st.step);
 		t->st.loss_scale *= t->cfg.backoff;
-		t->st.good_steps = 0;
 		return RT_TRAIN_OK;
 	}
 	t->st.opt_step++;
 	apply_update(t, scale);
 	if (t->cfg.loss_scaling && ++t->st.good_steps >= (uint64_t)t->cfg.growth_interval) {
 		t->st.loss_scale *= t->cfg.growth;
-		if (t->st.loss_scale > 3.0e38) /* stays a finite float */
-			t->st.loss_scale = 3.0e38;
+		if (t->st.loss_scale > RT_TRAIN_MAX_LOSS_SCALE) /* stays a finite float */
+			t->st.loss_scale = RT_TRAIN_MAX_LOSS_SCALE;
 		t->st.good_steps = 0;
 	}
 	return RT_TRAIN_OK;
@@ -544,13 +631,20 @@ int rt_train_eval_step(struct rt_trainer *t, const void *const batch[], float *l
 	if (!batch)
 		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "eval step: NULL batch");
 	int np = m->num_params, ns = m->num_state;
-	for (int i = 0; i < m->num_data; i++)
+	for (int i = 0; i < m->num_data; i++) {
+		if (!batch[i])
+			return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+			                     "eval step: data input %d is NULL", i);
 		t->eval_inputs[np + ns + i] = batch[i];
+	}
+	int rc = check_batch(t, "eval step", batch);
+	if (rc)
+		return rc;
 	float l = NAN;
 	t->eval_outputs[0] = &l;
 	for (int i = 0; i < m->num_eval_outputs; i++)
 		t->eval_outputs[1 + i] = outputs && outputs[i] ? outputs[i] : t->eval_scratch[i];
-	int rc = m->eval_run(t->eval, t->eval_inputs, t->eval_outputs);
+	rc = m->eval_run(t->eval, t->eval_inputs, t->eval_outputs);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "the eval model failed: %s",
 		                     m->eval_strerror ? m->eval_strerror(rc) : "error");
@@ -731,9 +825,25 @@ int rt_train_load(struct rt_trainer *t, const char *path)
 		snprintf(msg, sizeof msg, "an all-zero RNG state");
 		goto bad;
 	}
-	if (meta->batch != (uint64_t)t->m->batch || meta->epoch_pos > meta->step ||
-	    meta->opt_step > meta->step || !(meta->loss_scale > 0 && meta->loss_scale <= 3.0e38)) {
-		snprintf(msg, sizeof msg, "inconsistent counters");
+	if (meta->batch != (uint64_t)t->m->batch) {
+		snprintf(msg, sizeof msg, "written for batch %llu, the model's is %lld",
+		         (unsigned long long)meta->batch, (long long)t->m->batch);
+		goto bad;
+	}
+	/* every step counted is an update or a skip */
+	if (meta->epoch_pos > meta->step || meta->opt_step > meta->step ||
+	    meta->skipped != meta->step - meta->opt_step) {
+		snprintf(msg, sizeof msg,
+		         "inconsistent counters: step %llu, %llu updates, %llu skipped, %llu "
+		         "batches into the epoch",
+		         (unsigned long long)meta->step, (unsigned long long)meta->opt_step,
+		         (unsigned long long)meta->skipped, (unsigned long long)meta->epoch_pos);
+		goto bad;
+	}
+	if (!(meta->loss_scale >= RT_TRAIN_MIN_LOSS_SCALE &&
+	      meta->loss_scale <= RT_TRAIN_MAX_LOSS_SCALE)) {
+		snprintf(msg, sizeof msg, "the loss scale %g is outside [2^-24, 3e38]",
+		         meta->loss_scale);
 		goto bad;
 	}
 	if ((rc = ensure_moments(t, kind))) {

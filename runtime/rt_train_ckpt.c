@@ -57,6 +57,57 @@ void rt_train_set_err(char *err, size_t err_size, const char *fmt, ...)
 	va_end(ap);
 }
 
+int rt_train_open_regular(const char *path, int flags, int64_t *size, char *err, size_t err_size)
+{
+	struct stat st;
+	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		/* a FIFO without a reader (ENXIO) or a folder opened to write
+		 * (EISDIR): say what is there, not the errno */
+		if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+			rt_train_set_err(err, err_size, "%s: not a regular file", path);
+			return -2;
+		}
+		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		rt_train_set_err(err, err_size, "%s: not a regular file", path);
+		return -2;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+		int e = errno;
+		close(fd);
+		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (size)
+		*size = (int64_t)st.st_size;
+	return fd;
+}
+
+FILE *rt_train_fopen_regular(const char *path, int flags, int64_t *size, int *how, char *err,
+                             size_t err_size)
+{
+	int fd = rt_train_open_regular(path, flags, size, err, err_size);
+	FILE *f = fd >= 0 ? fdopen(fd, (flags & O_ACCMODE) == O_RDONLY ? "rb" : "ab") : NULL;
+	if (fd >= 0 && !f) {
+		int e = errno;
+		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(e));
+		close(fd);
+		errno = e;
+		fd = -1;
+	}
+	if (how)
+		*how = f ? 0 : fd;
+	return f;
+}
+
 static void out_free(struct rt_train_out *o)
 {
 	free(o->path);
@@ -82,10 +133,18 @@ int rt_train_out_open(struct rt_train_out *o, const char *path, char *err, size_
 	}
 	memcpy(o->path, path, n + 1);
 	snprintf(o->tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* the rename would replace a FIFO or a device (/dev/null) with the file */
+	struct stat st;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		rt_train_set_err(err, err_size, "%s: not a regular file", path);
+		out_free(o);
+		return RT_TRAIN_ERR_IO;
+	}
+	char why[600];
+	o->fd = rt_train_open_regular(o->tmp, O_WRONLY | O_CREAT | O_TRUNC, NULL, why, sizeof why);
 	if (o->fd < 0) {
-		rt_train_set_err(err, err_size, "%s: cannot create %s: %s", path, o->tmp,
-		                 strerror(errno));
+		rt_train_set_err(err, err_size, "%s: cannot create the temporary file: %s", path,
+		                 why);
 		out_free(o);
 		return RT_TRAIN_ERR_IO;
 	}
@@ -546,18 +605,11 @@ int rt_train_ckpt_read(const char *path, uint64_t model_id, const struct rt_trai
 {
 	*bufp = NULL;
 	memset(out, 0, sizeof *out);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+	int64_t fsize;
+	FILE *f = rt_train_fopen_regular(path, O_RDONLY, &fsize, NULL, err, err_size);
+	if (!f)
 		return RT_TRAIN_ERR_IO;
-	}
-	struct stat st;
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		rt_train_set_err(err, err_size, "%s: not a regular file", path);
-		fclose(f);
-		return RT_TRAIN_ERR_IO;
-	}
-	uint64_t size = (uint64_t)st.st_size;
+	uint64_t size = (uint64_t)fsize;
 	if (size < CKPT_HEADER_BYTES + 8) {
 		fclose(f);
 		rt_train_set_err(

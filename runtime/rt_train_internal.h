@@ -10,6 +10,23 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
+
+/*
+ * Every file the training runtime opens goes through here: opens path with
+ * flags (O_RDONLY, or O_WRONLY with O_CREAT and O_TRUNC or O_APPEND) if and
+ * only if it is a regular file. O_NONBLOCK keeps the open from waiting on a
+ * FIFO (for a reader or a writer that never comes); fstat then refuses
+ * FIFOs, devices and folders, and the descriptor is made blocking again
+ * (regular files never block) and close-on-exec. Returns the descriptor,
+ * and with size the file's size; or -1 after "PATH: cannot open: why" or
+ * -2 after "PATH: not a regular file" in err.
+ */
+int rt_train_open_regular(const char *path, int flags, int64_t *size, char *err, size_t err_size);
+/* The same as a stdio stream (binary; appending unless flags is O_RDONLY).
+ * NULL on failure; with how, -1 (errno says why) or -2 as above. */
+FILE *rt_train_fopen_regular(const char *path, int flags, int64_t *size, int *how, char *err,
+                             size_t err_size);
 
 /* An output file written to PATH.tmp.PID, then fsynced and renamed over
  * PATH, the folder fsynced: readers see the old file or the whole new one. */
@@ -64,6 +81,16 @@ int rt_train_npy_itemsize(int dtype);
 /* Parses a header dict (the text after the length field). */
 int rt_train_npy_parse_header(const char *h, size_t len, struct rt_train_npy *a, char *err,
                               size_t err_size);
+
+/* The first of n values of data input r->data (int32 or int64) outside r:
+ * its position, its value in *v; -1 when all are in range. */
+int64_t rt_train_range_find(const struct rt_train_model *m, const struct rt_train_range *r,
+                            const void *values, int64_t n, int64_t *v);
+/* Where value v, found at position at of values of elems per sample, is
+ * and why it is wrong: "sample 4: class label 7 is not in [0, 3)"
+ * (", element E" after the sample when a sample has several). */
+void rt_train_range_say(const struct rt_train_range *r, int64_t at, int64_t elems, int64_t v,
+                        char *buf, size_t size);
 
 /* An opened data set: one array per data input, in the model's dtypes. */
 struct rt_train_data {

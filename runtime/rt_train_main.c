@@ -12,6 +12,7 @@
 #include "rt_train_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -239,10 +240,11 @@ static void apply_overrides(const struct options *o, struct rt_train_config *c)
 		c->growth_interval = o->cfg.growth_interval;
 }
 
-static int file_exists(const char *p)
+/* Something is there (what it is, the reader checks and says). */
+static int path_exists(const char *p)
 {
 	struct stat st;
-	return !stat(p, &st) && S_ISREG(st.st_mode);
+	return !stat(p, &st);
 }
 
 /* NAME.init next to the running program, else in the current folder. */
@@ -256,12 +258,12 @@ static int find_init(const struct rt_train_model *m, char *buf, size_t size)
 		if (slash) {
 			*slash = 0;
 			if ((size_t)snprintf(buf, size, "%s/%s.init", exe, m->name) < size &&
-			    file_exists(buf))
+			    path_exists(buf))
 				return 1;
 		}
 	}
 	snprintf(buf, size, "%s.init", m->name);
-	return file_exists(buf);
+	return path_exists(buf);
 }
 
 static double now_s(void)
@@ -353,7 +355,7 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		}
 	}
 	if (o.resume) {
-		if (!file_exists(ckpt)) {
+		if (!path_exists(ckpt)) {
 			fprintf(stderr, "%s: --resume: no checkpoint %s\n", prog, ckpt);
 			goto out;
 		}
@@ -396,13 +398,16 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		goto out;
 	}
 	if (o.log) {
-		struct stat st;
-		int append = o.resume && !stat(o.log, &st) && st.st_size > 0;
-		if (!(log = fopen(o.log, append ? "a" : "w"))) {
-			fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.log, strerror(errno));
+		/* resuming appends to the log (a header first if it is empty) */
+		char why[600];
+		int64_t size = 0;
+		if (!(log = rt_train_fopen_regular(
+		              o.log, O_WRONLY | O_CREAT | (o.resume ? O_APPEND : O_TRUNC), &size,
+		              NULL, why, sizeof why))) {
+			fprintf(stderr, "%s: cannot write the log: %s\n", prog, why);
 			goto out;
 		}
-		if (!append)
+		if (size == 0)
 			fprintf(log, "step,epoch,loss,loss_scale,skipped,samples_per_s\n");
 	}
 
@@ -412,10 +417,17 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 	int tty = isatty(STDERR_FILENO);
 	double start = now_s(), last_print = 0, prev = start;
 	float loss = NAN;
-	while (p.step < total) {
+	/* non-finite gradients (loss scaling off, or at every scale): the step
+	 * is counted and logged, the checkpoint written, then the run stops */
+	int stopped = 0;
+	char why[1024];
+	while (p.step < total && !stopped) {
 		struct rt_train_result r;
 		rc = rt_train_step_data(t, data, &r);
-		if (rc) {
+		if (rc == RT_TRAIN_ERR_NONFINITE) {
+			snprintf(why, sizeof why, "%s", rt_train_error(t));
+			stopped = 1;
+		} else if (rc) {
 			if (tty)
 				fputc('\n', stderr);
 			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
@@ -440,7 +452,7 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 			last_print = now;
 		}
 		if (ckpt && o.checkpoint_every && p.step % o.checkpoint_every == 0 &&
-		    p.step < total && (rc = rt_train_save(t, ckpt))) {
+		    p.step < total && !stopped && (rc = rt_train_save(t, ckpt))) {
 			if (tty)
 				fputc('\n', stderr);
 			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
@@ -454,7 +466,14 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		goto out;
 	}
 	if (ckpt && (rc = rt_train_save(t, ckpt))) {
+		if (stopped)
+			fprintf(stderr, "%s: %s\n", prog, why);
 		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+		goto out;
+	}
+	if (stopped) {
+		fprintf(stderr, "%s: %s%s%s%s\n", prog, why, ckpt ? "; checkpoint written to " : "",
+		        ckpt ? ckpt : "", ckpt ? " (--resume continues from it)" : "");
 		goto out;
 	}
 	printf("%s: step %lld, epoch %lld, loss %.6g, loss scale %g, %lld skipped\n", m->name,

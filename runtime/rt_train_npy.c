@@ -13,10 +13,11 @@
 #include "rt_train_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* RNG                                                                      */
@@ -249,19 +250,14 @@ bad:
 int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_t err_size)
 {
 	memset(a, 0, sizeof *a);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		rt_train_set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-		return errno == ENOENT ? RT_TRAIN_ERR_DATA : RT_TRAIN_ERR_IO;
-	}
+	int64_t fsize;
+	int how;
+	FILE *f = rt_train_fopen_regular(path, O_RDONLY, &fsize, &how, err, err_size);
+	if (!f) /* missing or not a file: the data set is wrong, not the system */
+		return how == -2 || errno == ENOENT ? RT_TRAIN_ERR_DATA : RT_TRAIN_ERR_IO;
 	unsigned char pre[12];
 	char *text = NULL, msg[200];
 	int rc = RT_TRAIN_ERR_DATA;
-	struct stat st;
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		rt_train_set_err(err, err_size, "%s: not a regular file", path);
-		goto out;
-	}
 	if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
 		rt_train_set_err(err, err_size, "%s: not a .npy file", path);
 		goto out;
@@ -283,7 +279,7 @@ int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_
 		                 major);
 		goto out;
 	}
-	if (hlen > (1u << 20) || start + hlen > (uint64_t)st.st_size) {
+	if (hlen > (1u << 20) || start + hlen > (uint64_t)fsize) {
 		rt_train_set_err(err, err_size, "%s: truncated or malformed .npy header", path);
 		goto out;
 	}
@@ -308,7 +304,7 @@ int rt_train_npy_read(const char *path, struct rt_train_npy *a, char *err, size_
 	}
 	rc = RT_TRAIN_ERR_DATA;
 	uint64_t bytes = (uint64_t)a->elems * (uint64_t)rt_train_npy_itemsize(a->dtype);
-	uint64_t have = (uint64_t)st.st_size - start - hlen;
+	uint64_t have = (uint64_t)fsize - start - hlen;
 	if (bytes != have) {
 		rt_train_set_err(err, err_size,
 		                 "%s: the header's shape needs %llu data bytes; the file has %llu",
@@ -495,6 +491,17 @@ int rt_train_data_open(struct rt_trainer *t, const char *dir, struct rt_train_da
 		}
 		d->arrays[i] = a.data;
 		d->sample_bytes[i] = (size_t)in->elems * (size_t)rt_train_npy_itemsize(in->dtype);
+		/* class labels and indices: every sample checked once, here */
+		for (int k = 0; k < m->num_ranges; k++) {
+			const struct rt_train_range *r = &m->ranges[k];
+			int64_t v, at;
+			if (r->data != i ||
+			    (at = rt_train_range_find(m, r, a.data, a.elems, &v)) < 0)
+				continue;
+			rt_train_range_say(r, at, in->elems, v, msg, sizeof msg);
+			rt_train_fail(t, rc, "%s: %s (data input '%s')", path, msg, in->name);
+			goto fail;
+		}
 		if (d->samples >= 0 && a.dims[0] != d->samples) {
 			rt_train_fail(t, rc, "%s: %lld samples, but %s has %lld", path,
 			              (long long)a.dims[0], first, (long long)d->samples);

@@ -48,11 +48,17 @@ static int fake_create(void **inst, const char *weights)
 static void fake_destroy(void *inst) { free(inst); }
 static const char *fake_strerror(int s) { return s == 3 ? "cannot open the weights" : "error"; }
 
-/* Forward (and backward when grads): returns the loss. */
+/* Forward (and backward when grads): returns the loss. A label outside
+ * [0, FAKE_C) is ignored, as PyTorch's ignore_index: the sample adds
+ * nothing and the mean is over the others (the trainer lets through only
+ * the value a range declares ignored). */
 static double fake_forward(const float *x, const int64_t *label, const float *w, const float *b,
                            float *logits_out, double scale, float *dw, float *db)
 {
 	double loss = 0, gw[FAKE_D * FAKE_C] = { 0 }, gb[FAKE_C] = { 0 };
+	int counted = 0;
+	for (int n = 0; n < FAKE_B; n++)
+		counted += label[n] >= 0 && label[n] < FAKE_C;
 	for (int n = 0; n < FAKE_B; n++) {
 		double z[FAKE_C], mx = -INFINITY, sum = 0;
 		for (int c = 0; c < FAKE_C; c++) {
@@ -67,10 +73,10 @@ static double fake_forward(const float *x, const int64_t *label, const float *w,
 			sum += exp(z[c] - mx);
 		int64_t y = label[n];
 		if (y < 0 || y >= FAKE_C)
-			y = 0;
-		loss += -(z[y] - mx - log(sum)) / FAKE_B;
+			continue;
+		loss += -(z[y] - mx - log(sum)) / counted;
 		for (int c = 0; c < FAKE_C; c++) {
-			double g = (exp(z[c] - mx) / sum - (c == y)) / FAKE_B;
+			double g = (exp(z[c] - mx) / sum - (c == y)) / counted;
 			gb[c] += g;
 			for (int d = 0; d < FAKE_D; d++)
 				gw[d * FAKE_C + c] += (double)x[n * FAKE_D + d] * g;
@@ -132,6 +138,10 @@ static const struct rt_train_tensor fake_data[] = {
 static const struct rt_train_tensor fake_eval_outputs[] = {
 	{ "logits", 1, 2, fake_logit_dims, FAKE_B *FAKE_C },
 };
+/* the label: a class in [0, FAKE_C), as onnxc train describes cross-entropy's */
+static const struct rt_train_range fake_ranges[] = {
+	{ 1, 0, FAKE_C, 0, 0, "class label" },
+};
 
 static const struct rt_train_model fake_train_model = {
 	.name = "fake",
@@ -153,6 +163,8 @@ static const struct rt_train_model fake_train_model = {
 	.batch = FAKE_B,
 	.num_eval_outputs = 1,
 	.eval_outputs = fake_eval_outputs,
+	.num_ranges = 1,
+	.ranges = fake_ranges,
 	.defaults = { .optimizer = RT_TRAIN_MOMENTUM,
 	              .lr = 0.1,
 	              .momentum = 0.9,

@@ -6,13 +6,15 @@
  *   data order (tests/train/torch_ref.py), 1e-5 relative; loss scaling with
  *   a power-of-two scale gives the unscaled trajectory bit for bit
  * - the loss-scale state machine: skip and back off on inf, grow after the
- *   interval; non-finite gradients with scaling off are an error
+ *   interval; non-finite gradients with scaling off are an error, and so is
+ *   a back-off below 2^-24 (NaN data), the trainer left valid to resume
  * - checkpoints: a run stopped (at several points, with loss scaling and
  *   its growth) and resumed gives the losses, weights and counters of an
  *   uninterrupted one bit for bit, and every corruption (truncation at
  *   several points, a flipped byte, wrong magic, a foreign model, other
  *   shapes) is refused with its message, the trainer left as it was
  * - the .npy reader on valid and hostile files, data sets, name mapping
+ * - class labels out of range refused (file, sample, value), ignore_index
  * - the shuffle: a permutation, deterministic per seed
  * - export: decoded and checked by Python's onnx (tests/train/check_export.py)
  * - rt_train_main in process: usage errors, a run with a log, resume
@@ -349,6 +351,117 @@ static void test_loss_scale(void)
 	CHECK_EQ(rt_train_step(t, batch, &r), RT_TRAIN_ERR_NONFINITE);
 	CHECK_STR(rt_train_error(t), "gradient of 'W' is not finite");
 	CHECK(!memcmp(before, rt_train_param(t, 0), sizeof before));
+	rt_train_destroy(t);
+}
+
+/* NaN data with loss scaling: every step skips and backs off; where the
+ * next back-off would take the scale below 2^-24 the step is an error
+ * instead (it used to halve on to 0 after ~1100 steps, exit 0, and leave a
+ * checkpoint --resume refused as "inconsistent counters"). The trainer
+ * stays valid: saved at the stop or on the way there, it resumes exactly. */
+static void test_loss_scale_floor(void)
+{
+	struct rt_train_config c = config(RT_TRAIN_MOMENTUM);
+	c.loss_scaling = 1; /* 2^16: 40 back-offs to 2^-24 */
+	float x_nan[FAKE_B * FAKE_D];
+	for (int i = 0; i < FAKE_B * FAKE_D; i++)
+		x_nan[i] = NAN;
+	const void *bad[2] = { x_nan, y_all }, *good[2] = { x_all, y_all };
+	const char *ck = path_in("floor.ckpt"), *mid = path_in("floor_mid.ckpt");
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	struct rt_train_result r;
+	int rc = RT_TRAIN_OK, steps = 0;
+	while (rc == RT_TRAIN_OK && steps < 100) {
+		rc = rt_train_step(t, bad, &r);
+		steps++;
+		CHECK(r.skipped);
+		if (steps == 10)
+			CHECK_EQ(rt_train_save(t, mid), RT_TRAIN_OK);
+	}
+	CHECK_EQ(rc, RT_TRAIN_ERR_NONFINITE);
+	CHECK_EQ(steps, 41);
+	CHECK_STR(rt_train_error(t),
+	          "step 41: the gradient of 'W' is not finite at any loss scale");
+	CHECK_STR(rt_train_error(t), "below its floor 2^-24; 41 of 41 steps skipped");
+	struct rt_train_progress stop;
+	rt_train_get_progress(t, &stop);
+	CHECK_EQ(stop.step, 41);
+	CHECK_EQ(stop.skipped, 41);
+	CHECK_EQ(stop.opt_step, 0);
+	CHECK(stop.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	CHECK_EQ(rt_train_save(t, ck), RT_TRAIN_OK);
+	rt_train_destroy(t);
+
+	/* the checkpoint at the stop resumes: the same state, the same stop */
+	struct rt_train_config other = config(RT_TRAIN_SGD);
+	struct rt_train_progress p;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_OK);
+	rt_train_get_progress(t, &p);
+	CHECK(!memcmp(&p, &stop, sizeof p));
+	CHECK_EQ(rt_train_step(t, bad, &r), RT_TRAIN_ERR_NONFINITE);
+	CHECK(r.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	/* and with data that is finite again, training goes on from the floor */
+	CHECK_EQ(rt_train_step(t, good, &r), RT_TRAIN_OK);
+	CHECK(!r.skipped && isfinite(r.loss) && r.loss_scale == RT_TRAIN_MIN_LOSS_SCALE);
+	rt_train_destroy(t);
+
+	/* the one saved on the way resumes to the same stop */
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, mid), RT_TRAIN_OK);
+	for (steps = 10, rc = RT_TRAIN_OK; rc == RT_TRAIN_OK && steps < 100; steps++)
+		rc = rt_train_step(t, bad, &r);
+	CHECK_EQ(rc, RT_TRAIN_ERR_NONFINITE);
+	rt_train_get_progress(t, &p);
+	CHECK(!memcmp(&p, &stop, sizeof p));
+	rt_train_destroy(t);
+
+	/* the floor bounds the configuration too; a back-off of 1 never falls */
+	c.init_scale = RT_TRAIN_MIN_LOSS_SCALE / 2;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "[2^-24, 3e38]");
+	rt_train_destroy(t);
+	c.init_scale = 65536;
+	c.backoff = 1;
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "backoff factor must be in (0, 1)");
+	rt_train_destroy(t);
+
+	/* a checkpoint whose scale or counters no trainer can reach is refused,
+	 * saying which */
+	struct rt_train_ckpt_tensor ps[2] = { { "W", 2, fake_w_dims, FAKE_D * FAKE_C, w0 },
+		                              { "b", 1, fake_b_dims, FAKE_C, b0 } };
+	float rm[FAKE_D] = { 0 }, zero[FAKE_D * FAKE_C] = { 0 };
+	const float *mom[2] = { zero, zero };
+	struct rt_train_ckpt_tensor ss[1] = { { "running_mean", 1, fake_rm_dims, FAKE_D, rm } };
+	struct rt_train_ckpt k = { .model_id = fake_train_model.model_id,
+		                   .num_params = 2,
+		                   .params = ps,
+		                   .num_state = 1,
+		                   .state = ss,
+		                   .mom1 = mom };
+	char err[512];
+	k.meta.cfg = config(RT_TRAIN_MOMENTUM);
+	k.meta.batch = FAKE_B;
+	rt_train_rng_seed(k.meta.rng, 1);
+	k.meta.step = 5;
+	k.meta.opt_step = 4;
+	k.meta.skipped = 1;
+	k.meta.loss_scale = 0;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_create(&t, &fake_train_model, &other, NULL, NULL), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_ERR_CHECKPOINT);
+	CHECK_STR(rt_train_error(t), "the loss scale 0 is outside [2^-24, 3e38]");
+	k.meta.loss_scale = 1;
+	k.meta.skipped = 2;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_ERR_CHECKPOINT);
+	CHECK_STR(rt_train_error(t), "inconsistent counters: step 5, 4 updates, 2 skipped");
+	k.meta.skipped = 1;
+	CHECK_EQ(rt_train_ckpt_write(ck, &k, err, sizeof err), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_OK);
 	rt_train_destroy(t);
 }
 
@@ -744,6 +857,103 @@ static void test_data_sets(void)
 	rt_train_destroy(t);
 }
 
+/* Class labels outside [0, classes) are refused, naming the file, the
+ * sample and the value (PyTorch's cross_entropy raises "Target 7 is out of
+ * bounds"); ignore_index, where the model declares one, is let through. */
+static void test_labels(void)
+{
+	struct rt_train_config c = config(RT_TRAIN_SGD);
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	const char *dir = path_in("labels");
+	make_data(dir);
+	char p[512], want[256];
+	snprintf(p, sizeof p, "%s/label.npy", dir);
+	int64_t ys[1] = { NSAMP }, y[NSAMP];
+	static const struct {
+		int64_t value;
+		int sample;
+	} bad[] = { { 7, 5 }, { -1, 0 }, { (int64_t)1 << 40, 19 }, { 3, 11 } };
+	struct rt_train_data *d;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memcpy(y, y_all, sizeof y);
+		y[bad[i].sample] = bad[i].value;
+		write_npy(p, "<i8", 1, ys, y, 8);
+		CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+		snprintf(want, sizeof want,
+		         "label.npy: sample %d: class label %lld is not in [0, 3) (data input "
+		         "'label')",
+		         bad[i].sample, (long long)bad[i].value);
+		CHECK_STR(rt_train_error(t), want);
+	}
+	/* int32 files too, after their conversion */
+	int32_t y32[NSAMP];
+	for (int i = 0; i < NSAMP; i++)
+		y32[i] = (int32_t)y_all[i];
+	y32[8] = -5;
+	write_npy(p, "<i4", 1, ys, y32, 4);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t), "sample 8: class label -5 is not in [0, 3)");
+
+	/* a batch given directly: nothing runs, nothing changes */
+	int64_t yb[FAKE_B];
+	memcpy(yb, y_all, sizeof yb);
+	yb[2] = 3;
+	const void *batch[2] = { x_all, yb };
+	float before[FAKE_D * FAKE_C], loss;
+	memcpy(before, rt_train_param(t, 0), sizeof before);
+	CHECK_EQ(rt_train_step(t, batch, NULL), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t),
+	          "step 1: data input 'label' of the batch, sample 2: class label 3 is not in "
+	          "[0, 3)");
+	CHECK_EQ(rt_train_eval_step(t, batch, &loss, NULL), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t), "eval step: data input 'label' of the batch, sample 2");
+	struct rt_train_progress pr;
+	rt_train_get_progress(t, &pr);
+	CHECK_EQ(pr.step, 0);
+	CHECK(!memcmp(before, rt_train_param(t, 0), sizeof before));
+	rt_train_destroy(t);
+
+	/* a loss with ignore_index -1: -1 trains (the fake skips it, as PyTorch
+	 * does), any other value out of range is still refused */
+	struct rt_train_model m = fake_train_model;
+	struct rt_train_range r = fake_train_model.ranges[0];
+	r.has_ignore = 1;
+	r.ignore = -1;
+	m.ranges = &r;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_OK);
+	memcpy(rt_train_param(t, 0), w0, sizeof w0);
+	memcpy(rt_train_param(t, 1), b0, sizeof b0);
+	memcpy(y, y_all, sizeof y);
+	y[3] = y[9] = -1;
+	write_npy(p, "<i8", 1, ys, y, 8);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_OK);
+	rt_train_data_close(d);
+	yb[2] = -1;
+	struct rt_train_result res;
+	double expect = fake_forward(x_all, yb, w0, b0, NULL, 1, NULL, NULL);
+	CHECK_EQ(rt_train_step(t, batch, &res), RT_TRAIN_OK);
+	CHECK(res.loss == (float)expect && isfinite(res.loss));
+	y[9] = -2;
+	write_npy(p, "<i8", 1, ys, y, 8);
+	CHECK_EQ(rt_train_data_open(t, dir, &d), RT_TRAIN_ERR_DATA);
+	CHECK_STR(rt_train_error(t),
+	          "sample 9: class label -2 is not in [0, 3) nor the ignored -1");
+	rt_train_destroy(t);
+
+	/* a range must name an int32 or int64 input and hold a value */
+	r = fake_train_model.ranges[0];
+	r.data = 0;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "range 0");
+	rt_train_destroy(t);
+	r = fake_train_model.ranges[0];
+	r.hi = r.lo;
+	CHECK_EQ(rt_train_create(&t, &m, &c, NULL, NULL), RT_TRAIN_ERR_ARGUMENT);
+	rt_train_destroy(t);
+}
+
 static void test_shuffle(void)
 {
 	uint64_t a[4], b[4];
@@ -968,7 +1178,8 @@ static void teardown(void)
 static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
-TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_create_errors)
-              T(test_loss_scale) T(test_optimizers_vs_torch) T(test_resume_bitwise)
-                      T(test_checkpoint_corruption) T(test_export) T(test_train_main)
-                              T(test_teardown))
+TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
+              T(test_create_errors) T(test_loss_scale) T(test_loss_scale_floor)
+                      T(test_optimizers_vs_torch) T(test_resume_bitwise)
+                              T(test_checkpoint_corruption) T(test_export) T(test_train_main)
+                                      T(test_teardown))
