@@ -572,13 +572,32 @@ void deps_add_options(struct deps *d, const struct model_opts *mo)
  * not break make. Written after the outputs, through a temporary name, so a
  * failed or interrupted compile leaves no half-written depfile.
  */
+const char *depfile_why(const struct deps *d)
+{
+	if (d->failed)
+		return "out of memory";
+	if (errno == EINVAL)
+		return "a path it would list holds a newline, which Make cannot express";
+	return strerror(errno);
+}
+
+/* Make has no way to write a newline or CR in a target or prerequisite: a
+ * path holding one would end the rule and start another (the rest of it
+ * run as a recipe), so such a path is refused. */
+static bool dep_path_ok(const char *s) { return !strpbrk(s, "\n\r"); }
+
 bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d)
 {
 	size_t len = strlen(path) + 8;
-	char *tmp = malloc(len);
+	char *tmp;
 	FILE *f;
 	bool ok;
-	if (!tmp)
+	for (int i = 0; i < nouts + d->n; i++)
+		if (!dep_path_ok(i < nouts ? outputs[i] : d->paths[i - nouts])) {
+			errno = EINVAL;
+			return false;
+		}
+	if (!(tmp = malloc(len)))
 		return false;
 	snprintf(tmp, len, "%s.tmp", path);
 	f = fopen(tmp, "w");

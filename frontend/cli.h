@@ -106,7 +106,11 @@ void deps_free(struct deps *d);
  * file, --amp-lists. */
 void deps_add_options(struct deps *d, const struct model_opts *mo);
 /* Writes a Make-syntax depfile: outputs depend on d's files. */
+/* false with errno set: EINVAL for a path holding a newline or CR, which
+ * Make cannot express (it would inject rules). */
 bool write_depfile(const char *path, const char *const *outputs, int nouts, const struct deps *d);
+/* Why collecting d or write_depfile failed, from d and errno. */
+const char *depfile_why(const struct deps *d);
 
 /* Creates the folder path and its missing parents (as mkdir -p); false
  * with errno set when it cannot. */

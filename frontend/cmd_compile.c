@@ -182,7 +182,7 @@ int cmd_compile(int argc, char **argv)
 		deps_add_options(&deps, &mo);
 		if (depfile && (deps.failed || !write_compile_depfile(depfile, &co, &deps))) {
 			fprintf(stderr, "onnxc: error: cannot write the depfile %s: %s\n", depfile,
-			        deps.failed ? "out of memory" : strerror(errno));
+			        depfile_why(&deps));
 			status = EXIT_INPUT;
 		} else if (!co.quiet) {
 			print_stats(co.name, co.out_dir, &co, &stats);

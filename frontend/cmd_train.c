@@ -690,7 +690,8 @@ static int run_train(struct train_cli *c)
 			files[i] = ir_arena_printf(&a, outs[i], dir, n);
 		deps_add_options(&c->deps, &c->mo);
 		if (c->deps.failed || !write_depfile(c->depfile, files, 8, &c->deps)) {
-			ir_error(&ctx, "cannot write the depfile %s", c->depfile);
+			ir_error(&ctx, "cannot write the depfile %s: %s", c->depfile,
+			         depfile_why(&c->deps));
 			goto out;
 		}
 	}

@@ -49,4 +49,15 @@ if "$onnxc" compile "$dir/missing.onnx" -o out3 --depfile dep3.d -q 2>/dev/null;
 	fail "compiling a missing model succeeded"
 fi
 [ ! -e dep3.d ] || fail "a failed compile wrote a depfile"
+
+# a newline in a path cannot be written in Make syntax (it would end the
+# rule and inject recipe lines): refused, nothing written
+nl="$(printf 'nl\nall:;@echo injected')"
+mkdir -p "$nl"
+cp "$dir/external.onnx" "$dir/external_data.bin" "$nl/"
+if "$onnxc" compile "$nl/external.onnx" -o out4 --name ext --depfile dep4.d -q 2>err4; then
+	fail "a depfile listing a path with a newline was written"
+fi
+grep -qF "Make cannot express" err4 || fail "the newline refusal does not say why: $(cat err4)"
+[ ! -e dep4.d ] || fail "dep4.d was written"
 echo "depfile: ok"
