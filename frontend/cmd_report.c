@@ -82,9 +82,11 @@ static void print_text(FILE *f, const char *model, const struct model_opts *mo,
 	{
 		const char *cls, *prec, *why;
 		double t32, t16;
+		char nb[1024];
 		node_info(r, n, &cls, &prec, &why, &t32, &t16);
-		fprintf(f, "%-40s %-16s %-7s %-5s %9.2f %9.2f  %s\n", n->name, ir_ops[n->op].name,
-		        cls, prec, t32, t16, why);
+		fprintf(f, "%-40s %-16s %-7s %-5s %9.2f %9.2f  %s\n",
+		        ir_escape(n->name, nb, sizeof nb), ir_ops[n->op].name, cls, prec, t32, t16,
+		        why);
 	}
 }
 

@@ -483,8 +483,9 @@ static bool run_loaded(struct run_job *j, struct loaded *l, const void **in, con
 	ok = true;
 	for (int i = 0; i < j->sig.nout; i++) {
 		const struct run_tensor *o = &j->sig.out[i];
-		char tb[IR_TYPE_STR_MAX];
-		printf("output %s : %s\n", o->name, ir_type_str(&o->type, tb, sizeof tb));
+		char tb[IR_TYPE_STR_MAX], nb[1024];
+		printf("output %s : %s\n", ir_escape(o->name, nb, sizeof nb),
+		       ir_type_str(&o->type, tb, sizeof tb));
 		if (j->outdir) {
 			char p[4200];
 			snprintf(p, sizeof p, "%s/%s.npy", j->outdir, o->name);
@@ -1179,9 +1180,10 @@ report:
 	} else if (!ctx.nerrors) {
 		for (int i = 0; i < nout; i++) {
 			double l2 = rel_l2(&worst[i]);
+			char nb[1024];
 			printf("output %s: max abs err %.3g, max rel err %.3g, rel l2 err %.3g%s\n",
-			       sig.out[i].name, worst[i].max_abs, worst[i].max_rel, l2,
-			       worst[i].bad ? " - MISMATCH" : "");
+			       ir_escape(sig.out[i].name, nb, sizeof nb), worst[i].max_abs,
+			       worst[i].max_rel, l2, worst[i].bad ? " - MISMATCH" : "");
 		}
 		printf("%s (compile %.0f ms, run %.3f ms)\n", passed ? "passed" : "FAILED",
 		       compile_ms, run_ms);
