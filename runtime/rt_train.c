@@ -112,7 +112,7 @@ int rt_train_fail(struct rt_trainer *t, int status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(t->err, sizeof t->err, fmt, ap);
+	rt_train_vset_err(t->err, sizeof t->err, fmt, ap);
 	va_end(ap);
 	return status;
 }

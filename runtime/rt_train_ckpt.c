@@ -47,13 +47,25 @@ uint64_t rt_train_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-void rt_train_set_err(char *err, size_t err_size, const char *fmt, ...)
+void rt_train_vset_err(char *err, size_t err_size, const char *fmt, va_list ap)
 {
 	if (!err || !err_size)
 		return;
+	vsnprintf(err, err_size, fmt, ap);
+	/* names and paths in the message never reach the terminal as controls:
+	 * C0, DEL and C1 (U+0080..U+009F in UTF-8) become '?' */
+	for (unsigned char *p = (unsigned char *)err; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0)
+			p[0] = p[1] = '?';
+}
+
+void rt_train_set_err(char *err, size_t err_size, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err, err_size, fmt, ap);
+	rt_train_vset_err(err, err_size, fmt, ap);
 	va_end(ap);
 }
 

@@ -43,9 +43,11 @@ int rt_train_out_open(struct rt_train_out *o, const char *path, char *err, size_
 void rt_train_out_write(struct rt_train_out *o, const void *p, size_t n);
 /* n floats, little-endian whatever the host. */
 void rt_train_out_write_f32(struct rt_train_out *o, const float *x, int64_t n);
-/* vsnprintf into err when err is not NULL (the readers' messages). */
+/* vsnprintf into err when err is not NULL (the readers' and the trainer's
+ * messages), with control characters from names and paths made '?'. */
 void rt_train_set_err(char *err, size_t err_size, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+void rt_train_vset_err(char *err, size_t err_size, const char *fmt, va_list ap);
 /* Flushes, fsyncs, renames; frees o either way. */
 int rt_train_out_commit(struct rt_train_out *o, char *err, size_t err_size);
 /* Removes the temporary file and frees o. */

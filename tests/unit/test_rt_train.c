@@ -1178,8 +1178,18 @@ static void teardown(void)
 static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
+/* A name from the model in a runtime message never reaches the terminal as
+ * a control: newline, ESC, DEL and C1 (as UTF-8) become '?'; UTF-8 stays. */
+static void test_err_escapes(void)
+{
+	char buf[64];
+	rt_train_set_err(buf, sizeof buf, "param '%s'",
+	                 "w\nx: error: forged\x1b[2J\x7f\xc2\x9b\xc3\xa9");
+	CHECK(strcmp(buf, "param 'w?x: error: forged?[2J???\xc3\xa9'") == 0);
+}
+
 TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
               T(test_create_errors) T(test_loss_scale) T(test_loss_scale_floor)
                       T(test_optimizers_vs_torch) T(test_resume_bitwise)
                               T(test_checkpoint_corruption) T(test_export) T(test_train_main)
-                                      T(test_teardown))
+                                      T(test_err_escapes) T(test_teardown))
