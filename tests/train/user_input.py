@@ -137,7 +137,8 @@ def main():
         for sample, value in ((2, 5), (7, -6)):
             tokens = good_tokens.copy()
             tokens[sample] = value
-            refused("token %d" % value, "%s: sample %d: node 'gather*/\n#error node': index "
+            # the node name's newline is printed as '?' (runtime messages escape controls)
+            refused("token %d" % value, "%s: sample %d: node 'gather*/?#error node': index "
                     "%d is not in [-5, 5)" % (tok_file, sample, value), tokens=tokens)
         # ONNX Gather counts a negative index from the end: -5 is row 0
         tokens = good_tokens.copy()
