@@ -754,22 +754,23 @@ void ir_swap_names(struct ir_module *m, struct ir_value *a, struct ir_value *b)
 
 void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to)
 {
-	bool named = false;
 	if (from == to)
 		return;
 	while (from->nuses) {
 		struct ir_use u = from->uses[from->nuses - 1];
 		ir_set_input(m, u.node, u.index, to);
 	}
-	for (int i = 0; i < m->noutputs; i++) {
-		if (m->outputs[i] != from)
-			continue;
-		if (!named && to->kind == IR_VAL_NODE && from->kind == IR_VAL_NODE &&
-		    !ir_is_output(m, to))
-			ir_swap_names(m, from, to);
-		named = true;
-		m->outputs[i] = to;
-	}
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->outputs[i] == from)
+			m->outputs[i] = to;
+}
+
+void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_value *to)
+{
+	IR_ASSERT(to->kind == IR_VAL_NODE);
+	ir_replace_uses(m, from, to);
+	if (from != to)
+		ir_swap_names(m, from, to);
 }
 
 bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out, char *err,

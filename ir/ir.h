@@ -385,11 +385,13 @@ bool ir_is_output(const struct ir_module *m, const struct ir_value *v);
 void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name);
 /* a and b trade names (O(1): the set of names stays the same). */
 void ir_swap_names(struct ir_module *m, struct ir_value *a, struct ir_value *b);
-/* Redirects every use of from to to. Where from is a graph output, to
- * takes its place and - when to is a node result and not an output already
- * - its name too (the two swap names): an output's name is the compiled
- * model's API and survives every rewrite. */
+/* Redirects every use of from (graph output slots included) to to. */
 void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value *to);
+/* Replaces from by the node result to: its uses, its output slots and its
+ * name (the two swap names), as a rewrite that computes from differently
+ * does. A graph output's name is the compiled model's API and survives
+ * every rewrite; pass_run checks it (docs/ir.md). */
+void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_value *to);
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
 /* Marks an unused input/constant value dead. */
 void ir_kill_value(struct ir_module *m, struct ir_value *v);

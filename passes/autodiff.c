@@ -1820,14 +1820,6 @@ static void copy_attrs(struct ir_module *m, struct ir_node *p, const struct ir_n
 	}
 }
 
-/* Gives v's name to w (v keeps a derived one). */
-static void take_name(struct ir_module *m, struct ir_value *v, struct ir_value *w)
-{
-	const char *name = v->name;
-	ir_rename_value(m, v, ir_unique_name(m, ir_arena_printf(&m->arena, "%s.old", name)));
-	ir_rename_value(m, w, name);
-}
-
 /*
  * Gives a max_pool without row-major indices a node that has them: an
  * identical max_pool with two results takes over the uses (and the name) of
@@ -1844,8 +1836,7 @@ static struct ir_node *with_indices(struct ir_module *m, struct ir_node *n)
 	ir_move_before(m, p, n);
 	if (!ir_infer_node(m, p, err, sizeof err))
 		ir_panic(__FILE__, __LINE__, "max_pool with indices: %s", err);
-	ir_replace_uses(m, old, p->out[0]);
-	take_name(m, old, p->out[0]);
+	ir_replace_value(m, old, p->out[0]);
 	ir_rename_value(
 	        m, p->out[1],
 	        ir_unique_name(m, ir_arena_printf(&m->arena, "%s/indices", p->out[0]->name)));
@@ -2082,8 +2073,7 @@ bool ad_train_mode(struct ir_module *m, float momentum, struct ir_value *const *
 			updated[k] = running_update(&a, n->in[4], var, momentum,
 			                            (double)per / (double)(per - 1));
 		move_built(m, mark, n);
-		ir_replace_uses(m, n->out[0], y);
-		take_name(m, n->out[0], y);
+		ir_replace_value(m, n->out[0], y);
 		ir_remove_node(m, n);
 	}
 	for (int i = 0; i < nrunning; i++)

@@ -134,7 +134,7 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 			conv = nc;
 		}
 	}
-	ir_replace_uses(m, bn->out[0], conv->out[0]);
+	ir_replace_value(m, bn->out[0], conv->out[0]);
 	ir_remove_node(m, bn);
 	return true;
 }
@@ -195,7 +195,7 @@ static void rewrite(struct ir_module *m, struct ir_node *bn)
 		y = emit(m, bn, IR_OP_ADD, emit(m, bn, IR_OP_MUL, y, k, "scaled"),
 		         channel_view(m, bn, bn->in[2], r), "bn");
 	}
-	ir_replace_uses(m, bn->out[0], y);
+	ir_replace_value(m, bn->out[0], y);
 	ir_remove_node(m, bn);
 }
 

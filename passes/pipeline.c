@@ -30,15 +30,30 @@ const struct pass *pass_find(const char *name)
 	return NULL;
 }
 
+/* The graph outputs' names are the compiled model's API: a pass that
+ * renames one is an internal error (ir_replace_value passes names on). */
+static void check_output_names(const struct ir_module *m, const char *const *names,
+                               const char *pass)
+{
+	for (int i = 0; i < m->noutputs; i++)
+		if (strcmp(m->outputs[i]->name, names[i]))
+			ir_panic(__FILE__, __LINE__, "pass '%s' renamed graph output '%s' to '%s'",
+			         pass, names[i], m->outputs[i]->name);
+}
+
 bool pass_run(struct ir_module *m, const struct pass *passes, int n, const struct pass_options *opt)
 {
 	static const struct pass_options none;
+	const char **names = ir_arena_alloc(&m->arena, sizeof *names * (size_t)(m->noutputs + 1));
 	if (!opt)
 		opt = &none;
+	for (int i = 0; i < m->noutputs; i++)
+		names[i] = ir_arena_strdup(&m->arena, m->outputs[i]->name);
 	for (int i = 0; i < n; i++) {
 		int errors = m->ctx->nerrors;
 		if (!passes[i].run(m, opt) || m->ctx->nerrors != errors)
 			return false;
+		check_output_names(m, names, passes[i].name);
 #ifndef NDEBUG
 		const bool verify = true;
 #else
