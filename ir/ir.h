@@ -298,7 +298,7 @@ struct ir_value {
 	/* IR_VAL_CONST: */
 	void *data;        /* dense row-major; NULL for a weight read back
 	                           from text, which names it by checksum only */
-	uint64_t checksum; /* FNV-1a 64 of the data bytes */
+	uint64_t checksum; /* ir_checksum of the data bytes */
 	struct ir_use *uses;
 	int nuses, cap_uses;
 };
@@ -404,6 +404,7 @@ void ir_set_t(struct ir_module *m, struct ir_node *n, const char *name, enum ir_
 /* Drops dead values from m->values and renumbers ids densely. */
 void ir_compact(struct ir_module *m);
 
+/* XXH64 (seed 0) of n bytes: constants' checksums, name hashing. */
 uint64_t ir_checksum(const void *data, size_t n);
 
 /* Resize's taps (ir/eval_resize.c): output coordinate x of dimension d of
