@@ -125,17 +125,6 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 #define FE_MIN_OPSET 7
 #define FE_MAX_OPSET 17
 
-/* String -> pointer map over an arena (names of ONNX tensors). */
-struct fe_map {
-	struct ir_arena *arena;
-	const char **keys;
-	void **vals;
-	int cap, n;
-};
-void fe_map_init(struct fe_map *mp, struct ir_arena *a);
-void **fe_map_get(struct fe_map *mp, const char *key); /* NULL if absent */
-void fe_map_put(struct fe_map *mp, const char *key, void *val);
-
 struct fe {
 	struct ir_ctx *ctx;
 	struct ir_module *m;
@@ -144,8 +133,9 @@ struct fe {
 	char *dir; /* the model's folder, for external data */
 	Onnx__ModelProto *model;
 	int64_t opset;          /* of the default domain */
-	struct fe_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
-	struct fe_map reserved; /* every ONNX tensor name in the graph */
+	struct ir_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
+	struct ir_map reserved; /* every ONNX tensor name in the graph */
+	struct ir_map tmp_next; /* fe_tmp_name's ir_fresh_name memory */
 	int64_t max_const_bytes;
 	int ndropout; /* training-mode Dropouts so far: the next one's salt */
 };

@@ -25,53 +25,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* Name map                                                                 */
-/* ------------------------------------------------------------------------ */
-
-void fe_map_init(struct fe_map *mp, struct ir_arena *a)
-{
-	memset(mp, 0, sizeof *mp);
-	mp->arena = a;
-}
-
-static size_t map_slot(const struct fe_map *mp, const char *key)
-{
-	size_t h = (size_t)ir_checksum(key, strlen(key)) & (size_t)(mp->cap - 1);
-	while (mp->keys[h] && strcmp(mp->keys[h], key))
-		h = (h + 1) & (size_t)(mp->cap - 1);
-	return h;
-}
-
-void **fe_map_get(struct fe_map *mp, const char *key)
-{
-	size_t h;
-	if (!mp->cap)
-		return NULL;
-	h = map_slot(mp, key);
-	return mp->keys[h] ? &mp->vals[h] : NULL;
-}
-
-void fe_map_put(struct fe_map *mp, const char *key, void *val)
-{
-	size_t h;
-	if ((mp->n + 1) * 2 > mp->cap) {
-		struct fe_map big = { .arena = mp->arena, .cap = mp->cap ? mp->cap * 2 : 64 };
-		big.keys = ir_arena_alloc(mp->arena, sizeof *big.keys * (size_t)big.cap);
-		big.vals = ir_arena_alloc(mp->arena, sizeof *big.vals * (size_t)big.cap);
-		for (int i = 0; i < mp->cap; i++)
-			if (mp->keys[i])
-				fe_map_put(&big, mp->keys[i], mp->vals[i]);
-		*mp = big;
-	}
-	h = map_slot(mp, key);
-	if (!mp->keys[h]) {
-		mp->keys[h] = key;
-		mp->n++;
-	}
-	mp->vals[h] = val;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Node helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -322,19 +275,18 @@ int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what)
 	return axis < 0 ? axis + rank : axis;
 }
 
-static bool name_taken(struct fe *fe, const char *s)
+static bool name_taken(void *ud, const char *s)
 {
-	return ir_find_value(fe->m, s) || fe_map_get(&fe->reserved, s);
+	struct fe *fe = ud;
+	return ir_find_value(fe->m, s) || ir_map_get(&fe->reserved, s);
 }
 
 const char *fe_tmp_name(struct fe_node *nd, const char *suffix)
 {
 	struct fe *fe = nd->fe;
 	const char *base = nd->nout && nd->proto->output[0][0] ? nd->proto->output[0] : nd->name;
-	char *s = ir_arena_printf(&fe->m->arena, "%s.%s", base, suffix);
-	for (int i = 1; name_taken(fe, s); i++)
-		s = ir_arena_printf(&fe->m->arena, "%s.%s%d", base, suffix, i);
-	return s;
+	return ir_fresh_name(&fe->tmp_next, ir_arena_printf(&fe->m->arena, "%s.%s", base, suffix),
+	                     "", name_taken, fe);
 }
 
 const char *fe_out_name(struct fe_node *nd, int k)
@@ -378,7 +330,7 @@ bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 	void **p;
 	if (v->kind != IR_VAL_CONST || !ir_dtypes[v->type.dtype].is_float)
 		return false;
-	p = fe_map_get(&fe->reserved, v->name);
+	p = ir_map_get(&fe->reserved, v->name);
 	return p && !strcmp(*p, "initializer");
 }
 
@@ -438,7 +390,7 @@ struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *c
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v)
 {
 	if (k < nd->nout && nd->proto->output[k][0])
-		fe_map_put(&nd->fe->values, nd->proto->output[k], v);
+		ir_map_put(&nd->fe->values, nd->proto->output[k], v);
 }
 
 struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, const void *data)
@@ -504,7 +456,7 @@ static bool find_opset(struct fe *fe)
 static bool scan_graph(struct fe *fe, const char **names)
 {
 	Onnx__GraphProto *g = fe->model->graph;
-	struct fe_map *r = &fe->reserved;
+	struct ir_map *r = &fe->reserved;
 	int errors = fe->ctx->nerrors, unsupported = 0;
 
 	for (size_t i = 0; i < g->n_initializer; i++) {
@@ -513,9 +465,9 @@ static bool scan_graph(struct fe *fe, const char **names)
 			ir_error(fe->ctx, "initializer %zu has no name", i);
 			continue;
 		}
-		if (fe_map_get(r, n))
+		if (ir_map_get(r, n))
 			ir_error(fe->ctx, "initializer '%s' is defined twice", n);
-		fe_map_put(r, n, (void *)"initializer");
+		ir_map_put(r, n, (void *)"initializer");
 	}
 	for (size_t i = 0; i < g->n_input; i++) {
 		const char *n = g->input[i]->name;
@@ -524,11 +476,11 @@ static bool scan_graph(struct fe *fe, const char **names)
 			ir_error(fe->ctx, "graph input %zu has no name", i);
 			continue;
 		}
-		prev = fe_map_get(r, n);
+		prev = ir_map_get(r, n);
 		if (prev && strcmp(*prev, "initializer"))
 			ir_error(fe->ctx, "graph input '%s' is declared twice", n);
 		if (!prev)
-			fe_map_put(r, n, (void *)"graph input");
+			ir_map_put(r, n, (void *)"graph input");
 	}
 	for (size_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *p = g->node[i];
@@ -542,13 +494,13 @@ static bool scan_graph(struct fe *fe, const char **names)
 			void **prev;
 			if (!n[0])
 				continue;
-			prev = fe_map_get(r, n);
+			prev = ir_map_get(r, n);
 			if (prev)
 				ir_node_error(fe->ctx, names[i], p->op_type,
 				              "output '%s' is already defined (by %s)", n,
 				              (const char *)*prev);
 			else
-				fe_map_put(r, n,
+				ir_map_put(r, n,
 				           ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
 		}
 		if (!default_domain(p->domain)) {
@@ -632,7 +584,7 @@ static bool bind_const_input(struct fe *fe, const Onnx__ValueInfoProto *vi,
 			return false;
 		}
 	}
-	fe_map_put(&fe->values, vi->name, v);
+	ir_map_put(&fe->values, vi->name, v);
 	return true;
 }
 
@@ -660,7 +612,7 @@ static bool bind_inputs(struct fe *fe)
 		void **known;
 		if (!vi->name || !vi->name[0])
 			continue;
-		known = fe_map_get(&fe->values, vi->name);
+		known = ir_map_get(&fe->values, vi->name);
 		if (known)
 			continue; /* an initializer: a constant */
 		if (find_const(fe->opt, vi->name)) {
@@ -772,7 +724,7 @@ static bool bind_inputs(struct fe *fe)
 			         vi->name);
 			continue;
 		}
-		fe_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
+		ir_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
 	}
 	if (nunbound)
 		ir_error(fe->ctx,
@@ -803,12 +755,12 @@ static bool load_initializers(struct fe *fe)
 		const Onnx__TensorProto *t = g->initializer[i];
 		struct ir_value *v;
 		char *who;
-		if (!t->name || !t->name[0] || fe_map_get(&fe->values, t->name))
+		if (!t->name || !t->name[0] || ir_map_get(&fe->values, t->name))
 			continue; /* reported by scan_graph */
 		who = ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name);
 		v = fe_tensor_const(fe, t, t->name, who);
 		if (v)
-			fe_map_put(&fe->values, t->name, v);
+			ir_map_put(&fe->values, t->name, v);
 	}
 	if (g->n_sparse_initializer)
 		ir_error(fe->ctx, "sparse initializers are not supported");
@@ -867,15 +819,15 @@ static int *topo_order(struct fe *fe, const char **names)
 	int *indeg = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
 	int *nsucc = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
 	int **succ = ir_arena_alloc(a, sizeof(int *) * (size_t)(nn + 1));
-	struct fe_map producer;
+	struct ir_map producer;
 	struct heap h = { ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1)), 0 };
 
-	fe_map_init(&producer, a);
+	ir_map_init(&producer, a);
 	for (int i = 0; i < nn; i++)
 		for (size_t k = 0; k < g->node[i]->n_output; k++)
 			if (g->node[i]->output[k][0] &&
-			    !fe_map_get(&producer, g->node[i]->output[k]))
-				fe_map_put(&producer, g->node[i]->output[k],
+			    !ir_map_get(&producer, g->node[i]->output[k]))
+				ir_map_put(&producer, g->node[i]->output[k],
 				           (void *)(intptr_t)(i + 1));
 	/* count edges, then fill successor lists */
 	for (int pass = 0; pass < 2; pass++) {
@@ -884,9 +836,9 @@ static int *topo_order(struct fe *fe, const char **names)
 			for (size_t k = 0; k < p->n_input; k++) {
 				const char *in = p->input[k];
 				void **pr;
-				if (!in[0] || fe_map_get(&fe->values, in))
+				if (!in[0] || ir_map_get(&fe->values, in))
 					continue;
-				pr = fe_map_get(&producer, in);
+				pr = ir_map_get(&producer, in);
 				if (!pr) {
 					if (pass == 0)
 						ir_node_error(fe->ctx, names[i], p->op_type,
@@ -949,7 +901,7 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 		void **v;
 		if (!p->input[i][0])
 			continue;
-		v = fe_map_get(&fe->values, p->input[i]);
+		v = ir_map_get(&fe->values, p->input[i]);
 		IR_ASSERT(v);
 		if (!*v)
 			goto poison; /* depends on a node that failed */
@@ -975,7 +927,7 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 			goto poison;
 		}
 	for (int k = 0; k < nd.nout; k++) {
-		void **v = p->output[k][0] ? fe_map_get(&fe->values, p->output[k]) : NULL;
+		void **v = p->output[k][0] ? ir_map_get(&fe->values, p->output[k]) : NULL;
 		if (p->output[k][0] && (!v || !*v)) {
 			fe_fail(&nd, "has %d outputs, but the op does not produce output %d ('%s')",
 			        nd.nout, k, p->output[k]);
@@ -986,7 +938,7 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 poison:
 	for (int k = 0; k < nd.nout; k++)
 		if (p->output[k][0])
-			fe_map_put(&fe->values, p->output[k], NULL);
+			ir_map_put(&fe->values, p->output[k], NULL);
 }
 
 /* Graph outputs, checked against the model's declared types. */
@@ -995,7 +947,7 @@ static void bind_outputs(struct fe *fe)
 	Onnx__GraphProto *g = fe->model->graph;
 	for (size_t i = 0; i < g->n_output; i++) {
 		const Onnx__ValueInfoProto *vi = g->output[i];
-		void **slot = vi->name ? fe_map_get(&fe->values, vi->name) : NULL;
+		void **slot = vi->name ? ir_map_get(&fe->values, vi->name) : NULL;
 		struct ir_value *v;
 		bool dup = false;
 		if (!slot) {
@@ -1099,8 +1051,9 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	m = ir_module_new(ctx, "model");
 	fe.m = m;
 	fe.max_const_bytes = opt && opt->max_const_bytes ? opt->max_const_bytes : (int64_t)4 << 30;
-	fe_map_init(&fe.values, &m->arena);
-	fe_map_init(&fe.reserved, &m->arena);
+	ir_map_init(&fe.values, &m->arena);
+	ir_map_init(&fe.reserved, &m->arena);
+	ir_map_init(&fe.tmp_next, &m->arena);
 	{
 		char *tmp = ir_arena_strdup(&m->arena, path);
 		fe.dir = ir_arena_strdup(&m->arena, dirname(tmp));

@@ -158,8 +158,79 @@ void ir_arena_free(struct ir_arena *a)
 {
 	free_chain(a->ctx, a->head);
 	free_chain(a->ctx, a->big);
+	ir_free(a->ctx, a->bigset);
 	a->head = a->big = NULL;
+	a->bigset = NULL;
+	a->bigcap = a->nbig = 0;
 	a->used = 0;
+}
+
+/* The big-block set: linear probing on the data address. */
+static size_t big_home(const struct ir_arena *a, const void *p)
+{
+	return (size_t)ir_mix64((uint64_t)(uintptr_t)p) & (a->bigcap - 1);
+}
+
+static void bigset_put(struct ir_arena *a, void *p)
+{
+	size_t h = big_home(a, p);
+	while (a->bigset[h])
+		h = (h + 1) & (a->bigcap - 1);
+	a->bigset[h] = p;
+	a->nbig++;
+}
+
+/* Room for one more entry; called before the block is allocated, so an
+ * allocation failure leaves the arena consistent. */
+static void bigset_reserve(struct ir_arena *a)
+{
+	void **old = a->bigset;
+	size_t oldcap = a->bigcap;
+	if ((a->nbig + 1) * 2 <= a->bigcap)
+		return;
+	a->bigcap = oldcap ? oldcap * 2 : 64;
+	a->bigset = ir_malloc(a->ctx, sizeof *a->bigset * a->bigcap);
+	memset(a->bigset, 0, sizeof *a->bigset * a->bigcap);
+	a->nbig = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			bigset_put(a, old[i]);
+	ir_free(a->ctx, old);
+}
+
+static size_t bigset_find(const struct ir_arena *a, const void *p)
+{
+	size_t h;
+	if (!a->bigcap)
+		return SIZE_MAX;
+	for (h = big_home(a, p); a->bigset[h]; h = (h + 1) & (a->bigcap - 1)) {
+		if (a->bigset[h] == p)
+			return h;
+	}
+	return SIZE_MAX;
+}
+
+bool ir_arena_owns(const struct ir_arena *a, const void *p)
+{
+	return p && bigset_find(a, p) != SIZE_MAX;
+}
+
+/* Deletes slot h, moving later entries of its cluster back (no tombstones). */
+static void bigset_delete(struct ir_arena *a, size_t h)
+{
+	size_t mask = a->bigcap - 1;
+	a->bigset[h] = NULL;
+	a->nbig--;
+	for (size_t j = (h + 1) & mask; a->bigset[j]; j = (j + 1) & mask) {
+		size_t home = big_home(a, a->bigset[j]);
+		/* the entry at j may move to h unless its home lies in (h, j] */
+		bool stays = h <= j ? h < home && home <= j : h < home || home <= j;
+		if (!stays) {
+			a->bigset[h] = a->bigset[j];
+			a->bigset[j] = NULL;
+			h = j;
+		}
+	}
 }
 
 void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
@@ -167,6 +238,7 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 	struct ir_arena_block *b;
 	if (n > SIZE_MAX - sizeof *b - 16)
 		ir_oom(a->ctx);
+	bigset_reserve(a);
 	b = ir_malloc(a->ctx, sizeof *b + n);
 	b->size = b->used = n;
 	b->prev = NULL;
@@ -175,6 +247,7 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 		a->big->prev = b;
 	a->big = b;
 	a->used += n;
+	bigset_put(a, b->data);
 	return b->data;
 }
 
@@ -182,6 +255,9 @@ void ir_arena_release(struct ir_arena *a, void *p)
 {
 	struct ir_arena_block *b = (struct ir_arena_block *)((unsigned char *)p -
 	                                                     offsetof(struct ir_arena_block, data));
+	size_t h = bigset_find(a, p);
+	IR_ASSERT(h != SIZE_MAX);
+	bigset_delete(a, h);
 	if (b->prev)
 		b->prev->next = b->next;
 	else
@@ -244,15 +320,6 @@ char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	return p;
-}
-
-/* Does p point into one of a's big blocks (start of its data)? */
-static bool arena_owns_big(const struct ir_arena *a, const void *p)
-{
-	for (const struct ir_arena_block *b = a->big; b; b = b->next)
-		if ((const void *)b->data == p)
-			return true;
-	return false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -397,6 +464,75 @@ float ir_dropout_scale(float ratio)
 	return ratio < 1 ? (float)(1.0 / (1.0 - (double)ratio)) : 0.0f;
 }
 
+void ir_map_init(struct ir_map *mp, struct ir_arena *a)
+{
+	memset(mp, 0, sizeof *mp);
+	mp->arena = a;
+}
+
+static size_t map_slot(const struct ir_map *mp, const char *key)
+{
+	size_t h = (size_t)hash_str(key) & (size_t)(mp->cap - 1);
+	mp->arena->ctx->probes++;
+	while (mp->keys[h] && strcmp(mp->keys[h], key)) {
+		mp->arena->ctx->probes++;
+		h = (h + 1) & (size_t)(mp->cap - 1);
+	}
+	return h;
+}
+
+void **ir_map_get(const struct ir_map *mp, const char *key)
+{
+	size_t h;
+	if (!mp->cap)
+		return NULL;
+	h = map_slot(mp, key);
+	return mp->keys[h] ? &mp->vals[h] : NULL;
+}
+
+void ir_map_put(struct ir_map *mp, const char *key, void *val)
+{
+	size_t h;
+	if ((mp->n + 1) * 2 > mp->cap) {
+		struct ir_map big = { .arena = mp->arena, .cap = mp->cap ? mp->cap * 2 : 64 };
+		big.keys = ir_arena_alloc(mp->arena, sizeof *big.keys * (size_t)big.cap);
+		big.vals = ir_arena_alloc(mp->arena, sizeof *big.vals * (size_t)big.cap);
+		for (int i = 0; i < mp->cap; i++)
+			if (mp->keys[i])
+				ir_map_put(&big, mp->keys[i], mp->vals[i]);
+		*mp = big;
+	}
+	h = map_slot(mp, key);
+	if (!mp->keys[h]) {
+		mp->keys[h] = key;
+		mp->n++;
+	}
+	mp->vals[h] = val;
+}
+
+const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep,
+                          bool (*taken)(void *ud, const char *name), void *ud)
+{
+	size_t n = strlen(base), room = strlen(sep) + 21;
+	char *s = ir_arena_alloc(next->arena, n + room);
+	void **slot = ir_map_get(next, base);
+	intptr_t i = slot ? (intptr_t)*slot : 0;
+	memcpy(s, base, n);
+	for (;; i++) {
+		if (i)
+			snprintf(s + n, room, "%s%lld", sep, (long long)i);
+		next->arena->ctx->probes++;
+		if (!taken(ud, s))
+			break;
+	}
+	/* the next search starts here: this name may yet go unused */
+	if (slot)
+		*slot = (void *)i;
+	else
+		ir_map_put(next, ir_arena_strndup(next->arena, base, n), (void *)i);
+	return s;
+}
+
 static void names_grow(struct ir_module *m)
 {
 	int cap = m->cap_names ? m->cap_names * 2 : 256;
@@ -414,18 +550,21 @@ static void names_grow(struct ir_module *m)
 	m->cap_names = cap;
 }
 
-struct ir_value *ir_find_value(const struct ir_module *m, const char *name)
+/* The slot holding name, or the empty slot where it would go. */
+static size_t names_slot(const struct ir_module *m, const char *name)
 {
-	size_t h;
-	if (!m->cap_names)
-		return NULL;
-	h = (size_t)hash_str(name) & (size_t)(m->cap_names - 1);
-	while (m->names[h]) {
-		if (strcmp(m->names[h]->name, name) == 0)
-			return m->names[h];
+	size_t h = (size_t)hash_str(name) & (size_t)(m->cap_names - 1);
+	m->ctx->probes++;
+	while (m->names[h] && strcmp(m->names[h]->name, name)) {
+		m->ctx->probes++;
 		h = (h + 1) & (size_t)(m->cap_names - 1);
 	}
-	return NULL;
+	return h;
+}
+
+struct ir_value *ir_find_value(const struct ir_module *m, const char *name)
+{
+	return m->cap_names ? m->names[names_slot(m, name)] : NULL;
 }
 
 static void names_insert(struct ir_module *m, struct ir_value *v)
@@ -435,14 +574,32 @@ static void names_insert(struct ir_module *m, struct ir_value *v)
 		ir_panic(__FILE__, __LINE__, "duplicate value name '%s'", v->name);
 	if ((m->nnames + 1) * 2 > m->cap_names)
 		names_grow(m);
-	h = (size_t)hash_str(v->name) & (size_t)(m->cap_names - 1);
-	while (m->names[h])
-		h = (h + 1) & (size_t)(m->cap_names - 1);
+	h = names_slot(m, v->name);
 	m->names[h] = v;
 	m->nnames++;
 }
 
-/* Rebuilds the name set: open addressing has no cheap delete. */
+/* Takes v out of the name set, moving later entries of its cluster back
+ * (linear probing needs no tombstones). */
+static void names_remove(struct ir_module *m, struct ir_value *v)
+{
+	size_t mask = (size_t)m->cap_names - 1, h = names_slot(m, v->name);
+	IR_ASSERT(m->names[h] == v);
+	m->names[h] = NULL;
+	m->nnames--;
+	for (size_t j = (h + 1) & mask; m->names[j]; j = (j + 1) & mask) {
+		size_t home = (size_t)hash_str(m->names[j]->name) & mask;
+		bool stays = h <= j ? h < home && home <= j : h < home || home <= j;
+		m->ctx->probes++;
+		if (!stays) {
+			m->names[h] = m->names[j];
+			m->names[j] = NULL;
+			h = j;
+		}
+	}
+}
+
+/* Rebuilds the name set (compaction drops the dead). */
 static void names_rebuild(struct ir_module *m)
 {
 	m->names = NULL;
@@ -463,16 +620,16 @@ void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name)
 {
 	if (ir_find_value(m, name))
 		ir_panic(__FILE__, __LINE__, "duplicate value name '%s'", name);
+	names_remove(m, v);
 	v->name = ir_arena_strdup(&m->arena, name);
-	names_rebuild(m);
+	names_insert(m, v);
 }
+
+static bool value_taken(void *m, const char *name) { return ir_find_value(m, name) != NULL; }
 
 const char *ir_unique_name(struct ir_module *m, const char *base)
 {
-	const char *name = base;
-	for (int i = 1; ir_find_value(m, name); i++)
-		name = ir_arena_printf(&m->arena, "%s.%d", base, i);
-	return name == base ? ir_arena_strdup(&m->arena, base) : name;
+	return ir_fresh_name(&m->unique, base, ".", value_taken, m);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -488,6 +645,7 @@ struct ir_module *ir_module_new(struct ir_ctx *ctx, const char *name)
 	m->arena = a;
 	m->ctx = ctx;
 	m->name = ir_arena_strdup(&m->arena, name ? name : "model");
+	ir_map_init(&m->unique, &m->arena);
 	return m;
 }
 
@@ -544,7 +702,7 @@ struct ir_value *ir_add_const(struct ir_module *m, const char *name, const struc
 	size_t bytes;
 	IR_ASSERT(elems >= 0);
 	bytes = (size_t)elems * (size_t)ir_dtype_size(t->dtype);
-	if (data && arena_owns_big(&m->arena, data)) {
+	if (data && ir_arena_owns(&m->arena, data)) {
 		v->data = (void *)data;
 	} else {
 		v->data = bytes >= ARENA_BIG ? ir_arena_alloc_big(&m->arena, bytes)
@@ -592,25 +750,29 @@ static void add_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, 
 	v->uses = grow(&m->arena, v->uses, v->nuses, &v->cap_uses, sizeof *v->uses);
 	v->uses[v->nuses].node = n;
 	v->uses[v->nuses].index = i;
-	v->nuses++;
+	n->use_at[i] = v->nuses++;
 }
 
-static void drop_use(struct ir_value *v, struct ir_node *n, int i)
+/* Constant time: the last use fills the hole (a value read by 20,000 nodes
+ * loses them one by one when they fold). */
+static void drop_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, int i)
 {
-	for (int k = 0; k < v->nuses; k++) {
-		if (v->uses[k].node == n && v->uses[k].index == i) {
-			v->uses[k] = v->uses[--v->nuses];
-			return;
-		}
-	}
-	ir_panic(__FILE__, __LINE__, "use of '%s' by node '%s' not found", v->name, n->name);
+	int k = n->use_at[i];
+	struct ir_use last;
+	m->ctx->probes++;
+	if (k < 0 || k >= v->nuses || v->uses[k].node != n || v->uses[k].index != i)
+		ir_panic(__FILE__, __LINE__, "use of '%s' by node '%s' not found", v->name,
+		         n->name);
+	last = v->uses[--v->nuses];
+	v->uses[k] = last;
+	last.node->use_at[last.index] = k;
 }
 
 void ir_kill_value(struct ir_module *m, struct ir_value *v)
 {
 	IR_ASSERT(v->nuses == 0);
 	(void)m;
-	if (v->kind == IR_VAL_CONST && v->data && arena_owns_big(&m->arena, v->data))
+	if (v->kind == IR_VAL_CONST && v->data && ir_arena_owns(&m->arena, v->data))
 		ir_arena_release(&m->arena, v->data);
 	v->data = NULL;
 	v->kind = IR_VAL_DEAD;
@@ -634,6 +796,7 @@ struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name
 	n->name = ir_arena_strdup(&m->arena, name ? name : ir_ops[op].name);
 	n->nin = nin;
 	n->in = ir_arena_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *n->in);
+	n->use_at = ir_arena_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *n->use_at);
 	for (int i = 0; i < nin; i++) {
 		IR_ASSERT(in[i] && in[i]->kind != IR_VAL_DEAD);
 		n->in[i] = in[i];
@@ -709,7 +872,7 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n)
 		n->out[i]->kind = IR_VAL_DEAD;
 	}
 	for (int i = 0; i < n->nin; i++)
-		drop_use(n->in[i], n, i);
+		drop_use(m, n->in[i], n, i);
 	unlink_node(m, n);
 	m->nnodes--;
 }
@@ -717,7 +880,7 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n)
 void ir_detach_node(struct ir_module *m, struct ir_node *n)
 {
 	for (int i = 0; i < n->nin; i++)
-		drop_use(n->in[i], n, i);
+		drop_use(m, n->in[i], n, i);
 	unlink_node(m, n);
 	m->nnodes--;
 }
@@ -725,7 +888,7 @@ void ir_detach_node(struct ir_module *m, struct ir_node *n)
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v)
 {
 	IR_ASSERT(i >= 0 && i < n->nin && v);
-	drop_use(n->in[i], n, i);
+	drop_use(m, n->in[i], n, i);
 	n->in[i] = v;
 	add_use(m, v, n, i);
 }
