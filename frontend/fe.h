@@ -136,6 +136,8 @@ struct fe {
 	struct ir_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
 	struct ir_map reserved; /* every ONNX tensor name in the graph */
 	struct ir_map tmp_next; /* fe_tmp_name's ir_fresh_name memory */
+	struct ir_map reads;    /* tensors read by a node or a graph output, once asked */
+	struct ir_map wanted;   /* values want_inputs has visited */
 	int64_t max_const_bytes;
 	int ndropout; /* training-mode Dropouts so far: the next one's salt */
 };

@@ -196,18 +196,39 @@ bool fe_is_const(struct fe_node *nd, int i)
 	return v && v->kind == IR_VAL_CONST && v->data;
 }
 
-/* Records the graph inputs v is computed from (for onnxc check's retry). */
-static void want_inputs(struct fe_wanted *w, struct ir_value *v, int depth)
+/*
+ * Records the graph inputs v is computed from (for onnxc check's retry):
+ * depth first, left to right, each value visited once per import (a walk
+ * that revisited shared operands could take exponential time).
+ */
+static void want_inputs(struct fe *fe, struct fe_wanted *w, struct ir_value *v)
 {
-	if (v->kind == IR_VAL_INPUT) {
-		for (int k = 0; k < w->n; k++)
-			if (!strcmp(w->names[k], v->name))
-				return;
-		if (w->n < 16)
-			snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
-	} else if (v->kind == IR_VAL_NODE && depth < 64) {
-		for (int i = 0; i < v->def->nin; i++)
-			want_inputs(w, v->def->in[i], depth + 1);
+	struct ir_arena *a = &fe->m->arena;
+	int n = 0, cap = 64;
+	struct ir_value **stack = ir_arena_alloc(a, sizeof *stack * (size_t)cap);
+	stack[n++] = v;
+	while (n && w->n < 16) {
+		v = stack[--n];
+		if (ir_map_get(&fe->wanted, v->name))
+			continue;
+		ir_map_put(&fe->wanted, v->name, v);
+		if (v->kind == IR_VAL_INPUT) {
+			bool have = false;
+			for (int k = 0; k < w->n && !have; k++)
+				have = !strcmp(w->names[k], v->name);
+			if (!have)
+				snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
+		} else if (v->kind == IR_VAL_NODE) {
+			if (n + v->def->nin > cap) {
+				struct ir_value **big;
+				cap = 2 * (n + v->def->nin);
+				big = ir_arena_alloc(a, sizeof *big * (size_t)cap);
+				memcpy(big, stack, sizeof *big * (size_t)n);
+				stack = big;
+			}
+			for (int i = v->def->nin - 1; i >= 0; i--) /* the first on top */
+				stack[n++] = v->def->in[i];
+		}
 	}
 }
 
@@ -217,7 +238,7 @@ bool fe_need_const(struct fe_node *nd, int i, const char *what)
 	if (!v)
 		return fe_fail(nd, "input %d (%s) is missing", i, what);
 	if (nd->fe->opt && nd->fe->opt->wanted && (v->kind != IR_VAL_CONST || !v->data))
-		want_inputs(nd->fe->opt->wanted, v, 0);
+		want_inputs(nd->fe, nd->fe->opt->wanted, v);
 	if (v->kind != IR_VAL_CONST || !v->data)
 		return fe_fail(nd,
 		               "input %d (%s) '%s' must be a constant, but it is computed at run "
@@ -310,20 +331,23 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
 }
 
-/* Whether a node of g or g's outputs read the tensor. */
-static bool graph_reads(const Onnx__GraphProto *g, const char *name)
+/* Every tensor a node of g or g's outputs read, into r (keys point into g). */
+static void graph_reads(const Onnx__GraphProto *g, struct ir_map *r)
 {
 	for (size_t i = 0; i < g->n_node; i++)
 		for (size_t k = 0; k < g->node[i]->n_input; k++)
-			if (!strcmp(g->node[i]->input[k], name))
-				return true;
+			ir_map_put(r, g->node[i]->input[k], (void *)g->node[i]->input[k]);
 	for (size_t i = 0; i < g->n_output; i++)
-		if (g->output[i]->name && !strcmp(g->output[i]->name, name))
-			return true;
-	return false;
+		if (g->output[i]->name)
+			ir_map_put(r, g->output[i]->name, (void *)g->output[i]->name);
 }
 
-bool fe_tensor_used(struct fe *fe, const char *name) { return graph_reads(fe->model->graph, name); }
+bool fe_tensor_used(struct fe *fe, const char *name)
+{
+	if (!fe->reads.cap) /* built on the first question: one pass over the graph */
+		graph_reads(fe->model->graph, &fe->reads);
+	return ir_map_get(&fe->reads, name) != NULL;
+}
 
 bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 {
@@ -457,6 +481,7 @@ static bool scan_graph(struct fe *fe, const char **names)
 {
 	Onnx__GraphProto *g = fe->model->graph;
 	struct ir_map *r = &fe->reserved;
+	struct ir_map functions = { 0 }; /* model-local function names, once needed */
 	int errors = fe->ctx->nerrors, unsupported = 0;
 
 	for (size_t i = 0; i < g->n_initializer; i++) {
@@ -513,14 +538,18 @@ static bool scan_graph(struct fe *fe, const char **names)
 		}
 		op = fe_find_op(p->op_type);
 		if (!op) {
-			bool is_function = false;
-			for (size_t f = 0; f < fe->model->n_functions; f++)
-				if (fe->model->functions[f]->name &&
-				    !strcmp(fe->model->functions[f]->name, p->op_type))
-					is_function = true;
+			if (!functions.arena) {
+				ir_map_init(&functions, &fe->m->arena);
+				for (size_t f = 0; f < fe->model->n_functions; f++)
+					if (fe->model->functions[f]->name)
+						ir_map_put(&functions,
+						           fe->model->functions[f]->name,
+						           fe->model->functions[f]);
+			}
 			ir_node_error(fe->ctx, names[i], p->op_type, "%s",
-			              is_function ? "model-local functions are not supported"
-			                          : "op is not supported by onnxc");
+			              ir_map_get(&functions, p->op_type)
+			                      ? "model-local functions are not supported"
+			                      : "op is not supported by onnxc");
 			unsupported++;
 		} else if (op->since > fe->opset) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
@@ -887,6 +916,32 @@ static int *topo_order(struct fe *fe, const char **names)
 	return order;
 }
 
+static int cmp_attr_name(const void *a, const void *b)
+{
+	return strcmp((*(Onnx__AttributeProto *const *)a)->name,
+	              (*(Onnx__AttributeProto *const *)b)->name);
+}
+
+/* Every attribute has a name, none twice: sorted, so n log n for a node
+ * with thousands of them. */
+static bool attrs_unique(struct fe_node *nd)
+{
+	const Onnx__NodeProto *p = nd->proto;
+	Onnx__AttributeProto **sorted;
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (!p->attribute[i]->name || !p->attribute[i]->name[0])
+			return fe_fail(nd, "attribute %zu has no name", i);
+	if (p->n_attribute < 2)
+		return true;
+	sorted = ir_arena_alloc(&nd->fe->m->arena, sizeof *sorted * p->n_attribute);
+	memcpy(sorted, p->attribute, sizeof *sorted * p->n_attribute);
+	qsort(sorted, p->n_attribute, sizeof *sorted, cmp_attr_name);
+	for (size_t i = 1; i < p->n_attribute; i++)
+		if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+			return fe_fail(nd, "attribute '%s' is given twice", sorted[i]->name);
+	return true;
+}
+
 static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name)
 {
 	const struct fe_op *op = fe_find_op(p->op_type);
@@ -907,18 +962,8 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 			goto poison; /* depends on a node that failed */
 		nd.in[i] = *v;
 	}
-	for (size_t i = 0; i < p->n_attribute; i++) {
-		if (!p->attribute[i]->name || !p->attribute[i]->name[0]) {
-			fe_fail(&nd, "attribute %zu has no name", i);
-			goto poison;
-		}
-		for (size_t k = 0; k < i; k++)
-			if (!strcmp(p->attribute[k]->name, p->attribute[i]->name)) {
-				fe_fail(&nd, "attribute '%s' is given twice",
-				        p->attribute[i]->name);
-				goto poison;
-			}
-	}
+	if (!attrs_unique(&nd))
+		goto poison;
 	if (!op->import(&nd) || nd.failed)
 		goto poison;
 	for (size_t i = 0; i < p->n_attribute; i++)
@@ -945,11 +990,13 @@ poison:
 static void bind_outputs(struct fe *fe)
 {
 	Onnx__GraphProto *g = fe->model->graph;
+	struct ir_map bound; /* value name -> the value, for each output so far */
+	ir_map_init(&bound, &fe->m->arena);
 	for (size_t i = 0; i < g->n_output; i++) {
 		const Onnx__ValueInfoProto *vi = g->output[i];
 		void **slot = vi->name ? ir_map_get(&fe->values, vi->name) : NULL;
 		struct ir_value *v;
-		bool dup = false;
+		bool dup;
 		if (!slot) {
 			ir_error(fe->ctx, "graph output '%s' is not produced by any node",
 			         vi->name ? vi->name : "");
@@ -957,8 +1004,7 @@ static void bind_outputs(struct fe *fe)
 		}
 		if (!(v = *slot))
 			continue; /* its node failed */
-		for (int k = 0; k < fe->m->noutputs; k++)
-			dup |= fe->m->outputs[k] == v;
+		dup = ir_map_get(&bound, v->name) != NULL;
 		if (v->kind != IR_VAL_NODE || dup) {
 			/* outputs are distinct node results, named like the model's */
 			const char *name = ir_find_value(fe->m, vi->name)
@@ -1002,6 +1048,7 @@ static void bind_outputs(struct fe *fe)
 			}
 		}
 		ir_add_output(fe->m, v);
+		ir_map_put(&bound, v->name, v);
 	}
 	if (!g->n_output)
 		ir_error(fe->ctx, "the graph has no outputs");
@@ -1054,6 +1101,8 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	ir_map_init(&fe.values, &m->arena);
 	ir_map_init(&fe.reserved, &m->arena);
 	ir_map_init(&fe.tmp_next, &m->arena);
+	ir_map_init(&fe.reads, &m->arena);
+	ir_map_init(&fe.wanted, &m->arena);
 	{
 		char *tmp = ir_arena_strdup(&m->arena, path);
 		fe.dir = ir_arena_strdup(&m->arena, dirname(tmp));
@@ -1143,17 +1192,14 @@ static bool input_names(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 {
 	struct input_names *r = ud;
 	Onnx__GraphProto *g = mp->graph;
-	(void)fe;
-	for (size_t i = 0; i < g->n_input && r->n < r->max; i++) {
-		bool init = false;
-		if (!g->input[i]->name)
-			continue;
-		for (size_t k = 0; k < g->n_initializer && !init; k++)
-			init = g->initializer[k]->name &&
-			       !strcmp(g->initializer[k]->name, g->input[i]->name);
-		if (!init)
+	struct ir_map inits;
+	ir_map_init(&inits, &fe->m->arena);
+	for (size_t k = 0; k < g->n_initializer; k++)
+		if (g->initializer[k]->name)
+			ir_map_put(&inits, g->initializer[k]->name, g->initializer[k]);
+	for (size_t i = 0; i < g->n_input && r->n < r->max; i++)
+		if (g->input[i]->name && !ir_map_get(&inits, g->input[i]->name))
 			snprintf(r->names[r->n++], 256, "%s", g->input[i]->name);
-	}
 	return true;
 }
 
@@ -1214,7 +1260,7 @@ struct mode_undo {
  * and a Dropout loses its training_mode input (absent means false). The
  * nodes are changed in place and put back from undo after packing.
  */
-static int inference_mode(Onnx__GraphProto *g, struct mode_undo *undo)
+static int inference_mode(Onnx__GraphProto *g, const struct ir_map *reads, struct mode_undo *undo)
 {
 	int n = 0;
 	for (size_t i = 0; i < g->n_node; i++) {
@@ -1227,7 +1273,7 @@ static int inference_mode(Onnx__GraphProto *g, struct mode_undo *undo)
 		} else if (!strcmp(p->op_type, "BatchNormalization")) {
 			bool stats_read = false;
 			for (size_t k = 1; k < p->n_output; k++)
-				stats_read |= p->output[k][0] && graph_reads(g, p->output[k]);
+				stats_read |= p->output[k][0] && ir_map_get(reads, p->output[k]);
 			if (stats_read)
 				continue;
 			for (size_t k = 0; k < p->n_attribute; k++)
@@ -1260,7 +1306,16 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	Onnx__TensorProto **kept = ir_arena_alloc(&fe->m->arena, sizeof *kept * (n ? n : 1));
 	struct mode_undo *undo =
 	        ir_arena_alloc(&fe->m->arena, sizeof *undo * (g->n_node ? g->n_node : 1));
-	int nundo = inference_mode(g, undo);
+	struct ir_map reads, dropped;
+	int nundo;
+	ir_map_init(&reads, &fe->m->arena);
+	ir_map_init(&dropped, &fe->m->arena);
+	graph_reads(g, &reads);
+	nundo = inference_mode(g, &reads, undo);
+	if (nundo) { /* what the switched nodes read no more */
+		ir_map_init(&reads, &fe->m->arena);
+		graph_reads(g, &reads);
+	}
 	/* Constants nothing reads any more (Dropout's training_mode) go too */
 	Onnx__NodeProto **nodes = g->node,
 	                **live = ir_arena_alloc(&fe->m->arena,
@@ -1268,15 +1323,13 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	size_t nnodes = g->n_node, nlive = 0;
 	for (size_t i = 0; i < nnodes; i++)
 		if (!nundo || strcmp(nodes[i]->op_type, "Constant") || nodes[i]->n_output != 1 ||
-		    graph_reads(g, nodes[i]->output[0]))
+		    ir_map_get(&reads, nodes[i]->output[0]))
 			live[nlive++] = nodes[i];
-	for (size_t i = 0; i < n; i++) {
-		bool dropped = false;
-		for (int k = 0; k < r->ndrop && !dropped; k++)
-			dropped = all[i]->name && !strcmp(all[i]->name, r->drop[k]);
-		if (!dropped)
+	for (int k = 0; k < r->ndrop; k++)
+		ir_map_put(&dropped, r->drop[k], (void *)r->drop[k]);
+	for (size_t i = 0; i < n; i++)
+		if (!all[i]->name || !ir_map_get(&dropped, all[i]->name))
 			kept[keep++] = all[i];
-	}
 	g->initializer = kept;
 	g->n_initializer = keep;
 	g->node = live;

@@ -265,6 +265,74 @@ static void test_export_sum(void)
 	check_linear("Sum of N inputs, exported", build_sum, 10000, true);
 }
 
+/* n Shape nodes of one input, each folded at import (a use of x dropped
+ * each time, out of a use list n long) and each a graph output. */
+static void build_shapes(struct gen *g, int n)
+{
+	static const int64_t dims[2] = { 2, 3 };
+	char *x;
+	gen_init(g, 13);
+	x = str(g, "x", 0);
+	input(g, x, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, dims);
+	for (int i = 0; i < n; i++) {
+		char *s = str(g, "s%d", i);
+		node(g, "Shape", str(g, "shape%d", i), 1, &x, s);
+		output(g, s);
+	}
+}
+
+static void test_many_readers(void)
+{
+	check_linear("N folded readers of one tensor", build_shapes, 10000, false);
+}
+
+/*
+ * onnxc check's retry asks which graph inputs a shape was computed from.
+ * Here the shape is k doublings of x (y1 = x + x, y2 = y1 + y1, ...): a walk
+ * that revisits shared operands takes 2^k steps; one that visits each value
+ * once, k.
+ */
+static void build_doublings(struct gen *g, int k)
+{
+	static const int64_t one[1] = { 1 };
+	char *prev, *data;
+	gen_init(g, 13);
+	prev = str(g, "x", 0);
+	data = str(g, "data", 0);
+	input(g, prev, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, one);
+	input(g, data, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, one);
+	for (int i = 1; i <= k; i++) {
+		char *y = str(g, "y%d", i), *in[2] = { prev, prev };
+		node(g, "Add", str(g, "add%d", i), 2, in, y);
+		prev = y;
+	}
+	{
+		char *in[2] = { data, prev };
+		node(g, "Reshape", "reshape", 2, in, "out");
+	}
+	output(g, "out");
+}
+
+static void test_wanted_inputs(void)
+{
+	struct gen g;
+	struct fe_wanted wanted = { .n = 0 };
+	struct fe_options opt = { .wanted = &wanted };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	const char *path;
+	build_doublings(&g, 60);
+	path = gen_write(&g);
+	ctx_collect(&ctx, &d);
+	CHECK(fe_import(&ctx, path, &opt) == NULL);
+	CHECK_STR(d.text, "must be a constant");
+	CHECK_EQ(wanted.n, 1);
+	CHECK(!strcmp(wanted.names[0], "x"));
+	CHECK(ctx.probes < 10000);
+	unlink(path);
+	gen_free(&g);
+}
+
 /*
  * The IR's mutators on a value with n uses: n nodes named alike (each
  * asking ir_unique_name), each result renamed, every use moved to another
@@ -309,7 +377,7 @@ static void test_ir_mutators(void)
 
 int main(int argc, char **argv)
 {
-	static const struct test_case cases[] = { T(test_sum_inputs) T(test_export_sum)
-		                                          T(test_ir_mutators) };
+	static const struct test_case cases[] = { T(test_sum_inputs) T(test_export_sum) T(
+		test_many_readers) T(test_wanted_inputs) T(test_ir_mutators) };
 	return test_main(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }
