@@ -125,6 +125,14 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 #define FE_MIN_OPSET 7
 #define FE_MAX_OPSET 17
 
+/* The model file while tensors are read from it (load.c): large raw_data
+ * stays in the file and is read from fd into the constant that holds it. */
+struct fe_source {
+	int fd;    /* -1: closed */
+	void *map; /* the file mapped while it is scanned, or NULL */
+	size_t map_len;
+};
+
 struct fe {
 	struct ir_ctx *ctx;
 	struct ir_module *m;
@@ -132,6 +140,7 @@ struct fe {
 	const char *path;
 	char *dir; /* the model's folder, for external data */
 	Onnx__ModelProto *model;
+	struct fe_source *src;  /* of model (NULL: tensors carry their data) */
 	int64_t opset;          /* of the default domain */
 	struct ir_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
 	struct ir_map reserved; /* every ONNX tensor name in the graph */
@@ -225,9 +234,30 @@ int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k);
 
-/* Loading (load.c). */
+/* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
+ * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
+ * proto and closes the file. */
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path);
 void fe_free_model(struct fe *fe, Onnx__ModelProto *mp);
+/* The payload of t the loader left in the file: true with its offset and
+ * length there; false when t carries its own data. */
+bool fe_payload(const struct fe *fe, const Onnx__TensorProto *t, int64_t *offset, size_t *len);
+/* Reads that payload into buf (len bytes); false after reporting (who
+ * names the tensor). */
+bool fe_read_payload(struct fe *fe, const char *who, void *buf, int64_t offset, size_t len);
+/* Gives t its raw_data back from the file (memory of fe->m) so that the
+ * proto can be packed, saving in u what fe_payload_restore puts back
+ * before the proto is freed: 1, 0 when t holds its data, -1 after
+ * reporting a read error. */
+struct fe_payload_undo {
+	Onnx__TensorProto *t;
+	ProtobufCBinaryData raw;
+	protobuf_c_boolean has_raw;
+	size_t nunknown;
+	ProtobufCMessageUnknownField *unknown;
+};
+int fe_payload_inline(struct fe *fe, Onnx__TensorProto *t, struct fe_payload_undo *u);
+void fe_payload_restore(const struct fe_payload_undo *u);
 /* Decodes a TensorProto into a new module constant named name. who names the
  * tensor in messages ("initializer 'w'", "attribute 'value'"). NULL on error
  * (reported). */

@@ -1088,6 +1088,7 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	ctx->file = path;
 	if (setjmp(jb)) {
 		fe.m = m;
+		fe.src = NULL; /* the arena closes the file */
 		fe_free_model(&fe, mp);
 		ir_module_free(m);
 		ctx->oom = saved_oom;
@@ -1165,6 +1166,7 @@ static bool with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, voi
 	if (setjmp(jb)) {
 		ctx->oom = saved;
 		ctx->file = saved_file;
+		fe.src = NULL; /* the arena closes the file */
 		if (mp)
 			fe_free_model(&fe, mp);
 		ir_module_free(m);
@@ -1327,16 +1329,45 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 			live[nlive++] = nodes[i];
 	for (int k = 0; k < r->ndrop; k++)
 		ir_map_put(&dropped, r->drop[k], (void *)r->drop[k]);
+	struct fe_payload_undo *inl = NULL; /* tensors given their raw_data back */
+	size_t ninl = 0, cap_inl = 0;
+	bool ok = true;
 	for (size_t i = 0; i < n; i++)
 		if (!all[i]->name || !ir_map_get(&dropped, all[i]->name))
 			kept[keep++] = all[i];
+	/* the kept tensors' large raw_data is still in the file */
+	for (size_t i = 0; ok && i < keep + nlive; i++) {
+		Onnx__NodeProto *p = i < keep ? NULL : live[i - keep];
+		size_t nt = p ? p->n_attribute : 1;
+		for (size_t k = 0; ok && k < nt; k++) {
+			Onnx__TensorProto *t = p ? p->attribute[k]->t : kept[i];
+			int got;
+			if (!t)
+				continue;
+			if (ninl == cap_inl) {
+				struct fe_payload_undo *big;
+				cap_inl = cap_inl ? 2 * cap_inl : 16;
+				big = ir_arena_alloc(&fe->m->arena, sizeof *big * cap_inl);
+				if (ninl)
+					memcpy(big, inl, sizeof *big * ninl);
+				inl = big;
+			}
+			got = fe_payload_inline(fe, t, &inl[ninl]);
+			ninl += got > 0;
+			ok = got >= 0;
+		}
+	}
 	g->initializer = kept;
 	g->n_initializer = keep;
 	g->node = live;
 	g->n_node = nlive;
-	r->len = onnx__model_proto__get_packed_size(mp);
-	r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
-	onnx__model_proto__pack(mp, r->bytes);
+	if (ok) {
+		r->len = onnx__model_proto__get_packed_size(mp);
+		r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
+		onnx__model_proto__pack(mp, r->bytes);
+	}
+	for (size_t i = 0; i < ninl; i++)
+		fe_payload_restore(&inl[i]);
 	g->initializer = all;
 	g->n_initializer = n;
 	g->node = nodes;
@@ -1347,7 +1378,7 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 		if (undo[i].attr)
 			undo[i].attr->i = undo[i].attr_i;
 	}
-	return true;
+	return ok;
 }
 
 bool fe_train_template(struct ir_ctx *ctx, struct ir_arena *a, const char *path,

@@ -154,8 +154,26 @@ static void free_chain(struct ir_ctx *ctx, struct ir_arena_block *b)
 	}
 }
 
+struct ir_arena_defer {
+	struct ir_arena_defer *next;
+	void (*fn)(void *ud);
+	void *ud;
+};
+
+void ir_arena_defer(struct ir_arena *a, void (*fn)(void *ud), void *ud)
+{
+	struct ir_arena_defer *d = ir_arena_alloc(a, sizeof *d);
+	d->fn = fn;
+	d->ud = ud;
+	d->next = a->defers;
+	a->defers = d;
+}
+
 void ir_arena_free(struct ir_arena *a)
 {
+	for (struct ir_arena_defer *d = a->defers; d; d = d->next)
+		d->fn(d->ud);
+	a->defers = NULL;
 	free_chain(a->ctx, a->head);
 	free_chain(a->ctx, a->big);
 	ir_free(a->ctx, a->bigset);

@@ -118,9 +118,12 @@ void *ir_read_file(struct ir_ctx *ctx, const char *path, size_t *len, const char
  * A bump allocator over a chain of blocks. Requests larger than a block get a
  * block of their own, which can be given back early with ir_arena_release()
  * (constant folding drops large intermediates that way); a hash set of those
- * blocks answers ir_arena_owns() in constant time.
+ * blocks answers ir_arena_owns() in constant time. ir_arena_defer() hands
+ * the arena a resource that is not memory (a file descriptor, a mapping):
+ * ir_arena_free() releases it, on an out-of-memory unwind too.
  */
 struct ir_arena_block;
+struct ir_arena_defer;
 struct ir_arena {
 	struct ir_ctx *ctx;
 	struct ir_arena_block *head; /* current small-object block */
@@ -128,6 +131,7 @@ struct ir_arena {
 	size_t used;                 /* bytes handed out, for reports */
 	void **bigset;               /* open addressing: the data of each big block */
 	size_t bigcap, nbig;
+	struct ir_arena_defer *defers; /* run by ir_arena_free, last first */
 };
 
 void ir_arena_init(struct ir_arena *a, struct ir_ctx *ctx);
@@ -136,6 +140,9 @@ void *ir_arena_alloc(struct ir_arena *a, size_t n);          /* 16-byte aligned,
 void *ir_arena_alloc_big(struct ir_arena *a, size_t n);      /* own block, not zeroed */
 void ir_arena_release(struct ir_arena *a, void *p);          /* p from alloc_big */
 bool ir_arena_owns(const struct ir_arena *a, const void *p); /* p from alloc_big of a */
+/* Calls fn(ud) when a is freed. Register before acquiring what fn releases
+ * (the record is arena memory) and let ud say when nothing is held. */
+void ir_arena_defer(struct ir_arena *a, void (*fn)(void *ud), void *ud);
 char *ir_arena_strdup(struct ir_arena *a, const char *s);
 char *ir_arena_strndup(struct ir_arena *a, const char *s, size_t n);
 char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)

@@ -1,13 +1,19 @@
 /*
- * test_scale.c - the work of an import grows linearly with the model.
+ * test_scale.c - the work and memory of an import against the model's size.
  *
- * Nothing here is timed. Each case builds a model of size N and of size 2N
- * (a Sum of N inputs, N nodes reading one tensor, ...), imports it and
+ * Nothing here is timed. Each work case builds a model of size N and of size
+ * 2N (a Sum of N inputs, N nodes reading one tensor, ...), imports it and
  * counts the work two ways: the bytes requested from the allocator hook, and
  * ctx->probes (hash-table probes and list steps, ir.h). A linear import does
  * about twice the work for twice the model; a quadratic one four times.
+ *
+ * The memory cases follow the allocator hook's live bytes: importing W
+ * bytes of weights holds one copy of them, not the file, protobuf's and the
+ * IR's; onnxc train's template still carries the data of the initializers
+ * it keeps.
  */
 #include "frontend/fe.h"
+#include "import_oom.h"
 #include "testutil.h"
 
 #include <unistd.h>
@@ -23,7 +29,8 @@ struct gen {
 	Onnx__OperatorSetIdProto *opsets[1];
 	Onnx__NodeProto **nodes;
 	Onnx__ValueInfoProto **inputs, **outputs;
-	size_t cap_nodes, cap_inputs, cap_outputs;
+	Onnx__TensorProto **inits;
+	size_t cap_nodes, cap_inputs, cap_outputs, cap_inits;
 	char **strings; /* everything malloc'd, freed by gen_free */
 	size_t nstrings, cap_strings;
 };
@@ -127,12 +134,33 @@ static Onnx__NodeProto *node(struct gen *g, const char *op, char *name, int nin,
 	n->name = name;
 	n->n_input = (size_t)nin;
 	n->input = keep(g, malloc(sizeof *n->input * (size_t)(nin ? nin : 1)));
-	memcpy(n->input, in, sizeof *in * (size_t)nin);
+	if (nin)
+		memcpy(n->input, in, sizeof *in * (size_t)nin);
 	n->n_output = 1;
 	n->output = keep(g, malloc(sizeof *n->output));
 	n->output[0] = out;
 	push(g, (void ***)&g->nodes, &g->graph.n_node, &g->cap_nodes, n);
 	return n;
+}
+
+/* A float initializer of dims holding data (copied into raw_data). */
+static void initializer(struct gen *g, char *name, int rank, const int64_t *dims, const float *data)
+{
+	Onnx__TensorProto *t = keep(g, malloc(sizeof *t));
+	size_t n = 1;
+	onnx__tensor_proto__init(t);
+	t->name = name;
+	t->has_data_type = true;
+	t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->n_dims = (size_t)rank;
+	t->dims = keep(g, malloc(sizeof *t->dims * (size_t)(rank ? rank : 1)));
+	for (int d = 0; d < rank; d++)
+		n *= (size_t)(t->dims[d] = dims[d]);
+	t->has_raw_data = true;
+	t->raw_data.len = n * 4;
+	t->raw_data.data = keep(g, malloc(n * 4));
+	memcpy(t->raw_data.data, data, n * 4);
+	push(g, (void ***)&g->inits, &g->graph.n_initializer, &g->cap_inits, t);
 }
 
 /* Packs the model into a temporary file; returns its path (static). */
@@ -146,6 +174,7 @@ static const char *gen_write(struct gen *g)
 	g->graph.node = g->nodes;
 	g->graph.input = g->inputs;
 	g->graph.output = g->outputs;
+	g->graph.initializer = g->inits;
 	len = onnx__model_proto__get_packed_size(&g->model);
 	buf = malloc(len);
 	onnx__model_proto__pack(&g->model, buf);
@@ -167,6 +196,7 @@ static void gen_free(struct gen *g)
 	free(g->nodes);
 	free(g->inputs);
 	free(g->outputs);
+	free(g->inits);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -190,6 +220,23 @@ static void *count_alloc(void *ud, void *ptr, size_t nsize)
 
 typedef void (*build_fn)(struct gen *g, int n);
 
+/* Imports path with allocations through fn; NULL after a failed check. */
+static struct ir_module *import_with(const char *path, struct ir_ctx *ctx, struct diag_buf *d,
+                                     ir_alloc_fn fn, void *ud)
+{
+	struct ir_module *m;
+	ctx_collect(ctx, d);
+	ctx->alloc = fn;
+	ctx->alloc_ud = ud;
+	m = fe_import(ctx, path, NULL);
+	CHECK(m != NULL);
+	if (!m)
+		fprintf(stderr, "%s", d->text);
+	else
+		CHECK_EQ(ir_verify(m), 0);
+	return m;
+}
+
 /* Imports the model build makes for n (and exports it again if asked); the
  * work it took. */
 static struct work import_work(build_fn build, int n, bool export)
@@ -202,15 +249,7 @@ static struct work import_work(build_fn build, int n, bool export)
 	const char *path;
 	build(&g, n);
 	path = gen_write(&g);
-	ctx_collect(&ctx, &d);
-	ctx.alloc = count_alloc;
-	ctx.alloc_ud = &w;
-	m = fe_import(&ctx, path, NULL);
-	CHECK(m != NULL);
-	if (!m)
-		fprintf(stderr, "%s", d.text);
-	else
-		CHECK_EQ(ir_verify(m), 0);
+	m = import_with(path, &ctx, &d, count_alloc, &w);
 	if (m && export) {
 		char out[128];
 		snprintf(out, sizeof out, "%s.out.onnx", path);
@@ -375,9 +414,213 @@ static void test_ir_mutators(void)
 	CHECK((double)b / (double)a <= 2.2);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Live and peak bytes through the allocator hook (a size header each). */
+struct peak {
+	size_t live, peak;
+};
+
+static void *peak_alloc(void *ud, void *ptr, size_t nsize)
+{
+	struct peak *pk = ud;
+	size_t *h = ptr ? (size_t *)ptr - 2 : NULL;
+	if (h)
+		pk->live -= h[0];
+	if (!nsize) {
+		free(h);
+		return NULL;
+	}
+	h = realloc(h, nsize + 2 * sizeof *h);
+	if (!h)
+		return NULL;
+	h[0] = nsize;
+	pk->live += nsize;
+	if (pk->live > pk->peak)
+		pk->peak = pk->live;
+	return h + 2;
+}
+
+#define WEIGHT_ROWS  1024
+#define WEIGHT_COLS  2048
+#define WEIGHT_BYTES ((size_t)WEIGHT_ROWS * WEIGHT_COLS * 4)
+
+static float *weight_values(void)
+{
+	float *w = malloc(WEIGHT_BYTES);
+	for (size_t i = 0; i < WEIGHT_BYTES / 4; i++)
+		w[i] = (float)(i % 1000) / 1000.0f;
+	return w;
+}
+
+/* y = x w + c: w an 8 MiB initializer, c a Constant whose 8 KiB value is
+ * the node attribute's tensor (both large enough to stay in the file). */
+static void build_weighted(struct gen *g, const float *w)
+{
+	static const int64_t xd[2] = { 1, WEIGHT_ROWS }, wd[2] = { WEIGHT_ROWS, WEIGHT_COLS },
+	                     cd[1] = { WEIGHT_COLS };
+	Onnx__NodeProto *c;
+	Onnx__AttributeProto *value, **attrs;
+	float *cv;
+	char *mm[2], *add[2];
+	gen_init(g, 13);
+	value = keep(g, malloc(sizeof *value));
+	attrs = keep(g, malloc(sizeof *attrs));
+	cv = keep(g, malloc(WEIGHT_COLS * 4));
+	input(g, str(g, "x", 0), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+	initializer(g, str(g, "w", 0), 2, wd, w);
+	mm[0] = str(g, "x", 0);
+	mm[1] = str(g, "w", 0);
+	node(g, "MatMul", str(g, "matmul", 0), 2, mm, str(g, "xw", 0));
+	c = node(g, "Constant", str(g, "const", 0), 0, NULL, str(g, "c", 0));
+	for (int i = 0; i < WEIGHT_COLS; i++)
+		cv[i] = (float)i;
+	/* the attribute's tensor: made as an initializer, then taken back */
+	initializer(g, str(g, "c_value", 0), 1, cd, cv);
+	onnx__attribute_proto__init(value);
+	value->name = "value";
+	value->has_type = true;
+	value->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	value->t = g->inits[--g->graph.n_initializer];
+	attrs[0] = value;
+	c->n_attribute = 1;
+	c->attribute = attrs;
+	add[0] = str(g, "xw", 0);
+	add[1] = str(g, "c", 0);
+	node(g, "Add", str(g, "add", 0), 2, add, str(g, "y", 0));
+	output(g, str(g, "y", 0));
+}
+
+/* Importing W bytes of weights holds them once: protobuf-c does not copy
+ * the large raw_data (it stays in the file until the constant is read). */
+static void test_import_memory(void)
+{
+	struct gen g;
+	float *w = weight_values();
+	struct peak pk = { 0, 0 };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	const char *path;
+	build_weighted(&g, w);
+	path = gen_write(&g);
+	m = import_with(path, &ctx, &d, peak_alloc, &pk);
+	printf("import of %zu bytes of weights: peak %zu bytes (%.2fx)\n", WEIGHT_BYTES, pk.peak,
+	       (double)pk.peak / (double)WEIGHT_BYTES);
+	CHECK(pk.peak < WEIGHT_BYTES * 5 / 4);
+	if (m) {
+		struct ir_value *wv = ir_find_value(m, "w"), *cv = ir_find_value(m, "c");
+		CHECK(wv && wv->data && !memcmp(wv->data, w, WEIGHT_BYTES));
+		CHECK(cv && cv->data && ((float *)cv->data)[WEIGHT_COLS - 1] == WEIGHT_COLS - 1);
+	}
+	ir_module_free(m);
+	CHECK_EQ(pk.live, 0);
+	unlink(path);
+	gen_free(&g);
+	free(w);
+}
+
+/* Every allocation failure in that import unwinds without a leak: memory,
+ * the model's file descriptor and its mapping. */
+static void test_import_memory_oom(void)
+{
+	struct gen g;
+	float *w = weight_values();
+	const char *path;
+	build_weighted(&g, w);
+	path = gen_write(&g);
+	oom_import_loop(path);
+	unlink(path);
+	gen_free(&g);
+	free(w);
+}
+
+/*
+ * A tensor that carries the loader's private field itself (offset 0 and the
+ * whole file as its "payload") keeps its own raw_data: the loader drops the
+ * field, and only its own say where a payload lies.
+ */
+static void test_foreign_payload_field(void)
+{
+	static const int64_t dims[1] = { 16 };
+	static const float vals[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	uint8_t field[17] = { 16 }; /* its length, offset 0, length 1 << 20 */
+	ProtobufCMessageUnknownField u = { 536870911u, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED,
+		                           sizeof field, field };
+	struct gen g;
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	const char *path;
+	char *in[2];
+	field[8 + 3] = 0x10;
+	gen_init(&g, 13);
+	input(&g, str(&g, "x", 0), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, dims);
+	initializer(&g, str(&g, "w", 0), 1, dims, vals);
+	g.inits[0]->base.n_unknown_fields = 1;
+	g.inits[0]->base.unknown_fields = &u;
+	in[0] = str(&g, "x", 0);
+	in[1] = str(&g, "w", 0);
+	node(&g, "Add", str(&g, "add", 0), 2, in, str(&g, "y", 0));
+	output(&g, str(&g, "y", 0));
+	path = gen_write(&g);
+	g.inits[0]->base.n_unknown_fields = 0;
+	m = import_with(path, &ctx, &d, NULL, NULL);
+	if (m) {
+		struct ir_value *w = ir_find_value(m, "w");
+		CHECK(w && w->data && !memcmp(w->data, vals, sizeof vals));
+	}
+	ir_module_free(m);
+	unlink(path);
+	gen_free(&g);
+}
+
+/* onnxc train's template: the model without the trained initializer (w),
+ * and with the data of what it keeps - here the Constant's tensor, whose
+ * raw_data the loader had left in the file. */
+static void test_train_template(void)
+{
+	struct gen g;
+	float *w = weight_values();
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_arena a;
+	const char *drop[1] = { "w" };
+	unsigned char *bytes = NULL;
+	size_t len = 0;
+	Onnx__ModelProto *mp;
+	const char *path;
+	build_weighted(&g, w);
+	path = gen_write(&g);
+	ctx_collect(&ctx, &d);
+	ir_arena_init(&a, &ctx);
+	CHECK(fe_train_template(&ctx, &a, path, drop, 1, &bytes, &len));
+	CHECK(len < WEIGHT_BYTES / 8);
+	mp = bytes ? onnx__model_proto__unpack(NULL, len, bytes) : NULL;
+	CHECK(mp != NULL);
+	if (mp) {
+		const Onnx__NodeProto *c = mp->graph->node[1];
+		const Onnx__TensorProto *t = c->n_attribute ? c->attribute[0]->t : NULL;
+		CHECK_EQ(mp->graph->n_initializer, 0);
+		CHECK(!strcmp(c->op_type, "Constant") && t);
+		CHECK(t && t->has_raw_data && t->raw_data.len == WEIGHT_COLS * 4 &&
+		      ((const float *)t->raw_data.data)[7] == 7.0f && !t->base.n_unknown_fields);
+		onnx__model_proto__free_unpacked(mp, NULL);
+	}
+	ir_arena_free(&a);
+	unlink(path);
+	gen_free(&g);
+	free(w);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct test_case cases[] = { T(test_sum_inputs) T(test_export_sum) T(
-		test_many_readers) T(test_wanted_inputs) T(test_ir_mutators) };
+	static const struct test_case cases[] = {
+		T(test_sum_inputs) T(test_export_sum) T(test_many_readers) T(test_wanted_inputs)
+		        T(test_ir_mutators) T(test_import_memory) T(test_import_memory_oom)
+		                T(test_train_template) T(test_foreign_payload_field)
+	};
 	return test_main(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }
