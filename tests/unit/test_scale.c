@@ -9,11 +9,13 @@
  *
  * The memory cases follow the allocator hook's live bytes: importing W
  * bytes of weights holds one copy of them, not the file, protobuf's and the
- * IR's; onnxc train's template still carries the data of the initializers
- * it keeps.
+ * IR's; writing the weights file adds no second copy; onnxc train's
+ * template still carries the data of the initializers it keeps.
  */
+#include "codegen/plan.h"
 #include "frontend/fe.h"
 #include "import_oom.h"
+#include "passes/passes.h"
 #include "testutil.h"
 
 #include <unistd.h>
@@ -537,6 +539,54 @@ static void test_import_memory_oom(void)
 	free(w);
 }
 
+/* The weights file is written from the constants: no image of it in
+ * memory; its bytes are the image's. */
+static void test_weights_memory(void)
+{
+	struct gen g;
+	float *w = weight_values();
+	struct peak pk = { 0, 0 };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p = { .opt = &co };
+	char out[128];
+	const char *path;
+	build_weighted(&g, w);
+	path = gen_write(&g);
+	snprintf(out, sizeof out, "%s.weights", path);
+	m = import_with(path, &ctx, &d, peak_alloc, &pk);
+	if (m && pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL)) {
+		size_t before, size = 0, got = 0;
+		unsigned char *img, *file;
+		FILE *f;
+		p.m = m;
+		p.arena = &m->arena;
+		CHECK(cg_lower(&p) && cg_plan_memory(&p));
+		cg_model_id(&p);
+		before = pk.peak = pk.live;
+		CHECK(cg_write_weights(&p, out));
+		printf("writing %lld bytes of weights: %zu bytes more at the peak\n",
+		       (long long)p.weight_bytes, pk.peak - before);
+		CHECK(pk.peak - before < WEIGHT_BYTES / 8);
+		img = cg_weights_image(&p, &size);
+		file = malloc(size + 1);
+		f = fopen(out, "rb");
+		if (f) {
+			got = fread(file, 1, size + 1, f);
+			fclose(f);
+		}
+		CHECK(img && got == size && !memcmp(img, file, size));
+		free(file);
+	}
+	ir_module_free(m);
+	unlink(out);
+	unlink(path);
+	gen_free(&g);
+	free(w);
+}
+
 /*
  * A tensor that carries the loader's private field itself (offset 0 and the
  * whole file as its "payload") keeps its own raw_data: the loader drops the
@@ -620,7 +670,8 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		T(test_sum_inputs) T(test_export_sum) T(test_many_readers) T(test_wanted_inputs)
 		        T(test_ir_mutators) T(test_import_memory) T(test_import_memory_oom)
-		                T(test_train_template) T(test_foreign_payload_field)
+		                T(test_weights_memory) T(test_train_template)
+		                        T(test_foreign_payload_field)
 	};
 	return test_main(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }
