@@ -63,6 +63,11 @@ struct fe_options {
 	 * every BatchNormalization with batch statistics anyway). */
 	bool training;
 	int64_t max_const_bytes; /* largest constant the import may create (0: 4 GiB) */
+	/* Initializers whose data is not read: they become constants without
+	 * data (as IR text's weights). onnxc train's eval step, whose params
+	 * and state the training step already holds. */
+	const char *const *no_data;
+	int nno_data;
 	/* called with the path of every external data file the import reads
 	 * (the model's folder joined with the location), for depfiles */
 	void (*on_read)(void *ud, const char *path);
@@ -147,6 +152,7 @@ struct fe {
 	struct ir_map tmp_next; /* fe_tmp_name's ir_fresh_name memory */
 	struct ir_map reads;    /* tensors read by a node or a graph output, once asked */
 	struct ir_map wanted;   /* values want_inputs has visited */
+	struct ir_map no_data;  /* opt->no_data */
 	int64_t max_const_bytes;
 	int ndropout; /* training-mode Dropouts so far: the next one's salt */
 };

@@ -787,7 +787,14 @@ static bool load_initializers(struct fe *fe)
 		if (!t->name || !t->name[0] || ir_map_get(&fe->values, t->name))
 			continue; /* reported by scan_graph */
 		who = ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name);
-		v = fe_tensor_const(fe, t, t->name, who);
+		if (ir_map_get(&fe->no_data, t->name)) {
+			struct ir_type ty;
+			v = fe_tensor_type(fe, t, who, &ty)
+			            ? ir_add_const_ref(fe->m, t->name, &ty, 0)
+			            : NULL;
+		} else {
+			v = fe_tensor_const(fe, t, t->name, who);
+		}
 		if (v)
 			ir_map_put(&fe->values, t->name, v);
 	}
@@ -1104,6 +1111,9 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	ir_map_init(&fe.tmp_next, &m->arena);
 	ir_map_init(&fe.reads, &m->arena);
 	ir_map_init(&fe.wanted, &m->arena);
+	ir_map_init(&fe.no_data, &m->arena);
+	for (int i = 0; opt && i < opt->nno_data; i++)
+		ir_map_put(&fe.no_data, opt->no_data[i], (void *)opt->no_data[i]);
 	{
 		char *tmp = ir_arena_strdup(&m->arena, path);
 		fe.dir = ir_arena_strdup(&m->arena, dirname(tmp));

@@ -524,6 +524,38 @@ static void test_import_memory(void)
 	free(w);
 }
 
+/* onnxc train's eval step: the initializers named in no_data become
+ * constants of the right type without data, and their bytes are never
+ * read (the training step's import holds them). */
+static void test_import_no_data(void)
+{
+	static const char *const no_data[1] = { "w" };
+	struct fe_options opt = { .no_data = no_data, .nno_data = 1 };
+	struct gen g;
+	float *w = weight_values();
+	struct peak pk = { 0, 0 };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	const char *path;
+	build_weighted(&g, w);
+	path = gen_write(&g);
+	ctx_collect(&ctx, &d);
+	ctx.alloc = peak_alloc;
+	ctx.alloc_ud = &pk;
+	m = fe_import(&ctx, path, &opt);
+	CHECK(m != NULL);
+	CHECK(pk.peak < WEIGHT_BYTES / 8);
+	if (m) {
+		struct ir_value *v = ir_find_value(m, "w");
+		CHECK(v && v->kind == IR_VAL_CONST && !v->data && v->type.dims[1] == WEIGHT_COLS);
+	}
+	ir_module_free(m);
+	unlink(path);
+	gen_free(&g);
+	free(w);
+}
+
 /* Every allocation failure in that import unwinds without a leak: memory,
  * the model's file descriptor and its mapping. */
 static void test_import_memory_oom(void)
@@ -669,9 +701,9 @@ int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		T(test_sum_inputs) T(test_export_sum) T(test_many_readers) T(test_wanted_inputs)
-		        T(test_ir_mutators) T(test_import_memory) T(test_import_memory_oom)
-		                T(test_weights_memory) T(test_train_template)
-		                        T(test_foreign_payload_field)
+		        T(test_ir_mutators) T(test_import_memory) T(test_import_no_data)
+		                T(test_import_memory_oom) T(test_weights_memory)
+		                        T(test_train_template) T(test_foreign_payload_field)
 	};
 	return test_main(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
 }
