@@ -223,14 +223,15 @@ static void *count_alloc(void *ud, void *ptr, size_t nsize)
 typedef void (*build_fn)(struct gen *g, int n);
 
 /* Imports path with allocations through fn; NULL after a failed check. */
-static struct ir_module *import_with(const char *path, struct ir_ctx *ctx, struct diag_buf *d,
-                                     ir_alloc_fn fn, void *ud)
+static struct ir_module *import_with(const char *path, const struct fe_options *opt,
+                                     struct ir_ctx *ctx, struct diag_buf *d, ir_alloc_fn fn,
+                                     void *ud)
 {
 	struct ir_module *m;
 	ctx_collect(ctx, d);
 	ctx->alloc = fn;
 	ctx->alloc_ud = ud;
-	m = fe_import(ctx, path, NULL);
+	m = fe_import(ctx, path, opt);
 	CHECK(m != NULL);
 	if (!m)
 		fprintf(stderr, "%s", d->text);
@@ -251,7 +252,7 @@ static struct work import_work(build_fn build, int n, bool export)
 	const char *path;
 	build(&g, n);
 	path = gen_write(&g);
-	m = import_with(path, &ctx, &d, count_alloc, &w);
+	m = import_with(path, NULL, &ctx, &d, count_alloc, &w);
 	if (m && export) {
 		char out[128];
 		snprintf(out, sizeof out, "%s.out.onnx", path);
@@ -495,33 +496,49 @@ static void build_weighted(struct gen *g, const float *w)
 	output(g, str(g, "y", 0));
 }
 
+/* The weighted model in a file, and the weights it holds. */
+struct weighted {
+	struct gen g;
+	float *w;
+	const char *path;
+};
+
+static void weighted_open(struct weighted *f)
+{
+	f->w = weight_values();
+	build_weighted(&f->g, f->w);
+	f->path = gen_write(&f->g);
+}
+
+static void weighted_close(struct weighted *f)
+{
+	unlink(f->path);
+	gen_free(&f->g);
+	free(f->w);
+}
+
 /* Importing W bytes of weights holds them once: protobuf-c does not copy
  * the large raw_data (it stays in the file until the constant is read). */
 static void test_import_memory(void)
 {
-	struct gen g;
-	float *w = weight_values();
+	struct weighted f;
 	struct peak pk = { 0, 0 };
 	struct diag_buf d;
 	struct ir_ctx ctx;
 	struct ir_module *m;
-	const char *path;
-	build_weighted(&g, w);
-	path = gen_write(&g);
-	m = import_with(path, &ctx, &d, peak_alloc, &pk);
+	weighted_open(&f);
+	m = import_with(f.path, NULL, &ctx, &d, peak_alloc, &pk);
 	printf("import of %zu bytes of weights: peak %zu bytes (%.2fx)\n", WEIGHT_BYTES, pk.peak,
 	       (double)pk.peak / (double)WEIGHT_BYTES);
 	CHECK(pk.peak < WEIGHT_BYTES * 5 / 4);
 	if (m) {
 		struct ir_value *wv = ir_find_value(m, "w"), *cv = ir_find_value(m, "c");
-		CHECK(wv && wv->data && !memcmp(wv->data, w, WEIGHT_BYTES));
+		CHECK(wv && wv->data && !memcmp(wv->data, f.w, WEIGHT_BYTES));
 		CHECK(cv && cv->data && ((float *)cv->data)[WEIGHT_COLS - 1] == WEIGHT_COLS - 1);
 	}
 	ir_module_free(m);
 	CHECK_EQ(pk.live, 0);
-	unlink(path);
-	gen_free(&g);
-	free(w);
+	weighted_close(&f);
 }
 
 /* onnxc train's eval step: the initializers named in no_data become
@@ -531,52 +548,37 @@ static void test_import_no_data(void)
 {
 	static const char *const no_data[1] = { "w" };
 	struct fe_options opt = { .no_data = no_data, .nno_data = 1 };
-	struct gen g;
-	float *w = weight_values();
+	struct weighted f;
 	struct peak pk = { 0, 0 };
 	struct diag_buf d;
 	struct ir_ctx ctx;
 	struct ir_module *m;
-	const char *path;
-	build_weighted(&g, w);
-	path = gen_write(&g);
-	ctx_collect(&ctx, &d);
-	ctx.alloc = peak_alloc;
-	ctx.alloc_ud = &pk;
-	m = fe_import(&ctx, path, &opt);
-	CHECK(m != NULL);
+	weighted_open(&f);
+	m = import_with(f.path, &opt, &ctx, &d, peak_alloc, &pk);
 	CHECK(pk.peak < WEIGHT_BYTES / 8);
 	if (m) {
 		struct ir_value *v = ir_find_value(m, "w");
 		CHECK(v && v->kind == IR_VAL_CONST && !v->data && v->type.dims[1] == WEIGHT_COLS);
 	}
 	ir_module_free(m);
-	unlink(path);
-	gen_free(&g);
-	free(w);
+	weighted_close(&f);
 }
 
 /* Every allocation failure in that import unwinds without a leak: memory,
  * the model's file descriptor and its mapping. */
 static void test_import_memory_oom(void)
 {
-	struct gen g;
-	float *w = weight_values();
-	const char *path;
-	build_weighted(&g, w);
-	path = gen_write(&g);
-	oom_import_loop(path);
-	unlink(path);
-	gen_free(&g);
-	free(w);
+	struct weighted f;
+	weighted_open(&f);
+	oom_import_loop(f.path);
+	weighted_close(&f);
 }
 
 /* The weights file is written from the constants: no image of it in
  * memory; its bytes are the image's. */
 static void test_weights_memory(void)
 {
-	struct gen g;
-	float *w = weight_values();
+	struct weighted f;
 	struct peak pk = { 0, 0 };
 	struct diag_buf d;
 	struct ir_ctx ctx;
@@ -584,15 +586,13 @@ static void test_weights_memory(void)
 	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
 	struct cg_plan p = { .opt = &co };
 	char out[128];
-	const char *path;
-	build_weighted(&g, w);
-	path = gen_write(&g);
-	snprintf(out, sizeof out, "%s.weights", path);
-	m = import_with(path, &ctx, &d, peak_alloc, &pk);
+	weighted_open(&f);
+	snprintf(out, sizeof out, "%s.weights", f.path);
+	m = import_with(f.path, NULL, &ctx, &d, peak_alloc, &pk);
 	if (m && pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL)) {
 		size_t before, size = 0, got = 0;
 		unsigned char *img, *file;
-		FILE *f;
+		FILE *fp;
 		p.m = m;
 		p.arena = &m->arena;
 		CHECK(cg_lower(&p) && cg_plan_memory(&p));
@@ -604,19 +604,16 @@ static void test_weights_memory(void)
 		CHECK(pk.peak - before < WEIGHT_BYTES / 8);
 		img = cg_weights_image(&p, &size);
 		file = malloc(size + 1);
-		f = fopen(out, "rb");
-		if (f) {
-			got = fread(file, 1, size + 1, f);
-			fclose(f);
+		if ((fp = fopen(out, "rb"))) {
+			got = fread(file, 1, size + 1, fp);
+			fclose(fp);
 		}
 		CHECK(img && got == size && !memcmp(img, file, size));
 		free(file);
 	}
 	ir_module_free(m);
 	unlink(out);
-	unlink(path);
-	gen_free(&g);
-	free(w);
+	weighted_close(&f);
 }
 
 /*
@@ -649,7 +646,7 @@ static void test_foreign_payload_field(void)
 	output(&g, str(&g, "y", 0));
 	path = gen_write(&g);
 	g.inits[0]->base.n_unknown_fields = 0;
-	m = import_with(path, &ctx, &d, NULL, NULL);
+	m = import_with(path, NULL, &ctx, &d, NULL, NULL);
 	if (m) {
 		struct ir_value *w = ir_find_value(m, "w");
 		CHECK(w && w->data && !memcmp(w->data, vals, sizeof vals));
@@ -664,8 +661,7 @@ static void test_foreign_payload_field(void)
  * raw_data the loader had left in the file. */
 static void test_train_template(void)
 {
-	struct gen g;
-	float *w = weight_values();
+	struct weighted f;
 	struct diag_buf d;
 	struct ir_ctx ctx;
 	struct ir_arena a;
@@ -673,12 +669,10 @@ static void test_train_template(void)
 	unsigned char *bytes = NULL;
 	size_t len = 0;
 	Onnx__ModelProto *mp;
-	const char *path;
-	build_weighted(&g, w);
-	path = gen_write(&g);
+	weighted_open(&f);
 	ctx_collect(&ctx, &d);
 	ir_arena_init(&a, &ctx);
-	CHECK(fe_train_template(&ctx, &a, path, drop, 1, &bytes, &len));
+	CHECK(fe_train_template(&ctx, &a, f.path, drop, 1, &bytes, &len));
 	CHECK(len < WEIGHT_BYTES / 8);
 	mp = bytes ? onnx__model_proto__unpack(NULL, len, bytes) : NULL;
 	CHECK(mp != NULL);
@@ -692,9 +686,7 @@ static void test_train_template(void)
 		onnx__model_proto__free_unpacked(mp, NULL);
 	}
 	ir_arena_free(&a);
-	unlink(path);
-	gen_free(&g);
-	free(w);
+	weighted_close(&f);
 }
 
 int main(int argc, char **argv)
