@@ -394,11 +394,14 @@ static uint64_t mutator_work(int n)
 	x2 = ir_add_input(m, "x2", &t);
 	for (int i = 0; i < n; i++) {
 		const char *name = ir_unique_name(m, "r");
+		char err[256];
 		nodes[i] = ir_add_node(m, IR_OP_RELU, "relu", &x, 1, &name, 1);
+		CHECK(ir_infer_node(m, nodes[i], err, sizeof err));
 	}
 	for (int i = 0; i < n; i++)
 		ir_rename_value(m, nodes[i]->out[0], ir_arena_printf(&m->arena, "q%d", i));
 	ir_replace_uses(m, x, x2);
+	CHECK_EQ(ir_verify(m), 0); /* every operand where its node says, in O(n) */
 	for (int i = 0; i < n; i++)
 		ir_remove_node(m, nodes[i]);
 	CHECK_EQ(x->nuses + x2->nuses, 0);
