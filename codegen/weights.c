@@ -4,59 +4,107 @@
  * Layout (docs/runtime.md): a 64-byte header - magic "ONNXCWT1", format
  * version 1, the model id, the data size (little-endian u64s), zeros - then
  * the data, each constant at the 64-byte-aligned offset the memory plan gave
- * it. The runtime maps the file read-only and checks the header, so a
- * truncated file or one written for another model is refused.
+ * it, zeros between. The runtime maps the file read-only and checks the
+ * header, so a truncated file or one written for another model is refused.
  */
 #include "plan.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
-/* The weights image: header and data, in memory. */
+/* The header, little-endian. */
+static void weights_header(const struct cg_plan *p, unsigned char h[RT_WEIGHTS_HEADER])
+{
+	uint64_t w[3] = { 1, p->model_id, (uint64_t)p->weight_bytes };
+	memset(h, 0, RT_WEIGHTS_HEADER);
+	memcpy(h, RT_WEIGHTS_MAGIC, 8);
+	memcpy(h + 8, w, sizeof w);
+}
+
+/* Value i's bytes if it is a weight (*n of them), else NULL; NULL with *n = 1
+ * after reporting a weight without data. */
+static const void *weight_data(const struct cg_plan *p, int i, size_t *n)
+{
+	const struct ir_value *v = p->m->values[i];
+	*n = 0;
+	if (p->vals[i].buf.where != CG_WEIGHT)
+		return NULL;
+	if (!v->data) {
+		ir_error(p->m->ctx,
+		         "constant '%s' has no data (IR text names weights by checksum only; "
+		         "compile the ONNX model instead)",
+		         v->name);
+		*n = 1;
+		return NULL;
+	}
+	*n = (size_t)(ir_type_elems(&v->type) * ir_dtype_size(v->type.dtype));
+	return v->data;
+}
+
+/* The weights image: header and data, in memory (for --embed-weights). */
 unsigned char *cg_weights_image(const struct cg_plan *p, size_t *size)
 {
 	struct ir_module *m = p->m;
 	size_t n = RT_WEIGHTS_HEADER + (size_t)p->weight_bytes;
 	unsigned char *img = ir_arena_alloc_big(&m->arena, n ? n : 1);
-	uint64_t hdr[4] = { 0, 1, p->model_id, (uint64_t)p->weight_bytes };
 	memset(img, 0, n);
-	memcpy(img, RT_WEIGHTS_MAGIC, 8);
-	memcpy(img + 8, &hdr[1], 24);
+	weights_header(p, img);
 	for (int i = 0; i < m->nvalues; i++) {
-		const struct ir_value *v = m->values[i];
-		const struct cg_val *cv = &p->vals[i];
-		if (cv->buf.where != CG_WEIGHT)
-			continue;
-		if (!v->data) {
-			ir_error(m->ctx,
-			         "constant '%s' has no data (IR text names weights by "
-			         "checksum only; compile the ONNX model instead)",
-			         v->name);
+		size_t bytes;
+		const void *d = weight_data(p, i, &bytes);
+		if (!d && bytes) {
+			ir_arena_release(&m->arena, img);
 			return NULL;
 		}
-		memcpy(img + RT_WEIGHTS_HEADER + cv->buf.offset, v->data,
-		       (size_t)(ir_type_elems(&v->type) * ir_dtype_size(v->type.dtype)));
+		if (d)
+			memcpy(img + RT_WEIGHTS_HEADER + p->vals[i].buf.offset, d, bytes);
 	}
 	*size = n;
 	return img;
 }
 
+/*
+ * The weights file, written from the constants where they are: each at its
+ * offset, the gaps left as holes (they read as zeros), so writing costs no
+ * second copy of the weights in memory.
+ */
 bool cg_write_weights(const struct cg_plan *p, const char *path)
 {
-	size_t n;
-	unsigned char *img = cg_weights_image(p, &n);
-	FILE *f;
+	unsigned char hdr[RT_WEIGHTS_HEADER];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	bool ok;
-	if (!img)
-		return false;
-	if (!(f = fopen(path, "wb"))) {
-		ir_error(p->m->ctx, "cannot write %s", path);
+	if (fd < 0) {
+		ir_error(p->m->ctx, "cannot write %s: %s", path, strerror(errno));
 		return false;
 	}
-	ok = fwrite(img, 1, n, f) == n;
-	ok &= fclose(f) == 0;
+	weights_header(p, hdr);
+	ok = ftruncate(fd, (off_t)(RT_WEIGHTS_HEADER + p->weight_bytes)) == 0 &&
+	     pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr;
+	for (int i = 0; ok && i < p->m->nvalues; i++) {
+		size_t bytes, done = 0;
+		const unsigned char *d = weight_data(p, i, &bytes);
+		if (!d && bytes) {
+			close(fd);
+			return false;
+		}
+		while (d && done < bytes) {
+			ssize_t w =
+			        pwrite(fd, d + done, bytes - done,
+			               (off_t)(RT_WEIGHTS_HEADER + p->vals[i].buf.offset + done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				ok = false;
+				break;
+			}
+			done += (size_t)w;
+		}
+	}
+	ok &= close(fd) == 0;
 	if (!ok)
 		ir_error(p->m->ctx, "writing %s failed", path);
-	ir_arena_release(&p->m->arena, img);
 	return ok;
 }
 

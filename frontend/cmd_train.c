@@ -643,7 +643,19 @@ static int run_train(struct train_cli *c)
 	c->to.frozen = c->frozen;
 	if (!(sm = build_step(&ctx, c, false, &step)) || !check_batch(&ctx, &step))
 		goto out;
-	if (!(em = build_step(&ctx, c, true, &eval)))
+	drop = ir_arena_alloc(&a, sizeof *drop * (size_t)(step.nparams + step.nstate + 1));
+	for (int i = 0; i < step.nparams; i++)
+		drop[i] = step.params[i].name;
+	for (int i = 0; i < step.nstate; i++)
+		drop[step.nparams + i] = step.state[i].name;
+	/* the eval step needs the params' and state's types, not their data:
+	 * the training step holds it (one copy of the weights, not two) */
+	c->mo.fe.no_data = drop;
+	c->mo.fe.nno_data = step.nparams + step.nstate;
+	em = build_step(&ctx, c, true, &eval);
+	c->mo.fe.no_data = NULL;
+	c->mo.fe.nno_data = 0;
+	if (!em)
 		goto out;
 	if (!same_interface(&step, &eval))
 		ir_panic(__FILE__, __LINE__, "the training and eval steps' interfaces differ");
@@ -655,11 +667,6 @@ static int run_train(struct train_cli *c)
 	g.id = step_id(&step);
 	g.cfg = &c->cfg;
 	find_ranges(&a, c, &eval, em, &g); /* before compiling rewrites em */
-	drop = ir_arena_alloc(&a, sizeof *drop * (size_t)(step.nparams + step.nstate + 1));
-	for (int i = 0; i < step.nparams; i++)
-		drop[i] = step.params[i].name;
-	for (int i = 0; i < step.nstate; i++)
-		drop[step.nparams + i] = step.state[i].name;
 	if (!fe_train_template(&ctx, &a, c->input, drop, step.nparams + step.nstate,
 	                       (unsigned char **)&g.tmpl, &g.tmpl_len))
 		goto out;

@@ -48,8 +48,10 @@ struct ex {
 	struct ir_module *m;
 	struct ir_arena arena; /* every proto object the writer builds */
 	int64_t opset;
-	struct fe_map taken;      /* names of synthesized initializers */
-	struct fe_map node_names; /* node names written so far */
+	struct ir_map taken;      /* names of synthesized initializers */
+	struct ir_map node_names; /* node names written so far */
+	struct ir_map next_name;  /* ir_fresh_name's memory for both */
+	struct ir_map next_node;
 	Onnx__NodeProto **nodes;
 	size_t nnodes, cap_nodes;
 	Onnx__TensorProto **inits;
@@ -93,20 +95,26 @@ static void *ex_grow(struct ex *ex, void *arr, size_t n, size_t *cap, size_t ele
 	return bigger;
 }
 
-static bool ex_name_taken(struct ex *ex, const char *s)
+static bool ex_name_taken(void *ud, const char *s)
 {
-	return ir_find_value(ex->m, s) || fe_map_get(&ex->taken, s);
+	struct ex *ex = ud;
+	return ir_find_value(ex->m, s) || ir_map_get(&ex->taken, s);
 }
 
 /* A new value name derived from node n's first result: "RESULT.what". */
-static char *ex_new_name(struct ex *ex, const struct ir_node *n, const char *what)
+static const char *ex_new_name(struct ex *ex, const struct ir_node *n, const char *what)
 {
 	const char *base = n->nout ? n->out[0]->name : n->name;
-	char *s = ir_arena_printf(&ex->arena, "%s.%s", base, what);
-	for (int i = 1; ex_name_taken(ex, s); i++)
-		s = ir_arena_printf(&ex->arena, "%s.%s%d", base, what, i);
-	fe_map_put(&ex->taken, s, s);
+	const char *s =
+	        ir_fresh_name(&ex->next_name, ir_arena_printf(&ex->arena, "%s.%s", base, what), "",
+	                      ex_name_taken, ex);
+	ir_map_put(&ex->taken, s, (void *)s);
 	return s;
+}
+
+static bool ex_node_taken(void *ud, const char *s)
+{
+	return ir_map_get(&((struct ex *)ud)->node_names, s) != NULL;
 }
 
 /*
@@ -116,10 +124,8 @@ static char *ex_new_name(struct ex *ex, const struct ir_node *n, const char *wha
  */
 static const char *ex_node_name(struct ex *ex, const char *name)
 {
-	const char *s = name;
-	for (int i = 1; fe_map_get(&ex->node_names, s); i++)
-		s = ir_arena_printf(&ex->arena, "%s.%d", name, i);
-	fe_map_put(&ex->node_names, s, (void *)s);
+	const char *s = ir_fresh_name(&ex->next_node, name, ".", ex_node_taken, ex);
+	ir_map_put(&ex->node_names, s, (void *)s);
 	return s;
 }
 
@@ -1021,8 +1027,10 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 	ex->m = m;
 	ex->opset = opset;
 	ir_arena_init(&ex->arena, ctx);
-	fe_map_init(&ex->taken, &ex->arena);
-	fe_map_init(&ex->node_names, &ex->arena);
+	ir_map_init(&ex->taken, &ex->arena);
+	ir_map_init(&ex->node_names, &ex->arena);
+	ir_map_init(&ex->next_name, &ex->arena);
+	ir_map_init(&ex->next_node, &ex->arena);
 	ok = ex_run(ex, path, o);
 	ctx->oom = saved_oom;
 	ir_arena_free(&ex->arena);

@@ -63,6 +63,11 @@ struct fe_options {
 	 * every BatchNormalization with batch statistics anyway). */
 	bool training;
 	int64_t max_const_bytes; /* largest constant the import may create (0: 4 GiB) */
+	/* Initializers whose data is not read: they become constants without
+	 * data (as IR text's weights). onnxc train's eval step, whose params
+	 * and state the training step already holds. */
+	const char *const *no_data;
+	int nno_data;
 	/* called with the path of every external data file the import reads
 	 * (the model's folder joined with the location), for depfiles */
 	void (*on_read)(void *ud, const char *path);
@@ -78,10 +83,6 @@ struct ir_value *fe_load_tensor(struct ir_ctx *ctx, struct ir_module *m, const c
                                 const char *name);
 /* Writes a tensor as .npy (bfloat16 as raw 2-byte elements). */
 bool fe_save_npy(const char *path, const struct ir_type *t, const void *data);
-
-/* The names of the model's graph inputs that are not initializers, in
- * order; -1 after reporting errors. */
-int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max);
 
 /* Training (onnxc train): the names of the model's initializers, in
  * model order, copied into a. false after diagnostics. */
@@ -125,16 +126,13 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 #define FE_MIN_OPSET 7
 #define FE_MAX_OPSET 17
 
-/* String -> pointer map over an arena (names of ONNX tensors). */
-struct fe_map {
-	struct ir_arena *arena;
-	const char **keys;
-	void **vals;
-	int cap, n;
+/* The model file while tensors are read from it (load.c): large raw_data
+ * stays in the file and is read from fd into the constant that holds it. */
+struct fe_source {
+	int fd;    /* -1: closed */
+	void *map; /* the file mapped while it is scanned, or NULL */
+	size_t map_len;
 };
-void fe_map_init(struct fe_map *mp, struct ir_arena *a);
-void **fe_map_get(struct fe_map *mp, const char *key); /* NULL if absent */
-void fe_map_put(struct fe_map *mp, const char *key, void *val);
 
 struct fe {
 	struct ir_ctx *ctx;
@@ -143,9 +141,14 @@ struct fe {
 	const char *path;
 	char *dir; /* the model's folder, for external data */
 	Onnx__ModelProto *model;
+	struct fe_source *src;  /* of model (NULL: tensors carry their data) */
 	int64_t opset;          /* of the default domain */
-	struct fe_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
-	struct fe_map reserved; /* every ONNX tensor name in the graph */
+	struct ir_map values;   /* ONNX tensor name -> ir_value (NULL: poisoned) */
+	struct ir_map reserved; /* every ONNX tensor name in the graph */
+	struct ir_map tmp_next; /* fe_tmp_name's ir_fresh_name memory */
+	struct ir_map reads;    /* tensors read by a node or a graph output, once asked */
+	struct ir_map wanted;   /* values want_inputs has visited */
+	struct ir_map no_data;  /* opt->no_data */
 	int64_t max_const_bytes;
 	int64_t fold_budget; /* folding work left (fe_fold_ok) */
 	int ndropout;        /* training-mode Dropouts so far: the next one's salt */
@@ -173,6 +176,15 @@ struct fe_op {
 	enum ir_op ir; /* for the generic importers */
 };
 const struct fe_op *fe_find_op(const char *op_type);
+
+/*
+ * Loads the ModelProto at path (no import) and calls fn on it, under an
+ * out-of-memory guard and with a scratch module for the loader's memory:
+ * what onnxc asks of a model besides importing it. false when the model
+ * cannot be read (reported) or fn returns false.
+ */
+typedef bool (*fe_proto_fn)(struct fe *fe, Onnx__ModelProto *mp, void *ud);
+bool fe_with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, void *ud);
 
 /* Reports an error on the node and marks it failed; returns false. */
 bool fe_fail(struct fe_node *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -250,9 +262,30 @@ int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k);
 
-/* Loading (load.c). */
+/* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
+ * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
+ * proto and closes the file. */
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path);
 void fe_free_model(struct fe *fe, Onnx__ModelProto *mp);
+/* The payload of t the loader left in the file: true with its offset and
+ * length there; false when t carries its own data. */
+bool fe_payload(const struct fe *fe, const Onnx__TensorProto *t, int64_t *offset, size_t *len);
+/* Reads that payload into buf (len bytes); false after reporting (who
+ * names the tensor). */
+bool fe_read_payload(struct fe *fe, const char *who, void *buf, int64_t offset, size_t len);
+/* Gives t its raw_data back from the file (memory of fe->m) so that the
+ * proto can be packed, saving in u what fe_payload_restore puts back
+ * before the proto is freed: 1, 0 when t holds its data, -1 after
+ * reporting a read error. */
+struct fe_payload_undo {
+	Onnx__TensorProto *t;
+	ProtobufCBinaryData raw;
+	protobuf_c_boolean has_raw;
+	size_t nunknown;
+	ProtobufCMessageUnknownField *unknown;
+};
+int fe_payload_inline(struct fe *fe, Onnx__TensorProto *t, struct fe_payload_undo *u);
+void fe_payload_restore(const struct fe_payload_undo *u);
 /* Decodes a TensorProto into a new module constant named name. who names the
  * tensor in messages ("initializer 'w'", "attribute 'value'"). NULL on error
  * (reported). */

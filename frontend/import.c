@@ -25,53 +25,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* Name map                                                                 */
-/* ------------------------------------------------------------------------ */
-
-void fe_map_init(struct fe_map *mp, struct ir_arena *a)
-{
-	memset(mp, 0, sizeof *mp);
-	mp->arena = a;
-}
-
-static size_t map_slot(const struct fe_map *mp, const char *key)
-{
-	size_t h = (size_t)ir_checksum(key, strlen(key)) & (size_t)(mp->cap - 1);
-	while (mp->keys[h] && strcmp(mp->keys[h], key))
-		h = (h + 1) & (size_t)(mp->cap - 1);
-	return h;
-}
-
-void **fe_map_get(struct fe_map *mp, const char *key)
-{
-	size_t h;
-	if (!mp->cap)
-		return NULL;
-	h = map_slot(mp, key);
-	return mp->keys[h] ? &mp->vals[h] : NULL;
-}
-
-void fe_map_put(struct fe_map *mp, const char *key, void *val)
-{
-	size_t h;
-	if ((mp->n + 1) * 2 > mp->cap) {
-		struct fe_map big = { .arena = mp->arena, .cap = mp->cap ? mp->cap * 2 : 64 };
-		big.keys = ir_arena_alloc(mp->arena, sizeof *big.keys * (size_t)big.cap);
-		big.vals = ir_arena_alloc(mp->arena, sizeof *big.vals * (size_t)big.cap);
-		for (int i = 0; i < mp->cap; i++)
-			if (mp->keys[i])
-				fe_map_put(&big, mp->keys[i], mp->vals[i]);
-		*mp = big;
-	}
-	h = map_slot(mp, key);
-	if (!mp->keys[h]) {
-		mp->keys[h] = key;
-		mp->n++;
-	}
-	mp->vals[h] = val;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Node helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -254,18 +207,39 @@ bool fe_is_const(struct fe_node *nd, int i)
 	return v && v->kind == IR_VAL_CONST && v->data;
 }
 
-/* Records the graph inputs v is computed from (for onnxc check's retry). */
-static void want_inputs(struct fe_wanted *w, struct ir_value *v, int depth)
+/*
+ * Records the graph inputs v is computed from (for onnxc check's retry):
+ * depth first, left to right, each value visited once per import (a walk
+ * that revisited shared operands could take exponential time).
+ */
+static void want_inputs(struct fe *fe, struct fe_wanted *w, struct ir_value *v)
 {
-	if (v->kind == IR_VAL_INPUT) {
-		for (int k = 0; k < w->n; k++)
-			if (!strcmp(w->names[k], v->name))
-				return;
-		if (w->n < 16)
-			snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
-	} else if (v->kind == IR_VAL_NODE && depth < 64) {
-		for (int i = 0; i < v->def->nin; i++)
-			want_inputs(w, v->def->in[i], depth + 1);
+	struct ir_arena *a = &fe->m->arena;
+	int n = 0, cap = 64;
+	struct ir_value **stack = ir_arena_alloc(a, sizeof *stack * (size_t)cap);
+	stack[n++] = v;
+	while (n && w->n < 16) {
+		v = stack[--n];
+		if (ir_map_get(&fe->wanted, v->name))
+			continue;
+		ir_map_put(&fe->wanted, v->name, v);
+		if (v->kind == IR_VAL_INPUT) {
+			bool have = false;
+			for (int k = 0; k < w->n && !have; k++)
+				have = !strcmp(w->names[k], v->name);
+			if (!have)
+				snprintf(w->names[w->n++], sizeof w->names[0], "%s", v->name);
+		} else if (v->kind == IR_VAL_NODE) {
+			if (n + v->def->nin > cap) {
+				struct ir_value **big;
+				cap = 2 * (n + v->def->nin);
+				big = ir_arena_alloc(a, sizeof *big * (size_t)cap);
+				memcpy(big, stack, sizeof *big * (size_t)n);
+				stack = big;
+			}
+			for (int i = v->def->nin - 1; i >= 0; i--) /* the first on top */
+				stack[n++] = v->def->in[i];
+		}
 	}
 }
 
@@ -275,7 +249,7 @@ bool fe_need_const(struct fe_node *nd, int i, const char *what)
 	if (!v)
 		return fe_fail(nd, "input %d (%s) is missing", i, what);
 	if (nd->fe->opt && nd->fe->opt->wanted && (v->kind != IR_VAL_CONST || !v->data))
-		want_inputs(nd->fe->opt->wanted, v, 0);
+		want_inputs(nd->fe, nd->fe->opt->wanted, v);
 	if (v->kind != IR_VAL_CONST || !v->data)
 		return fe_fail(nd,
 		               "input %d (%s) '%s' must be a constant, but it is computed at run "
@@ -333,19 +307,18 @@ int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what)
 	return axis < 0 ? axis + rank : axis;
 }
 
-static bool name_taken(struct fe *fe, const char *s)
+static bool name_taken(void *ud, const char *s)
 {
-	return ir_find_value(fe->m, s) || fe_map_get(&fe->reserved, s);
+	struct fe *fe = ud;
+	return ir_find_value(fe->m, s) || ir_map_get(&fe->reserved, s);
 }
 
 const char *fe_tmp_name(struct fe_node *nd, const char *suffix)
 {
 	struct fe *fe = nd->fe;
 	const char *base = nd->nout && nd->proto->output[0][0] ? nd->proto->output[0] : nd->name;
-	char *s = ir_arena_printf(&fe->m->arena, "%s.%s", base, suffix);
-	for (int i = 1; name_taken(fe, s); i++)
-		s = ir_arena_printf(&fe->m->arena, "%s.%s%d", base, suffix, i);
-	return s;
+	return ir_fresh_name(&fe->tmp_next, ir_arena_printf(&fe->m->arena, "%s.%s", base, suffix),
+	                     "", name_taken, fe);
 }
 
 const char *fe_out_name(struct fe_node *nd, int k)
@@ -369,27 +342,30 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
 }
 
-/* Whether a node of g or g's outputs read the tensor. */
-static bool graph_reads(const Onnx__GraphProto *g, const char *name)
+/* Every tensor a node of g or g's outputs read, into r (keys point into g). */
+static void graph_reads(const Onnx__GraphProto *g, struct ir_map *r)
 {
 	for (size_t i = 0; i < g->n_node; i++)
 		for (size_t k = 0; k < g->node[i]->n_input; k++)
-			if (!strcmp(g->node[i]->input[k], name))
-				return true;
+			ir_map_put(r, g->node[i]->input[k], (void *)g->node[i]->input[k]);
 	for (size_t i = 0; i < g->n_output; i++)
-		if (g->output[i]->name && !strcmp(g->output[i]->name, name))
-			return true;
-	return false;
+		if (g->output[i]->name)
+			ir_map_put(r, g->output[i]->name, (void *)g->output[i]->name);
 }
 
-bool fe_tensor_used(struct fe *fe, const char *name) { return graph_reads(fe->model->graph, name); }
+bool fe_tensor_used(struct fe *fe, const char *name)
+{
+	if (!fe->reads.cap) /* built on the first question: one pass over the graph */
+		graph_reads(fe->model->graph, &fe->reads);
+	return ir_map_get(&fe->reads, name) != NULL;
+}
 
 bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 {
 	void **p;
 	if (v->kind != IR_VAL_CONST || !ir_dtypes[v->type.dtype].is_float)
 		return false;
-	p = fe_map_get(&fe->reserved, v->name);
+	p = ir_map_get(&fe->reserved, v->name);
 	return p && !strcmp(*p, "initializer");
 }
 
@@ -461,7 +437,7 @@ struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *c
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v)
 {
 	if (k < nd->nout && nd->proto->output[k][0])
-		fe_map_put(&nd->fe->values, nd->proto->output[k], v);
+		ir_map_put(&nd->fe->values, nd->proto->output[k], v);
 }
 
 struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, const void *data)
@@ -527,7 +503,8 @@ static bool find_opset(struct fe *fe)
 static bool scan_graph(struct fe *fe, const char **names)
 {
 	Onnx__GraphProto *g = fe->model->graph;
-	struct fe_map *r = &fe->reserved;
+	struct ir_map *r = &fe->reserved;
+	struct ir_map functions = { 0 }; /* model-local function names, once needed */
 	int errors = fe->ctx->nerrors, unsupported = 0;
 
 	for (size_t i = 0; i < g->n_initializer; i++) {
@@ -536,9 +513,9 @@ static bool scan_graph(struct fe *fe, const char **names)
 			ir_error(fe->ctx, "initializer %zu has no name", i);
 			continue;
 		}
-		if (fe_map_get(r, n))
+		if (ir_map_get(r, n))
 			ir_error(fe->ctx, "initializer '%s' is defined twice", n);
-		fe_map_put(r, n, (void *)"initializer");
+		ir_map_put(r, n, (void *)"initializer");
 	}
 	for (size_t i = 0; i < g->n_input; i++) {
 		const char *n = g->input[i]->name;
@@ -547,11 +524,11 @@ static bool scan_graph(struct fe *fe, const char **names)
 			ir_error(fe->ctx, "graph input %zu has no name", i);
 			continue;
 		}
-		prev = fe_map_get(r, n);
+		prev = ir_map_get(r, n);
 		if (prev && strcmp(*prev, "initializer"))
 			ir_error(fe->ctx, "graph input '%s' is declared twice", n);
 		if (!prev)
-			fe_map_put(r, n, (void *)"graph input");
+			ir_map_put(r, n, (void *)"graph input");
 	}
 	for (size_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *p = g->node[i];
@@ -565,13 +542,13 @@ static bool scan_graph(struct fe *fe, const char **names)
 			void **prev;
 			if (!n[0])
 				continue;
-			prev = fe_map_get(r, n);
+			prev = ir_map_get(r, n);
 			if (prev)
 				ir_node_error(fe->ctx, names[i], p->op_type,
 				              "output '%s' is already defined (by %s)", n,
 				              (const char *)*prev);
 			else
-				fe_map_put(r, n,
+				ir_map_put(r, n,
 				           ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
 		}
 		if (!default_domain(p->domain)) {
@@ -584,14 +561,18 @@ static bool scan_graph(struct fe *fe, const char **names)
 		}
 		op = fe_find_op(p->op_type);
 		if (!op) {
-			bool is_function = false;
-			for (size_t f = 0; f < fe->model->n_functions; f++)
-				if (fe->model->functions[f]->name &&
-				    !strcmp(fe->model->functions[f]->name, p->op_type))
-					is_function = true;
+			if (!functions.arena) {
+				ir_map_init(&functions, &fe->m->arena);
+				for (size_t f = 0; f < fe->model->n_functions; f++)
+					if (fe->model->functions[f]->name)
+						ir_map_put(&functions,
+						           fe->model->functions[f]->name,
+						           fe->model->functions[f]);
+			}
 			ir_node_error(fe->ctx, names[i], p->op_type, "%s",
-			              is_function ? "model-local functions are not supported"
-			                          : "op is not supported by onnxc");
+			              ir_map_get(&functions, p->op_type)
+			                      ? "model-local functions are not supported"
+			                      : "op is not supported by onnxc");
 			unsupported++;
 		} else if (op->since > fe->opset) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
@@ -655,7 +636,7 @@ static bool bind_const_input(struct fe *fe, const Onnx__ValueInfoProto *vi,
 			return false;
 		}
 	}
-	fe_map_put(&fe->values, vi->name, v);
+	ir_map_put(&fe->values, vi->name, v);
 	return true;
 }
 
@@ -683,7 +664,7 @@ static bool bind_inputs(struct fe *fe)
 		void **known;
 		if (!vi->name || !vi->name[0])
 			continue;
-		known = fe_map_get(&fe->values, vi->name);
+		known = ir_map_get(&fe->values, vi->name);
 		if (known)
 			continue; /* an initializer: a constant */
 		if (find_const(fe->opt, vi->name)) {
@@ -795,7 +776,7 @@ static bool bind_inputs(struct fe *fe)
 			         vi->name);
 			continue;
 		}
-		fe_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
+		ir_map_put(&fe->values, vi->name, ir_add_input(fe->m, vi->name, &t));
 	}
 	if (nunbound)
 		ir_error(fe->ctx,
@@ -826,12 +807,19 @@ static bool load_initializers(struct fe *fe)
 		const Onnx__TensorProto *t = g->initializer[i];
 		struct ir_value *v;
 		char *who;
-		if (!t->name || !t->name[0] || fe_map_get(&fe->values, t->name))
+		if (!t->name || !t->name[0] || ir_map_get(&fe->values, t->name))
 			continue; /* reported by scan_graph */
 		who = ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name);
-		v = fe_tensor_const(fe, t, t->name, who);
+		if (ir_map_get(&fe->no_data, t->name)) {
+			struct ir_type ty;
+			v = fe_tensor_type(fe, t, who, &ty)
+			            ? ir_add_const_ref(fe->m, t->name, &ty, 0)
+			            : NULL;
+		} else {
+			v = fe_tensor_const(fe, t, t->name, who);
+		}
 		if (v)
-			fe_map_put(&fe->values, t->name, v);
+			ir_map_put(&fe->values, t->name, v);
 	}
 	if (g->n_sparse_initializer)
 		ir_error(fe->ctx, "sparse initializers are not supported");
@@ -890,15 +878,15 @@ static int *topo_order(struct fe *fe, const char **names)
 	int *indeg = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
 	int *nsucc = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
 	int **succ = ir_arena_alloc(a, sizeof(int *) * (size_t)(nn + 1));
-	struct fe_map producer;
+	struct ir_map producer;
 	struct heap h = { ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1)), 0 };
 
-	fe_map_init(&producer, a);
+	ir_map_init(&producer, a);
 	for (int i = 0; i < nn; i++)
 		for (size_t k = 0; k < g->node[i]->n_output; k++)
 			if (g->node[i]->output[k][0] &&
-			    !fe_map_get(&producer, g->node[i]->output[k]))
-				fe_map_put(&producer, g->node[i]->output[k],
+			    !ir_map_get(&producer, g->node[i]->output[k]))
+				ir_map_put(&producer, g->node[i]->output[k],
 				           (void *)(intptr_t)(i + 1));
 	/* count edges, then fill successor lists */
 	for (int pass = 0; pass < 2; pass++) {
@@ -907,9 +895,9 @@ static int *topo_order(struct fe *fe, const char **names)
 			for (size_t k = 0; k < p->n_input; k++) {
 				const char *in = p->input[k];
 				void **pr;
-				if (!in[0] || fe_map_get(&fe->values, in))
+				if (!in[0] || ir_map_get(&fe->values, in))
 					continue;
-				pr = fe_map_get(&producer, in);
+				pr = ir_map_get(&producer, in);
 				if (!pr) {
 					if (pass == 0)
 						ir_node_error(fe->ctx, names[i], p->op_type,
@@ -958,6 +946,32 @@ static int *topo_order(struct fe *fe, const char **names)
 	return order;
 }
 
+static int cmp_attr_name(const void *a, const void *b)
+{
+	return strcmp((*(Onnx__AttributeProto *const *)a)->name,
+	              (*(Onnx__AttributeProto *const *)b)->name);
+}
+
+/* Every attribute has a name, none twice: sorted, so n log n for a node
+ * with thousands of them. */
+static bool attrs_unique(struct fe_node *nd)
+{
+	const Onnx__NodeProto *p = nd->proto;
+	Onnx__AttributeProto **sorted;
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (!p->attribute[i]->name || !p->attribute[i]->name[0])
+			return fe_fail(nd, "attribute %zu has no name", i);
+	if (p->n_attribute < 2)
+		return true;
+	sorted = ir_arena_alloc(&nd->fe->m->arena, sizeof *sorted * p->n_attribute);
+	memcpy(sorted, p->attribute, sizeof *sorted * p->n_attribute);
+	qsort(sorted, p->n_attribute, sizeof *sorted, cmp_attr_name);
+	for (size_t i = 1; i < p->n_attribute; i++)
+		if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+			return fe_fail(nd, "attribute '%s' is given twice", sorted[i]->name);
+	return true;
+}
+
 static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name)
 {
 	const struct fe_op *op = fe_find_op(p->op_type);
@@ -972,24 +986,14 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 		void **v;
 		if (!p->input[i][0])
 			continue;
-		v = fe_map_get(&fe->values, p->input[i]);
+		v = ir_map_get(&fe->values, p->input[i]);
 		IR_ASSERT(v);
 		if (!*v)
 			goto poison; /* depends on a node that failed */
 		nd.in[i] = *v;
 	}
-	for (size_t i = 0; i < p->n_attribute; i++) {
-		if (!p->attribute[i]->name || !p->attribute[i]->name[0]) {
-			fe_fail(&nd, "attribute %zu has no name", i);
-			goto poison;
-		}
-		for (size_t k = 0; k < i; k++)
-			if (!strcmp(p->attribute[k]->name, p->attribute[i]->name)) {
-				fe_fail(&nd, "attribute '%s' is given twice",
-				        p->attribute[i]->name);
-				goto poison;
-			}
-	}
+	if (!attrs_unique(&nd))
+		goto poison;
 	if (!op->import(&nd) || nd.failed)
 		goto poison;
 	for (size_t i = 0; i < p->n_attribute; i++)
@@ -998,7 +1002,7 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 			goto poison;
 		}
 	for (int k = 0; k < nd.nout; k++) {
-		void **v = p->output[k][0] ? fe_map_get(&fe->values, p->output[k]) : NULL;
+		void **v = p->output[k][0] ? ir_map_get(&fe->values, p->output[k]) : NULL;
 		if (p->output[k][0] && (!v || !*v)) {
 			fe_fail(&nd, "has %d outputs, but the op does not produce output %d ('%s')",
 			        nd.nout, k, p->output[k]);
@@ -1009,18 +1013,20 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 poison:
 	for (int k = 0; k < nd.nout; k++)
 		if (p->output[k][0])
-			fe_map_put(&fe->values, p->output[k], NULL);
+			ir_map_put(&fe->values, p->output[k], NULL);
 }
 
 /* Graph outputs, checked against the model's declared types. */
 static void bind_outputs(struct fe *fe)
 {
 	Onnx__GraphProto *g = fe->model->graph;
+	struct ir_map bound; /* value name -> the value, for each output so far */
+	ir_map_init(&bound, &fe->m->arena);
 	for (size_t i = 0; i < g->n_output; i++) {
 		const Onnx__ValueInfoProto *vi = g->output[i];
-		void **slot = vi->name ? fe_map_get(&fe->values, vi->name) : NULL;
+		void **slot = vi->name ? ir_map_get(&fe->values, vi->name) : NULL;
 		struct ir_value *v;
-		bool dup = false;
+		bool dup;
 		if (!slot) {
 			ir_error(fe->ctx, "graph output '%s' is not produced by any node",
 			         vi->name ? vi->name : "");
@@ -1028,8 +1034,7 @@ static void bind_outputs(struct fe *fe)
 		}
 		if (!(v = *slot))
 			continue; /* its node failed */
-		for (int k = 0; k < fe->m->noutputs; k++)
-			dup |= fe->m->outputs[k] == v;
+		dup = ir_map_get(&bound, v->name) != NULL;
 		if (v->kind != IR_VAL_NODE || dup) {
 			/* outputs are distinct node results, named like the model's:
 			 * the copy takes the name from a constant holding it (a folded
@@ -1076,6 +1081,7 @@ static void bind_outputs(struct fe *fe)
 			}
 		}
 		ir_add_output(fe->m, v);
+		ir_map_put(&bound, v->name, v);
 	}
 	if (!g->n_output)
 		ir_error(fe->ctx, "the graph has no outputs");
@@ -1122,6 +1128,7 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	ctx->file = path;
 	if (setjmp(jb)) {
 		fe.m = m;
+		fe.src = NULL; /* the arena closes the file */
 		fe_free_model(&fe, mp);
 		ir_module_free(m);
 		ctx->oom = saved_oom;
@@ -1132,8 +1139,14 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	m = ir_module_new(ctx, "model");
 	fe.m = m;
 	fe.max_const_bytes = opt && opt->max_const_bytes ? opt->max_const_bytes : (int64_t)4 << 30;
-	fe_map_init(&fe.values, &m->arena);
-	fe_map_init(&fe.reserved, &m->arena);
+	ir_map_init(&fe.values, &m->arena);
+	ir_map_init(&fe.reserved, &m->arena);
+	ir_map_init(&fe.tmp_next, &m->arena);
+	ir_map_init(&fe.reads, &m->arena);
+	ir_map_init(&fe.wanted, &m->arena);
+	ir_map_init(&fe.no_data, &m->arena);
+	for (int i = 0; opt && i < opt->nno_data; i++)
+		ir_map_put(&fe.no_data, opt->no_data[i], (void *)opt->no_data[i]);
 	{
 		char *tmp = ir_arena_strdup(&m->arena, path);
 		fe.dir = ir_arena_strdup(&m->arena, dirname(tmp));
@@ -1177,14 +1190,7 @@ bool fe_parse_dims(const char *s, int *rank, int64_t *dims)
 	}
 }
 
-/*
- * Loads the ModelProto at path (no import) and calls fn on it, under an
- * out-of-memory guard: what onnxc asks of a model besides importing it.
- * false when the model cannot be read (reported) or fn returns false.
- */
-typedef bool (*fe_proto_fn)(struct fe *fe, Onnx__ModelProto *mp, void *ud);
-
-static bool with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, void *ud)
+bool fe_with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, void *ud)
 {
 	struct fe fe = { .ctx = ctx };
 	struct ir_module *volatile m = NULL;
@@ -1196,6 +1202,7 @@ static bool with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, voi
 	if (setjmp(jb)) {
 		ctx->oom = saved;
 		ctx->file = saved_file;
+		fe.src = NULL; /* the arena closes the file */
 		if (mp)
 			fe_free_model(&fe, mp);
 		ir_module_free(m);
@@ -1212,35 +1219,6 @@ static bool with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, voi
 		fe_free_model(&fe, mp);
 	ir_module_free(m);
 	return ok;
-}
-
-struct input_names {
-	char (*names)[256];
-	int max, n;
-};
-
-static bool input_names(struct fe *fe, Onnx__ModelProto *mp, void *ud)
-{
-	struct input_names *r = ud;
-	Onnx__GraphProto *g = mp->graph;
-	(void)fe;
-	for (size_t i = 0; i < g->n_input && r->n < r->max; i++) {
-		bool init = false;
-		if (!g->input[i]->name)
-			continue;
-		for (size_t k = 0; k < g->n_initializer && !init; k++)
-			init = g->initializer[k]->name &&
-			       !strcmp(g->initializer[k]->name, g->input[i]->name);
-		if (!init)
-			snprintf(r->names[r->n++], 256, "%s", g->input[i]->name);
-	}
-	return true;
-}
-
-int fe_input_names(struct ir_ctx *ctx, const char *path, char (*names)[256], int max)
-{
-	struct input_names r = { names, max, 0 };
-	return with_proto(ctx, path, input_names, &r) ? r.n : -1;
 }
 
 struct train_info {
@@ -1268,7 +1246,7 @@ bool fe_train_info(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
 {
 	struct train_info r = { a, info };
 	memset(info, 0, sizeof *info);
-	return with_proto(ctx, path, train_info, &r);
+	return fe_with_proto(ctx, path, train_info, &r);
 }
 
 struct train_template {
@@ -1294,7 +1272,7 @@ struct mode_undo {
  * and a Dropout loses its training_mode input (absent means false). The
  * nodes are changed in place and put back from undo after packing.
  */
-static int inference_mode(Onnx__GraphProto *g, struct mode_undo *undo)
+static int inference_mode(Onnx__GraphProto *g, const struct ir_map *reads, struct mode_undo *undo)
 {
 	int n = 0;
 	for (size_t i = 0; i < g->n_node; i++) {
@@ -1307,7 +1285,7 @@ static int inference_mode(Onnx__GraphProto *g, struct mode_undo *undo)
 		} else if (!strcmp(p->op_type, "BatchNormalization")) {
 			bool stats_read = false;
 			for (size_t k = 1; k < p->n_output; k++)
-				stats_read |= p->output[k][0] && graph_reads(g, p->output[k]);
+				stats_read |= p->output[k][0] && ir_map_get(reads, p->output[k]);
 			if (stats_read)
 				continue;
 			for (size_t k = 0; k < p->n_attribute; k++)
@@ -1340,7 +1318,16 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	Onnx__TensorProto **kept = ir_arena_alloc(&fe->m->arena, sizeof *kept * (n ? n : 1));
 	struct mode_undo *undo =
 	        ir_arena_alloc(&fe->m->arena, sizeof *undo * (g->n_node ? g->n_node : 1));
-	int nundo = inference_mode(g, undo);
+	struct ir_map reads, dropped;
+	int nundo;
+	ir_map_init(&reads, &fe->m->arena);
+	ir_map_init(&dropped, &fe->m->arena);
+	graph_reads(g, &reads);
+	nundo = inference_mode(g, &reads, undo);
+	if (nundo) { /* what the switched nodes read no more */
+		ir_map_init(&reads, &fe->m->arena);
+		graph_reads(g, &reads);
+	}
 	/* Constants nothing reads any more (Dropout's training_mode) go too */
 	Onnx__NodeProto **nodes = g->node,
 	                **live = ir_arena_alloc(&fe->m->arena,
@@ -1348,22 +1335,49 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	size_t nnodes = g->n_node, nlive = 0;
 	for (size_t i = 0; i < nnodes; i++)
 		if (!nundo || strcmp(nodes[i]->op_type, "Constant") || nodes[i]->n_output != 1 ||
-		    graph_reads(g, nodes[i]->output[0]))
+		    ir_map_get(&reads, nodes[i]->output[0]))
 			live[nlive++] = nodes[i];
-	for (size_t i = 0; i < n; i++) {
-		bool dropped = false;
-		for (int k = 0; k < r->ndrop && !dropped; k++)
-			dropped = all[i]->name && !strcmp(all[i]->name, r->drop[k]);
-		if (!dropped)
+	for (int k = 0; k < r->ndrop; k++)
+		ir_map_put(&dropped, r->drop[k], (void *)r->drop[k]);
+	struct fe_payload_undo *inl = NULL; /* tensors given their raw_data back */
+	size_t ninl = 0, cap_inl = 0;
+	bool ok = true;
+	for (size_t i = 0; i < n; i++)
+		if (!all[i]->name || !ir_map_get(&dropped, all[i]->name))
 			kept[keep++] = all[i];
+	/* the kept tensors' large raw_data is still in the file */
+	for (size_t i = 0; ok && i < keep + nlive; i++) {
+		Onnx__NodeProto *p = i < keep ? NULL : live[i - keep];
+		size_t nt = p ? p->n_attribute : 1;
+		for (size_t k = 0; ok && k < nt; k++) {
+			Onnx__TensorProto *t = p ? p->attribute[k]->t : kept[i];
+			int got;
+			if (!t)
+				continue;
+			if (ninl == cap_inl) {
+				struct fe_payload_undo *big;
+				cap_inl = cap_inl ? 2 * cap_inl : 16;
+				big = ir_arena_alloc(&fe->m->arena, sizeof *big * cap_inl);
+				if (ninl)
+					memcpy(big, inl, sizeof *big * ninl);
+				inl = big;
+			}
+			got = fe_payload_inline(fe, t, &inl[ninl]);
+			ninl += got > 0;
+			ok = got >= 0;
+		}
 	}
 	g->initializer = kept;
 	g->n_initializer = keep;
 	g->node = live;
 	g->n_node = nlive;
-	r->len = onnx__model_proto__get_packed_size(mp);
-	r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
-	onnx__model_proto__pack(mp, r->bytes);
+	if (ok) {
+		r->len = onnx__model_proto__get_packed_size(mp);
+		r->bytes = ir_arena_alloc_big(r->a, r->len ? r->len : 1);
+		onnx__model_proto__pack(mp, r->bytes);
+	}
+	for (size_t i = 0; i < ninl; i++)
+		fe_payload_restore(&inl[i]);
 	g->initializer = all;
 	g->n_initializer = n;
 	g->node = nodes;
@@ -1374,14 +1388,14 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 		if (undo[i].attr)
 			undo[i].attr->i = undo[i].attr_i;
 	}
-	return true;
+	return ok;
 }
 
 bool fe_train_template(struct ir_ctx *ctx, struct ir_arena *a, const char *path,
                        const char *const *drop, int ndrop, unsigned char **bytes, size_t *len)
 {
 	struct train_template r = { a, drop, ndrop, NULL, 0 };
-	if (!with_proto(ctx, path, train_template, &r))
+	if (!fe_with_proto(ctx, path, train_template, &r))
 		return false;
 	*bytes = r.bytes;
 	*len = r.len;

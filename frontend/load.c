@@ -1,11 +1,18 @@
 /*
  * load.c - reading ModelProto files and decoding tensors.
  *
- * The file is read whole and unpacked by protobuf-c (generated at build time
+ * The file is mapped and unpacked by protobuf-c (generated at build time
  * from the system's onnx.proto). protobuf-c validates lengths against the
  * buffer, so truncated or corrupt files fail cleanly; it gets an allocator
  * that reports failure instead of unwinding, so it can free its partial
  * message itself.
+ *
+ * protobuf-c copies every bytes field, so unpacking a file with W bytes of
+ * weights would cost W on top of the file. The loader instead unpacks a
+ * skeleton of the file (strip below) in which each large raw_data is
+ * replaced by where it lies in the file; fe_tensor_const reads it from
+ * there straight into the constant. The file stays open until
+ * fe_free_model, and the module's arena closes it on an unwind.
  *
  * Tensor data comes from raw_data, from the typed repeated fields, or from
  * an external file. External data is confined to the model's folder: the
@@ -19,6 +26,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,28 +140,340 @@ static bool nesting_ok(const uint8_t *p, size_t len)
 	return true;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The skeleton: large payloads stay in the file                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Where the import reads tensors - graph initializers and node attributes'
+ * tensor (Constant, ConstantOfShape) - a TensorProto's raw_data of at least
+ * FE_PAYLOAD_MIN bytes is replaced by a field FE_PAYLOAD_FIELD, which ONNX
+ * does not define (protobuf-c keeps it as an unknown field), holding the
+ * payload's offset and length in the file as two little-endian u64s. Such a
+ * field already in those tensors is dropped, and only the last raw_data of
+ * a tensor (the one protobuf keeps) is written, so every payload field the
+ * import sees is the loader's. A message that does not parse is copied as
+ * it is, for protobuf-c to reject as before.
+ */
+#define FE_PAYLOAD_FIELD 536870911u /* the largest field number */
+#define FE_PAYLOAD_MIN   4096
+
+enum strip_kind { S_NONE, S_MODEL, S_GRAPH, S_NODE, S_ATTR, S_TENSOR };
+
+/* The messages below the model that hold the tensors the import reads. */
+static const struct {
+	enum strip_kind parent;
+	const char *field;
+	enum strip_kind child;
+} strip_rules[] = {
+	{ S_MODEL, "graph", S_GRAPH },
+	{ S_GRAPH, "node", S_NODE },
+	{ S_GRAPH, "initializer", S_TENSOR },
+	{ S_NODE, "attribute", S_ATTR },
+	{ S_ATTR, "t", S_TENSOR },
+};
+
+#define NRULES (sizeof strip_rules / sizeof strip_rules[0])
+
+struct strip {
+	const uint8_t *base;                   /* the file */
+	uint32_t rule_field[NRULES], raw_data; /* field numbers, from the descriptors */
+	int edits;                             /* payloads moved out, fields dropped */
+};
+
+static const ProtobufCMessageDescriptor *strip_descriptor(enum strip_kind k)
+{
+	switch (k) {
+	case S_MODEL: return &onnx__model_proto__descriptor;
+	case S_GRAPH: return &onnx__graph_proto__descriptor;
+	case S_NODE: return &onnx__node_proto__descriptor;
+	case S_ATTR: return &onnx__attribute_proto__descriptor;
+	default: return &onnx__tensor_proto__descriptor;
+	}
+}
+
+static void strip_init(struct strip *st, const uint8_t *base)
+{
+	memset(st, 0, sizeof *st);
+	st->base = base;
+	for (size_t i = 0; i < NRULES; i++)
+		st->rule_field[i] =
+		        protobuf_c_message_descriptor_get_field_by_name(
+		                strip_descriptor(strip_rules[i].parent), strip_rules[i].field)
+		                ->id;
+	st->raw_data = protobuf_c_message_descriptor_get_field_by_name(
+	                       &onnx__tensor_proto__descriptor, "raw_data")
+	                       ->id;
+	IR_ASSERT(!protobuf_c_message_descriptor_get_field(&onnx__tensor_proto__descriptor,
+	                                                   FE_PAYLOAD_FIELD));
+}
+
+struct wire_field {
+	uint64_t num;
+	int type;
+	const uint8_t *start, *val, *end; /* the field, its payload, its end */
+};
+
+/* The next field of [*p, end): 1, 0 at the end, -1 if it does not parse. */
+static int next_field(const uint8_t **p, const uint8_t *end, struct wire_field *f)
+{
+	uint64_t tag, v;
+	if (*p >= end)
+		return 0;
+	f->start = *p;
+	if (!read_varint(p, end, &tag) || !(tag >> 3))
+		return -1;
+	f->num = tag >> 3;
+	f->type = (int)(tag & 7);
+	switch (f->type) {
+	case 0:
+		f->val = *p;
+		if (!read_varint(p, end, &v))
+			return -1;
+		break;
+	case 1:
+	case 5:
+		if (end - *p < (f->type == 1 ? 8 : 4))
+			return -1;
+		f->val = *p;
+		*p += f->type == 1 ? 8 : 4;
+		break;
+	case 2:
+		if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
+			return -1;
+		f->val = *p;
+		*p += v;
+		break;
+	default: return -1; /* groups, garbage */
+	}
+	f->end = *p;
+	return 1;
+}
+
+static size_t put_varint(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+	do {
+		if (out)
+			out[n] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		n++;
+		v >>= 7;
+	} while (v);
+	return n;
+}
+
+static size_t put_u64(uint8_t *out, uint64_t v)
+{
+	for (int i = 0; out && i < 8; i++)
+		out[i] = (uint8_t)(v >> (8 * i));
+	return 8;
+}
+
+static enum strip_kind strip_child(const struct strip *st, enum strip_kind k, uint64_t num)
+{
+	for (size_t i = 0; i < NRULES; i++)
+		if (strip_rules[i].parent == k && st->rule_field[i] == num)
+			return strip_rules[i].child;
+	return S_NONE;
+}
+
+#define OUT(n) (out ? out + (n) : NULL)
+
+/* Message [p, p + len) of kind k with its large payloads moved out: the size,
+ * and the bytes into out unless it is NULL. */
+static size_t strip(struct strip *st, enum strip_kind k, const uint8_t *p, size_t len, uint8_t *out)
+{
+	const uint8_t *end = p + len, *q = p, *last_raw = NULL;
+	struct wire_field f;
+	size_t n = 0;
+	int r;
+	while ((r = next_field(&q, end, &f)) > 0)
+		if (k == S_TENSOR && f.num == st->raw_data && f.type == 2)
+			last_raw = f.start;
+	if (r < 0) {
+		if (out)
+			memcpy(out, p, len);
+		return len;
+	}
+	for (q = p; next_field(&q, end, &f) > 0;) {
+		enum strip_kind child = f.type == 2 ? strip_child(st, k, f.num) : S_NONE;
+		size_t vlen = (size_t)(f.end - f.val);
+		if (k == S_TENSOR &&
+		    (f.num == FE_PAYLOAD_FIELD ||
+		     (f.num == st->raw_data && f.type == 2 && f.start != last_raw))) {
+			st->edits += !out; /* not the loader's, or overwritten by a later one */
+			continue;
+		}
+		if (k == S_TENSOR && f.start == last_raw && vlen >= FE_PAYLOAD_MIN) {
+			st->edits += !out;
+			n += put_varint(OUT(n), (uint64_t)FE_PAYLOAD_FIELD << 3 | 2);
+			n += put_varint(OUT(n), 16);
+			n += put_u64(OUT(n), (uint64_t)(f.val - st->base));
+			n += put_u64(OUT(n), vlen);
+		} else if (child != S_NONE) {
+			size_t clen = strip(st, child, f.val, vlen, NULL);
+			n += put_varint(OUT(n), f.num << 3 | 2);
+			n += put_varint(OUT(n), clen);
+			if (out)
+				strip(st, child, f.val, vlen, out + n);
+			n += clen;
+		} else {
+			if (out)
+				memcpy(out + n, f.start, (size_t)(f.end - f.start));
+			n += (size_t)(f.end - f.start);
+		}
+	}
+	return n;
+}
+
+#undef OUT
+
+bool fe_payload(const struct fe *fe, const Onnx__TensorProto *t, int64_t *offset, size_t *len)
+{
+	const ProtobufCMessage *b = &t->base;
+	if (!fe->src)
+		return false;
+	for (size_t i = b->n_unknown_fields; i-- > 0;) {
+		/* protobuf-c keeps a length-delimited field with its length */
+		const ProtobufCMessageUnknownField *u = &b->unknown_fields[i];
+		const uint8_t *d = u->data;
+		uint64_t off = 0, n = 0;
+		if (u->tag != FE_PAYLOAD_FIELD ||
+		    u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED || u->len != 17 ||
+		    d[0] != 16)
+			continue;
+		for (int k = 8; k >= 1; k--) {
+			off = off << 8 | d[k];
+			n = n << 8 | d[8 + k];
+		}
+		*offset = (int64_t)off;
+		*len = (size_t)n;
+		return true;
+	}
+	return false;
+}
+
+bool fe_read_payload(struct fe *fe, const char *who, void *buf, int64_t offset, size_t len)
+{
+	if (fe->src->fd < 0 || !ir_read_at(fe->src->fd, buf, len, offset)) {
+		ir_error(fe->ctx,
+		         "%s: reading its raw_data from the model failed (did the file "
+		         "change?)",
+		         who);
+		return false;
+	}
+	return true;
+}
+
+int fe_payload_inline(struct fe *fe, Onnx__TensorProto *t, struct fe_payload_undo *u)
+{
+	ProtobufCMessage *b = &t->base;
+	int64_t at;
+	size_t len, n = 0;
+	uint8_t *data;
+	if (!fe_payload(fe, t, &at, &len))
+		return 0;
+	data = ir_arena_alloc_big(&fe->m->arena, len ? len : 1);
+	if (!fe_read_payload(fe, t->name ? t->name : "a tensor", data, at, len))
+		return -1;
+	*u = (struct fe_payload_undo){ t, t->raw_data, t->has_raw_data, b->n_unknown_fields,
+		                       b->unknown_fields };
+	b->unknown_fields = ir_arena_alloc(&fe->m->arena, sizeof *b->unknown_fields *
+	                                                          (u->nunknown ? u->nunknown : 1));
+	for (size_t i = 0; i < u->nunknown; i++) /* every field but the payload's */
+		if (u->unknown[i].tag != FE_PAYLOAD_FIELD)
+			b->unknown_fields[n++] = u->unknown[i];
+	b->n_unknown_fields = n;
+	t->raw_data = (ProtobufCBinaryData){ len, data };
+	t->has_raw_data = true;
+	return 1;
+}
+
+void fe_payload_restore(const struct fe_payload_undo *u)
+{
+	u->t->raw_data = u->raw;
+	u->t->has_raw_data = u->has_raw;
+	u->t->base.n_unknown_fields = u->nunknown;
+	u->t->base.unknown_fields = u->unknown;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading the model                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void source_close(void *ud)
+{
+	struct fe_source *src = ud;
+	if (src->map)
+		munmap(src->map, src->map_len);
+	if (src->fd >= 0)
+		close(src->fd);
+	src->map = NULL;
+	src->fd = -1;
+}
+
 Onnx__ModelProto *fe_load_model(struct fe *fe, const char *path)
 {
 	struct pb_alloc pa = { .ctx = fe->ctx };
 	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn,
 		                     .free = pb_free_fn,
 		                     .allocator_data = &pa };
+	struct ir_arena *a = &fe->m->arena;
+	struct fe_source *src = ir_arena_alloc(a, sizeof *src);
 	const char *err = NULL;
-	size_t len = 0;
-	unsigned char *buf = ir_read_file(fe->ctx, path, &len, &err);
+	const uint8_t *file;
+	uint8_t *read_buf = NULL, *skel = NULL;
+	int64_t size;
+	size_t len, skel_len;
+	struct strip st;
 	Onnx__ModelProto *mp;
-	if (!buf) {
+
+	src->fd = -1;
+	ir_arena_defer(a, source_close, src);
+	fe->src = src;
+	if ((src->fd = ir_open_regular(path, &err, &size)) < 0) {
 		ir_error(fe->ctx, "cannot read the model: %s", err);
 		return NULL;
 	}
-	if (!nesting_ok(buf, len)) {
-		ir_free(fe->ctx, buf);
+	if ((uint64_t)size >= SIZE_MAX / 2) {
+		ir_error(fe->ctx, "cannot read the model: file too large");
+		return NULL;
+	}
+	len = (size_t)size;
+	/* mapped: the payloads' pages are never touched; read where a file
+	 * cannot be mapped */
+	src->map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, src->fd, 0) : MAP_FAILED;
+	if (src->map == MAP_FAILED) {
+		src->map = NULL;
+		read_buf = ir_arena_alloc_big(a, len ? len : 1);
+		if (!ir_read_at(src->fd, read_buf, len, 0)) {
+			ir_error(fe->ctx, "cannot read the model: read error");
+			return NULL;
+		}
+		file = read_buf;
+	} else {
+		src->map_len = len;
+		file = src->map;
+	}
+	if (!nesting_ok(file, len)) {
 		ir_error(fe->ctx, "not an ONNX model: messages nest more than %d deep",
 		         FE_MAX_NESTING);
 		return NULL;
 	}
-	mp = onnx__model_proto__unpack(&alloc, len, buf);
-	ir_free(fe->ctx, buf);
+	strip_init(&st, file);
+	skel_len = strip(&st, S_MODEL, file, len, NULL);
+	if (st.edits) {
+		skel = ir_arena_alloc_big(a, skel_len ? skel_len : 1);
+		strip(&st, S_MODEL, file, len, skel);
+	}
+	mp = onnx__model_proto__unpack(&alloc, st.edits ? skel_len : len, st.edits ? skel : file);
+	if (skel)
+		ir_arena_release(a, skel);
+	if (read_buf)
+		ir_arena_release(a, read_buf);
+	if (src->map)
+		munmap(src->map, src->map_len);
+	src->map = NULL;
 	if (!mp) {
 		if (pa.failed)
 			ir_oom(fe->ctx);
@@ -178,6 +498,8 @@ void fe_free_model(struct fe *fe, Onnx__ModelProto *mp)
 		                     .allocator_data = &pa };
 	if (mp)
 		onnx__model_proto__free_unpacked(mp, &alloc);
+	if (fe->src)
+		source_close(fe->src);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -388,8 +710,12 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
                                  const char *who)
 {
 	struct ir_type ty;
-	int64_t n;
-	size_t bytes;
+	int64_t n, at = 0;
+	size_t bytes, raw_len = t->raw_data.len;
+	bool external = t->has_data_location &&
+	                t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	bool in_file = !external && fe_payload(fe, t, &at, &raw_len); /* raw_data left there */
+	bool raw = in_file || t->has_raw_data;
 	void *buf;
 	bool ok;
 
@@ -408,29 +734,23 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 	}
 	/* data in the file must all be there before the buffer is allocated: a
 	 * small file must not make onnxc allocate what its dims claim */
-	if (!(t->has_data_location &&
-	      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) &&
-	    !t->has_raw_data && typed_count(t, ty.dtype) != (size_t)n) {
+	if (!external && !raw && typed_count(t, ty.dtype) != (size_t)n) {
 		decode_typed(fe, t, who, ty.dtype, n, NULL); /* reports the count */
 		return NULL;
 	}
-	if (t->has_raw_data && t->raw_data.len != bytes &&
-	    !(t->has_data_location &&
-	      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
-		ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %zu", who,
-		         t->raw_data.len, bytes);
+	if (!external && raw && raw_len != bytes) {
+		ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %zu", who, raw_len,
+		         bytes);
 		return NULL;
 	}
 	buf = ir_arena_alloc_big(&fe->m->arena, bytes ? bytes : 1);
-	if (t->has_data_location &&
-	    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+	if (external) {
 		ok = read_external(fe, t, who, buf, bytes);
-	} else if (t->has_raw_data) {
-		ok = t->raw_data.len == bytes;
-		if (!ok)
-			ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %zu", who,
-			         t->raw_data.len, bytes);
-		else if (bytes)
+	} else if (in_file) {
+		ok = fe_read_payload(fe, who, buf, at, bytes);
+	} else if (raw) {
+		ok = true;
+		if (bytes)
 			memcpy(buf, t->raw_data.data, bytes);
 	} else {
 		ok = decode_typed(fe, t, who, ty.dtype, n, buf);

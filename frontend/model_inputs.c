@@ -52,14 +52,27 @@ static void decl_from_onnx(struct input_decls *d, const Onnx__ValueInfoProto *vi
 	}
 }
 
+/* fe_proto_fn: the graph inputs that are not initializers, into d. */
+static bool onnx_decls(struct fe *fe, Onnx__ModelProto *mp, void *ud)
+{
+	struct input_decls *d = ud;
+	Onnx__GraphProto *g = mp->graph;
+	struct ir_map inits;
+	decls_init(d, fe->ctx, g->n_input);
+	ir_map_init(&inits, &d->arena);
+	for (size_t i = 0; i < g->n_initializer; i++)
+		if (g->initializer[i]->name)
+			ir_map_put(&inits, g->initializer[i]->name, g->initializer[i]);
+	for (size_t i = 0; i < g->n_input; i++)
+		if (g->input[i]->name && g->input[i]->name[0] &&
+		    !ir_map_get(&inits, g->input[i]->name))
+			decl_from_onnx(d, g->input[i]);
+	return true;
+}
+
 bool input_decls_load(struct ir_ctx *ctx, const char *path, const struct model_opts *mo,
                       struct input_decls *d)
 {
-	struct fe fe = { .ctx = ctx };
-	Onnx__ModelProto *mp;
-	Onnx__GraphProto *g;
-	struct fe_map inits;
-	const char *saved = ctx->file;
 	memset(d, 0, sizeof *d);
 	if (is_ir_text(path)) {
 		struct model_opts none = { .passes = mo->passes };
@@ -77,23 +90,10 @@ bool input_decls_load(struct ir_ctx *ctx, const char *path, const struct model_o
 		ir_module_free(m);
 		return true;
 	}
-	ctx->file = path;
-	mp = fe_load_model(&fe, path);
-	ctx->file = saved;
-	if (!mp)
-		return false;
-	g = mp->graph;
-	decls_init(d, ctx, g->n_input);
-	fe_map_init(&inits, &d->arena);
-	for (size_t i = 0; i < g->n_initializer; i++)
-		if (g->initializer[i]->name)
-			fe_map_put(&inits, g->initializer[i]->name, g->initializer[i]);
-	for (size_t i = 0; i < g->n_input; i++)
-		if (g->input[i]->name && g->input[i]->name[0] &&
-		    !fe_map_get(&inits, g->input[i]->name))
-			decl_from_onnx(d, g->input[i]);
-	fe_free_model(&fe, mp);
-	return true;
+	if (fe_with_proto(ctx, path, onnx_decls, d))
+		return true;
+	input_decls_free(d);
+	return false;
 }
 
 const struct input_decl *input_decl_find(const struct input_decls *d, const char *name)

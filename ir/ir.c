@@ -213,12 +213,101 @@ static void free_chain(struct ir_ctx *ctx, struct ir_arena_block *b)
 	}
 }
 
+struct ir_arena_defer {
+	struct ir_arena_defer *next;
+	void (*fn)(void *ud);
+	void *ud;
+};
+
+void ir_arena_defer(struct ir_arena *a, void (*fn)(void *ud), void *ud)
+{
+	struct ir_arena_defer *d = ir_arena_alloc(a, sizeof *d);
+	d->fn = fn;
+	d->ud = ud;
+	d->next = a->defers;
+	a->defers = d;
+}
+
 void ir_arena_free(struct ir_arena *a)
 {
+	for (struct ir_arena_defer *d = a->defers; d; d = d->next)
+		d->fn(d->ud);
+	a->defers = NULL;
 	free_chain(a->ctx, a->head);
 	free_chain(a->ctx, a->big);
+	ir_free(a->ctx, a->bigset);
 	a->head = a->big = NULL;
+	a->bigset = NULL;
+	a->bigcap = a->nbig = 0;
 	a->used = 0;
+}
+
+/* The big-block set: linear probing on the data address. */
+static size_t big_home(const struct ir_arena *a, const void *p)
+{
+	return (size_t)ir_mix64((uint64_t)(uintptr_t)p) & (a->bigcap - 1);
+}
+
+static void bigset_put(struct ir_arena *a, void *p)
+{
+	size_t h = big_home(a, p);
+	while (a->bigset[h])
+		h = (h + 1) & (a->bigcap - 1);
+	a->bigset[h] = p;
+	a->nbig++;
+}
+
+/* Room for one more entry; called before the block is allocated, so an
+ * allocation failure leaves the arena consistent. */
+static void bigset_reserve(struct ir_arena *a)
+{
+	void **old = a->bigset;
+	size_t oldcap = a->bigcap;
+	if ((a->nbig + 1) * 2 <= a->bigcap)
+		return;
+	a->bigcap = oldcap ? oldcap * 2 : 64;
+	a->bigset = ir_malloc(a->ctx, sizeof *a->bigset * a->bigcap);
+	memset(a->bigset, 0, sizeof *a->bigset * a->bigcap);
+	a->nbig = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			bigset_put(a, old[i]);
+	ir_free(a->ctx, old);
+}
+
+static size_t bigset_find(const struct ir_arena *a, const void *p)
+{
+	size_t h;
+	if (!a->bigcap)
+		return SIZE_MAX;
+	for (h = big_home(a, p); a->bigset[h]; h = (h + 1) & (a->bigcap - 1)) {
+		if (a->bigset[h] == p)
+			return h;
+	}
+	return SIZE_MAX;
+}
+
+bool ir_arena_owns(const struct ir_arena *a, const void *p)
+{
+	return p && bigset_find(a, p) != SIZE_MAX;
+}
+
+/* Deletes slot h, moving later entries of its cluster back (no tombstones). */
+static void bigset_delete(struct ir_arena *a, size_t h)
+{
+	size_t mask = a->bigcap - 1;
+	a->bigset[h] = NULL;
+	a->nbig--;
+	for (size_t j = (h + 1) & mask; a->bigset[j]; j = (j + 1) & mask) {
+		size_t home = big_home(a, a->bigset[j]);
+		/* the entry at j may move to h unless its home lies in (h, j] */
+		bool stays = h <= j ? h < home && home <= j : h < home || home <= j;
+		if (!stays) {
+			a->bigset[h] = a->bigset[j];
+			a->bigset[j] = NULL;
+			h = j;
+		}
+	}
 }
 
 void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
@@ -226,6 +315,7 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 	struct ir_arena_block *b;
 	if (n > SIZE_MAX - sizeof *b - 16)
 		ir_oom(a->ctx);
+	bigset_reserve(a);
 	b = ir_malloc(a->ctx, sizeof *b + n);
 	b->size = b->used = n;
 	b->prev = NULL;
@@ -234,6 +324,7 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 		a->big->prev = b;
 	a->big = b;
 	a->used += n;
+	bigset_put(a, b->data);
 	return b->data;
 }
 
@@ -241,6 +332,9 @@ void ir_arena_release(struct ir_arena *a, void *p)
 {
 	struct ir_arena_block *b = (struct ir_arena_block *)((unsigned char *)p -
 	                                                     offsetof(struct ir_arena_block, data));
+	size_t h = bigset_find(a, p);
+	IR_ASSERT(h != SIZE_MAX);
+	bigset_delete(a, h);
 	if (b->prev)
 		b->prev->next = b->next;
 	else
@@ -303,15 +397,6 @@ char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	return p;
-}
-
-/* Does p point into one of a's big blocks (start of its data)? */
-static bool arena_owns_big(const struct ir_arena *a, const void *p)
-{
-	for (const struct ir_arena_block *b = a->big; b; b = b->next)
-		if ((const void *)b->data == p)
-			return true;
-	return false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -380,15 +465,73 @@ int ir_op_schema(enum ir_op op, struct ir_attr_def defs[IR_MAX_ATTRS])
 
 static uint64_t hash_str(const char *s) { return ir_checksum(s, strlen(s)); }
 
+/*
+ * XXH64 with seed 0 (github.com/Cyan4973/xxHash, xxhash_spec.md): four
+ * independent lanes over 32-byte stripes, so it runs at memory speed where
+ * a byte-at-a-time FNV-1a spent a fifth of a large model's compile. Loads
+ * are little-endian as the spec wants (every target onnxc supports is).
+ */
+#define XXH_P1 0x9e3779b185ebca87ull
+#define XXH_P2 0xc2b2ae3d27d4eb4full
+#define XXH_P3 0x165667b19e3779f9ull
+#define XXH_P4 0x85ebca77c2b2ae63ull
+#define XXH_P5 0x27d4eb2f165667c5ull
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static inline uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t xxh_round(uint64_t acc, uint64_t lane)
+{
+	return rotl64(acc + lane * XXH_P2, 31) * XXH_P1;
+}
+
+static inline uint64_t xxh_merge(uint64_t h, uint64_t acc)
+{
+	return (h ^ xxh_round(0, acc)) * XXH_P1 + XXH_P4;
+}
+
 uint64_t ir_checksum(const void *data, size_t n)
 {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
+	const unsigned char *p = data, *end = p + n;
+	uint64_t h;
+	if (n >= 32) {
+		uint64_t v1 = XXH_P1 + XXH_P2, v2 = XXH_P2, v3 = 0, v4 = -XXH_P1;
+		for (; end - p >= 32; p += 32) {
+			v1 = xxh_round(v1, load64(p));
+			v2 = xxh_round(v2, load64(p + 8));
+			v3 = xxh_round(v3, load64(p + 16));
+			v4 = xxh_round(v4, load64(p + 24));
+		}
+		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+		h = xxh_merge(h, v1);
+		h = xxh_merge(h, v2);
+		h = xxh_merge(h, v3);
+		h = xxh_merge(h, v4);
+	} else {
+		h = XXH_P5;
 	}
-	return h;
+	h += (uint64_t)n;
+	for (; end - p >= 8; p += 8)
+		h = rotl64(h ^ xxh_round(0, load64(p)), 27) * XXH_P1 + XXH_P4;
+	if (end - p >= 4) {
+		uint32_t w;
+		memcpy(&w, p, 4);
+		h = rotl64(h ^ (uint64_t)w * XXH_P1, 23) * XXH_P2 + XXH_P3;
+		p += 4;
+	}
+	for (; p < end; p++)
+		h = rotl64(h ^ *p * XXH_P5, 11) * XXH_P1;
+	h ^= h >> 33;
+	h *= XXH_P2;
+	h ^= h >> 29;
+	h *= XXH_P3;
+	return h ^ (h >> 32);
 }
 
 uint32_t ir_dropout_threshold(float ratio) { return (uint32_t)((double)ratio * 16777216.0 + 0.5); }
@@ -396,6 +539,75 @@ uint32_t ir_dropout_threshold(float ratio) { return (uint32_t)((double)ratio * 1
 float ir_dropout_scale(float ratio)
 {
 	return ratio < 1 ? (float)(1.0 / (1.0 - (double)ratio)) : 0.0f;
+}
+
+void ir_map_init(struct ir_map *mp, struct ir_arena *a)
+{
+	memset(mp, 0, sizeof *mp);
+	mp->arena = a;
+}
+
+static size_t map_slot(const struct ir_map *mp, const char *key)
+{
+	size_t h = (size_t)hash_str(key) & (size_t)(mp->cap - 1);
+	mp->arena->ctx->probes++;
+	while (mp->keys[h] && strcmp(mp->keys[h], key)) {
+		mp->arena->ctx->probes++;
+		h = (h + 1) & (size_t)(mp->cap - 1);
+	}
+	return h;
+}
+
+void **ir_map_get(const struct ir_map *mp, const char *key)
+{
+	size_t h;
+	if (!mp->cap)
+		return NULL;
+	h = map_slot(mp, key);
+	return mp->keys[h] ? &mp->vals[h] : NULL;
+}
+
+void ir_map_put(struct ir_map *mp, const char *key, void *val)
+{
+	size_t h;
+	if ((mp->n + 1) * 2 > mp->cap) {
+		struct ir_map big = { .arena = mp->arena, .cap = mp->cap ? mp->cap * 2 : 64 };
+		big.keys = ir_arena_alloc(mp->arena, sizeof *big.keys * (size_t)big.cap);
+		big.vals = ir_arena_alloc(mp->arena, sizeof *big.vals * (size_t)big.cap);
+		for (int i = 0; i < mp->cap; i++)
+			if (mp->keys[i])
+				ir_map_put(&big, mp->keys[i], mp->vals[i]);
+		*mp = big;
+	}
+	h = map_slot(mp, key);
+	if (!mp->keys[h]) {
+		mp->keys[h] = key;
+		mp->n++;
+	}
+	mp->vals[h] = val;
+}
+
+const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep,
+                          bool (*taken)(void *ud, const char *name), void *ud)
+{
+	size_t n = strlen(base), room = strlen(sep) + 21;
+	char *s = ir_arena_alloc(next->arena, n + room);
+	void **slot = ir_map_get(next, base);
+	intptr_t i = slot ? (intptr_t)*slot : 0;
+	memcpy(s, base, n);
+	for (;; i++) {
+		if (i)
+			snprintf(s + n, room, "%s%lld", sep, (long long)i);
+		next->arena->ctx->probes++;
+		if (!taken(ud, s))
+			break;
+	}
+	/* the next search starts here: this name may yet go unused */
+	if (slot)
+		*slot = (void *)i;
+	else
+		ir_map_put(next, ir_arena_strndup(next->arena, base, n), (void *)i);
+	return s;
 }
 
 static void names_grow(struct ir_module *m)
@@ -415,18 +627,21 @@ static void names_grow(struct ir_module *m)
 	m->cap_names = cap;
 }
 
-struct ir_value *ir_find_value(const struct ir_module *m, const char *name)
+/* The slot holding name, or the empty slot where it would go. */
+static size_t names_slot(const struct ir_module *m, const char *name)
 {
-	size_t h;
-	if (!m->cap_names)
-		return NULL;
-	h = (size_t)hash_str(name) & (size_t)(m->cap_names - 1);
-	while (m->names[h]) {
-		if (strcmp(m->names[h]->name, name) == 0)
-			return m->names[h];
+	size_t h = (size_t)hash_str(name) & (size_t)(m->cap_names - 1);
+	m->ctx->probes++;
+	while (m->names[h] && strcmp(m->names[h]->name, name)) {
+		m->ctx->probes++;
 		h = (h + 1) & (size_t)(m->cap_names - 1);
 	}
-	return NULL;
+	return h;
+}
+
+struct ir_value *ir_find_value(const struct ir_module *m, const char *name)
+{
+	return m->cap_names ? m->names[names_slot(m, name)] : NULL;
 }
 
 static void names_insert(struct ir_module *m, struct ir_value *v)
@@ -436,14 +651,32 @@ static void names_insert(struct ir_module *m, struct ir_value *v)
 		ir_panic(__FILE__, __LINE__, "duplicate value name '%s'", v->name);
 	if ((m->nnames + 1) * 2 > m->cap_names)
 		names_grow(m);
-	h = (size_t)hash_str(v->name) & (size_t)(m->cap_names - 1);
-	while (m->names[h])
-		h = (h + 1) & (size_t)(m->cap_names - 1);
+	h = names_slot(m, v->name);
 	m->names[h] = v;
 	m->nnames++;
 }
 
-/* Rebuilds the name set: open addressing has no cheap delete. */
+/* Takes v out of the name set, moving later entries of its cluster back
+ * (linear probing needs no tombstones). */
+static void names_remove(struct ir_module *m, struct ir_value *v)
+{
+	size_t mask = (size_t)m->cap_names - 1, h = names_slot(m, v->name);
+	IR_ASSERT(m->names[h] == v);
+	m->names[h] = NULL;
+	m->nnames--;
+	for (size_t j = (h + 1) & mask; m->names[j]; j = (j + 1) & mask) {
+		size_t home = (size_t)hash_str(m->names[j]->name) & mask;
+		bool stays = h <= j ? h < home && home <= j : h < home || home <= j;
+		m->ctx->probes++;
+		if (!stays) {
+			m->names[h] = m->names[j];
+			m->names[j] = NULL;
+			h = j;
+		}
+	}
+}
+
+/* Rebuilds the name set (compaction drops the dead). */
 static void names_rebuild(struct ir_module *m)
 {
 	m->names = NULL;
@@ -464,16 +697,16 @@ void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name)
 {
 	if (ir_find_value(m, name))
 		ir_panic(__FILE__, __LINE__, "duplicate value name '%s'", name);
+	names_remove(m, v);
 	v->name = ir_arena_strdup(&m->arena, name);
-	names_rebuild(m);
+	names_insert(m, v);
 }
+
+static bool value_taken(void *m, const char *name) { return ir_find_value(m, name) != NULL; }
 
 const char *ir_unique_name(struct ir_module *m, const char *base)
 {
-	const char *name = base;
-	for (int i = 1; ir_find_value(m, name); i++)
-		name = ir_arena_printf(&m->arena, "%s.%d", base, i);
-	return name == base ? ir_arena_strdup(&m->arena, base) : name;
+	return ir_fresh_name(&m->unique, base, ".", value_taken, m);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -489,6 +722,7 @@ struct ir_module *ir_module_new(struct ir_ctx *ctx, const char *name)
 	m->arena = a;
 	m->ctx = ctx;
 	m->name = ir_arena_strdup(&m->arena, name ? name : "model");
+	ir_map_init(&m->unique, &m->arena);
 	return m;
 }
 
@@ -545,7 +779,7 @@ struct ir_value *ir_add_const(struct ir_module *m, const char *name, const struc
 	size_t bytes;
 	IR_ASSERT(elems >= 0);
 	bytes = (size_t)elems * (size_t)ir_dtype_size(t->dtype);
-	if (data && arena_owns_big(&m->arena, data)) {
+	if (data && ir_arena_owns(&m->arena, data)) {
 		v->data = (void *)data;
 	} else {
 		v->data = bytes >= ARENA_BIG ? ir_arena_alloc_big(&m->arena, bytes)
@@ -593,25 +827,29 @@ static void add_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, 
 	v->uses = grow(&m->arena, v->uses, v->nuses, &v->cap_uses, sizeof *v->uses);
 	v->uses[v->nuses].node = n;
 	v->uses[v->nuses].index = i;
-	v->nuses++;
+	n->use_at[i] = v->nuses++;
 }
 
-static void drop_use(struct ir_value *v, struct ir_node *n, int i)
+/* Constant time: the last use fills the hole (a value read by 20,000 nodes
+ * loses them one by one when they fold). */
+static void drop_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, int i)
 {
-	for (int k = 0; k < v->nuses; k++) {
-		if (v->uses[k].node == n && v->uses[k].index == i) {
-			v->uses[k] = v->uses[--v->nuses];
-			return;
-		}
-	}
-	ir_panic(__FILE__, __LINE__, "use of '%s' by node '%s' not found", v->name, n->name);
+	int k = n->use_at[i];
+	struct ir_use last;
+	m->ctx->probes++;
+	if (k < 0 || k >= v->nuses || v->uses[k].node != n || v->uses[k].index != i)
+		ir_panic(__FILE__, __LINE__, "use of '%s' by node '%s' not found", v->name,
+		         n->name);
+	last = v->uses[--v->nuses];
+	v->uses[k] = last;
+	last.node->use_at[last.index] = k;
 }
 
 void ir_kill_value(struct ir_module *m, struct ir_value *v)
 {
 	IR_ASSERT(v->nuses == 0);
 	(void)m;
-	if (v->kind == IR_VAL_CONST && v->data && arena_owns_big(&m->arena, v->data))
+	if (v->kind == IR_VAL_CONST && v->data && ir_arena_owns(&m->arena, v->data))
 		ir_arena_release(&m->arena, v->data);
 	v->data = NULL;
 	v->kind = IR_VAL_DEAD;
@@ -635,6 +873,7 @@ struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name
 	n->name = ir_arena_strdup(&m->arena, name ? name : ir_ops[op].name);
 	n->nin = nin;
 	n->in = ir_arena_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *n->in);
+	n->use_at = ir_arena_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *n->use_at);
 	for (int i = 0; i < nin; i++) {
 		IR_ASSERT(in[i] && in[i]->kind != IR_VAL_DEAD);
 		n->in[i] = in[i];
@@ -710,7 +949,7 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n)
 		n->out[i]->kind = IR_VAL_DEAD;
 	}
 	for (int i = 0; i < n->nin; i++)
-		drop_use(n->in[i], n, i);
+		drop_use(m, n->in[i], n, i);
 	unlink_node(m, n);
 	m->nnodes--;
 }
@@ -718,7 +957,7 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n)
 void ir_detach_node(struct ir_module *m, struct ir_node *n)
 {
 	for (int i = 0; i < n->nin; i++)
-		drop_use(n->in[i], n, i);
+		drop_use(m, n->in[i], n, i);
 	unlink_node(m, n);
 	m->nnodes--;
 }
@@ -726,7 +965,7 @@ void ir_detach_node(struct ir_module *m, struct ir_node *n)
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v)
 {
 	IR_ASSERT(i >= 0 && i < n->nin && v);
-	drop_use(n->in[i], n, i);
+	drop_use(m, n->in[i], n, i);
 	n->in[i] = v;
 	add_use(m, v, n, i);
 }

@@ -70,6 +70,11 @@ struct ir_ctx {
 	int nwarnings;
 	int max_errors; /* stop printing after this many (0: 100) */
 	jmp_buf *oom;   /* where an allocation failure unwinds to */
+	/* Work so far: slots looked at in the name tables and maps, names
+	 * tried by name searches, use-list updates (deterministic: the
+	 * arena's address-keyed block set is not counted). Tests check that
+	 * an import's work grows linearly with the model, timing nothing. */
+	uint64_t probes;
 };
 
 void ir_ctx_init(struct ir_ctx *ctx);
@@ -118,25 +123,58 @@ void *ir_read_file(struct ir_ctx *ctx, const char *path, size_t *len, const char
 /*
  * A bump allocator over a chain of blocks. Requests larger than a block get a
  * block of their own, which can be given back early with ir_arena_release()
- * (constant folding drops large intermediates that way).
+ * (constant folding drops large intermediates that way); a hash set of those
+ * blocks answers ir_arena_owns() in constant time. ir_arena_defer() hands
+ * the arena a resource that is not memory (a file descriptor, a mapping):
+ * ir_arena_free() releases it, on an out-of-memory unwind too.
  */
 struct ir_arena_block;
+struct ir_arena_defer;
 struct ir_arena {
 	struct ir_ctx *ctx;
 	struct ir_arena_block *head; /* current small-object block */
 	struct ir_arena_block *big;  /* list of large blocks */
 	size_t used;                 /* bytes handed out, for reports */
+	void **bigset;               /* open addressing: the data of each big block */
+	size_t bigcap, nbig;
+	struct ir_arena_defer *defers; /* run by ir_arena_free, last first */
 };
 
 void ir_arena_init(struct ir_arena *a, struct ir_ctx *ctx);
 void ir_arena_free(struct ir_arena *a);
-void *ir_arena_alloc(struct ir_arena *a, size_t n);     /* 16-byte aligned, zeroed */
-void *ir_arena_alloc_big(struct ir_arena *a, size_t n); /* own block, not zeroed */
-void ir_arena_release(struct ir_arena *a, void *p);     /* p from alloc_big */
+void *ir_arena_alloc(struct ir_arena *a, size_t n);          /* 16-byte aligned, zeroed */
+void *ir_arena_alloc_big(struct ir_arena *a, size_t n);      /* own block, not zeroed */
+void ir_arena_release(struct ir_arena *a, void *p);          /* p from alloc_big */
+bool ir_arena_owns(const struct ir_arena *a, const void *p); /* p from alloc_big of a */
+/* Calls fn(ud) when a is freed. Register before acquiring what fn releases
+ * (the record is arena memory) and let ud say when nothing is held. */
+void ir_arena_defer(struct ir_arena *a, void (*fn)(void *ud), void *ud);
 char *ir_arena_strdup(struct ir_arena *a, const char *s);
 char *ir_arena_strndup(struct ir_arena *a, const char *s, size_t n);
 char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+
+/* String -> pointer map over an arena, open addressing; keys are not copied
+ * (they must live as long as the map). */
+struct ir_map {
+	struct ir_arena *arena;
+	const char **keys;
+	void **vals;
+	int cap, n;
+};
+void ir_map_init(struct ir_map *mp, struct ir_arena *a);
+void **ir_map_get(const struct ir_map *mp, const char *key); /* NULL if absent */
+void ir_map_put(struct ir_map *mp, const char *key, void *val);
+
+/*
+ * The first of "base", "base<sep>1", "base<sep>2", ... for which
+ * taken(ud, name) is false, allocated in next's arena. next remembers for
+ * each base where the last search ended, so asking one base for n names
+ * costs O(n), not O(n^2); while no name is freed, that is the name a search
+ * from 1 would find.
+ */
+const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep,
+                          bool (*taken)(void *ud, const char *name), void *ud);
 
 /* ------------------------------------------------------------------------ */
 /* Data types.                                                              */
@@ -307,7 +345,7 @@ struct ir_value {
 	/* IR_VAL_CONST: */
 	void *data;        /* dense row-major; NULL for a weight read back
 	                           from text, which names it by checksum only */
-	uint64_t checksum; /* FNV-1a 64 of the data bytes */
+	uint64_t checksum; /* ir_checksum of the data bytes */
 	struct ir_use *uses;
 	int nuses, cap_uses;
 };
@@ -317,6 +355,7 @@ struct ir_node {
 	enum ir_op op;
 	const char *name; /* the ONNX node name (synthesized if anonymous) */
 	struct ir_value **in;
+	int *use_at; /* where operand i sits in in[i]->uses: O(1) removal */
 	int nin;
 	struct ir_value **out;
 	int nout;
@@ -339,6 +378,7 @@ struct ir_module {
 	int noutputs, cap_outputs;
 	struct ir_value **names; /* open-addressing hash set by name */
 	int cap_names, nnames;
+	struct ir_map unique; /* base -> where ir_unique_name's last search ended */
 };
 
 struct ir_module *ir_module_new(struct ir_ctx *ctx, const char *name);
@@ -425,6 +465,7 @@ void ir_set_t(struct ir_module *m, struct ir_node *n, const char *name, enum ir_
 /* Drops dead values from m->values and renumbers ids densely. */
 void ir_compact(struct ir_module *m);
 
+/* XXH64 (seed 0) of n bytes: constants' checksums, name hashing. */
 uint64_t ir_checksum(const void *data, size_t n);
 
 /* Resize's taps (ir/eval_resize.c): output coordinate x of dimension d of

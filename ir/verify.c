@@ -89,7 +89,7 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 	}
 	for (int i = 0; i < n->nin; i++) {
 		struct ir_value *v = n->in[i];
-		bool used = false;
+		int k = n->use_at[i];
 		if (!v || v->kind == IR_VAL_DEAD || v->id >= m->nvalues || m->values[v->id] != v) {
 			VERR(n, "input %d is not a live value of the module", i);
 			return errs + 1;
@@ -98,9 +98,8 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 			VERR(n, "input %d '%s' is used before it is defined", i, v->name);
 			errs++;
 		}
-		for (int k = 0; k < v->nuses; k++)
-			used |= v->uses[k].node == n && v->uses[k].index == i;
-		if (!used) {
+		/* where the node says (ir.c keeps use_at exact): constant time */
+		if (k < 0 || k >= v->nuses || v->uses[k].node != n || v->uses[k].index != i) {
 			VERR(n, "input %d '%s' is missing from its use list", i, v->name);
 			errs++;
 		}

@@ -96,6 +96,29 @@ static struct ir_type ty(enum ir_dtype dt, int rank, const int64_t *dims)
 	return t;
 }
 
+/* ir_checksum is XXH64 with seed 0: the reference library's values (and the
+ * spec's "Nobody inspects ..." example) for every path - tails of 1, 4 and
+ * 8 bytes, 32-byte stripes. */
+static void test_checksum(void)
+{
+	static const struct {
+		size_t len;
+		uint64_t h;
+	} want[] = { { 0, 0xef46db3751d8e999ull },   { 1, 0x1f25c8d0bc1f4bb6ull },
+		     { 5, 0xc7608efddb7051feull },   { 8, 0xdab99d95c6f90092ull },
+		     { 9, 0x170bb6bf975b4c02ull },   { 31, 0xa2aa5f33cc4a6119ull },
+		     { 32, 0x23c3c17ef790fd97ull },  { 33, 0x50a7cfc7ba588784ull },
+		     { 100, 0xa61f8d4c170fe531ull }, { 300, 0x240004dbee0ba6dcull } };
+	const char *s = "Nobody inspects the spammish repetition";
+	unsigned char buf[300];
+	for (int i = 0; i < 300; i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+		CHECK(ir_checksum(buf, want[k].len) == want[k].h);
+	CHECK(ir_checksum(s, strlen(s)) == 0xfbcea83c8a378bf1ull);
+	CHECK(ir_checksum("abc", 3) == 0x44bc2cf5ad770999ull);
+}
+
 static void test_module_basics(void)
 {
 	struct diag_buf d;
@@ -602,7 +625,7 @@ static void test_diag_escapes(void)
 	CHECK(strcmp(ir_escape("ab\x01", buf, 8), "ab\\x01") == 0);
 }
 
-TESTS(T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables) T(test_broadcast)
-              T(test_module_basics) T(test_verify_catches) T(test_infer) T(test_fold)
-                      T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
+TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
+              T(test_broadcast) T(test_module_basics) T(test_verify_catches) T(test_infer)
+                      T(test_fold) T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
                               T(test_oom_exits) T(test_diag_escapes))
