@@ -158,8 +158,65 @@ void ir_arena_free(struct ir_arena *a)
 {
 	free_chain(a->ctx, a->head);
 	free_chain(a->ctx, a->big);
+	ir_free(a->ctx, a->big_set);
 	a->head = a->big = NULL;
+	a->big_set = NULL;
+	a->big_cap = a->big_count = 0;
 	a->used = 0;
+}
+
+/* The slot of p in a's set of large blocks, or the empty slot it would take
+ * (linear probing; the set is never more than half full). */
+static size_t big_home(const struct ir_arena *a, const void *p)
+{
+	return (size_t)(((uintptr_t)p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) & (a->big_cap - 1);
+}
+
+static size_t big_slot(const struct ir_arena *a, const void *p)
+{
+	size_t h = big_home(a, p);
+	while (a->big_set[h] && a->big_set[h] != p)
+		h = (h + 1) & (a->big_cap - 1);
+	return h;
+}
+
+static void big_set_add(struct ir_arena *a, void *p)
+{
+	if ((a->big_count + 1) * 2 > a->big_cap) {
+		void **old = a->big_set;
+		size_t cap = a->big_cap;
+		a->big_cap = cap ? 2 * cap : 64;
+		a->big_set = ir_malloc(a->ctx, sizeof *a->big_set * a->big_cap);
+		memset(a->big_set, 0, sizeof *a->big_set * a->big_cap);
+		for (size_t i = 0; i < cap; i++)
+			if (old[i])
+				a->big_set[big_slot(a, old[i])] = old[i];
+		ir_free(a->ctx, old);
+	}
+	a->big_set[big_slot(a, p)] = p;
+	a->big_count++;
+}
+
+/* Removes p, shifting back the entries that probed past its slot. */
+static void big_set_remove(struct ir_arena *a, const void *p)
+{
+	size_t mask = a->big_cap - 1, hole = big_slot(a, p), i = hole;
+	IR_ASSERT(a->big_set[hole] == p);
+	a->big_set[hole] = NULL;
+	a->big_count--;
+	for (;;) {
+		size_t home;
+		i = (i + 1) & mask;
+		if (!a->big_set[i])
+			return;
+		home = big_home(a, a->big_set[i]);
+		/* an entry whose probe from home passed the hole moves into it */
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		a->big_set[hole] = a->big_set[i];
+		a->big_set[i] = NULL;
+		hole = i;
+	}
 }
 
 void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
@@ -175,6 +232,7 @@ void *ir_arena_alloc_big(struct ir_arena *a, size_t n)
 		a->big->prev = b;
 	a->big = b;
 	a->used += n;
+	big_set_add(a, b->data);
 	return b->data;
 }
 
@@ -189,6 +247,7 @@ void ir_arena_release(struct ir_arena *a, void *p)
 	if (b->next)
 		b->next->prev = b->prev;
 	a->used -= b->size;
+	big_set_remove(a, p);
 	ir_free(a->ctx, b);
 }
 
@@ -249,10 +308,7 @@ char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
 /* Does p point into one of a's big blocks (start of its data)? */
 static bool arena_owns_big(const struct ir_arena *a, const void *p)
 {
-	for (const struct ir_arena_block *b = a->big; b; b = b->next)
-		if ((const void *)b->data == p)
-			return true;
-	return false;
+	return a->big_cap && a->big_set[big_slot(a, p)] == p;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -120,6 +120,10 @@ struct ir_arena {
 	struct ir_arena_block *head; /* current small-object block */
 	struct ir_arena_block *big;  /* list of large blocks */
 	size_t used;                 /* bytes handed out, for reports */
+	/* the large blocks' data pointers, an open-addressing hash set: is a
+	 * pointer a large block of this arena, in O(1) however many */
+	void **big_set;
+	size_t big_cap, big_count;
 };
 
 void ir_arena_init(struct ir_arena *a, struct ir_ctx *ctx);
