@@ -750,20 +750,6 @@ static LLVMValueRef elem_ptr(struct gen *g, int arg, enum ir_dtype t, LLVMValueR
 	return LLVMBuildGEP2(g->b, store_type(g, t), g->base[arg], &index, 1, "");
 }
 
-/* Does x read its argument densely, element for element like the output? */
-static bool dense_view(const struct cg_kernel *k, const struct cg_kx *x)
-{
-	int64_t st = 1;
-	if (x->view.offset)
-		return false;
-	for (int d = k->rank - 1; d >= 0; d--) {
-		if (x->view.strides[d] != st && k->dims[d] != 1)
-			return false;
-		st *= k->dims[d];
-	}
-	return true;
-}
-
 /* The output whose storage argument a shares (in place), or -1. */
 static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
 {
@@ -913,10 +899,10 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 			 * one place even in place, and vectorizes without a
 			 * runtime overlap check, which failed for in-place kernels.
 			 */
-			at[e] = dense_view(k, x) ? out
-			        : st             ? LLVMBuildAdd(b, g->xoff[e],
-			                                        LLVMBuildMul(b, i, i64c(g, st), ""), "")
-			                         : g->xoff[e];
+			at[e] = cg_dense_view(k, x) ? out
+			        : st                ? LLVMBuildAdd(b, g->xoff[e],
+			                                           LLVMBuildMul(b, i, i64c(g, st), ""), "")
+			                            : g->xoff[e];
 		}
 		gen_element(g, k, out, at);
 		free(at);
@@ -1023,7 +1009,7 @@ static void gen_kernel_gpu(struct gen *g, const struct cg_kernel *k)
 		for (int e = 0; e < k->nx; e++) {
 			const struct cg_kx *x = &k->x[e];
 			if (x->kind == KX_LOAD)
-				at[e] = dense_view(k, x) ? i : view_offset(g, x, idx, r);
+				at[e] = cg_dense_view(k, x) ? i : view_offset(g, x, idx, r);
 		}
 	}
 	gen_element(g, k, i, at);

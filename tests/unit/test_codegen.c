@@ -6,12 +6,21 @@
  * intermediates, and that the checker is not toothless: moving one tensor
  * onto another that is alive at the same time must be reported.
  *
- * usage: test_codegen MODEL.onnx[:dim=N,...]...
+ * Without models, the synthetic cases: long chains and trees built in
+ * memory, whose lowering, memory plan and launch code must do work bounded
+ * by the model - fused kernels no larger than CG_MAX_KERNEL_OPS, planning
+ * work linear in the steps, launch code in functions of bounded length, no
+ * recursion as deep as the chain (100,000 nodes, under ASan too) - and a
+ * checker that catches an in-place pair moved apart.
+ *
+ * usage: test_codegen [MODEL.onnx[:dim=N,...]...]
  */
 #include "codegen/plan.h"
 #include "frontend/fe.h"
 #include "passes/passes.h"
 #include "testutil.h"
+
+#include <unistd.h>
 
 static void check_model(const char *arg)
 {
@@ -83,8 +92,211 @@ static void check_model(const char *arg)
 	ir_module_free(m);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Synthetic models                                                         */
+/* ------------------------------------------------------------------------ */
+
+static struct ir_value *node1(struct ir_module *m, enum ir_op op, struct ir_value *a,
+                              struct ir_value *b)
+{
+	struct ir_value *in[2] = { a, b };
+	struct ir_node *n = ir_add_node(m, op, NULL, in, b ? 2 : 1, NULL, 1);
+	char err[256];
+	if (op == IR_OP_SOFTMAX)
+		ir_set_i(m, n, "axis", 1);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	return n->out[0];
+}
+
+static struct ir_module *new_module(struct ir_ctx *ctx, struct ir_value **x)
+{
+	struct ir_type t = { .dtype = IR_F32, .rank = 2, .dims = { 1, 256 } };
+	struct ir_module *m = ir_module_new(ctx, "t");
+	*x = ir_add_input(m, "x", &t);
+	return m;
+}
+
+/* Lowers m (after the code generation passes) into p. */
+static bool lower(struct ir_module *m, struct cg_plan *p, const struct cg_options *co)
+{
+	memset(p, 0, sizeof *p);
+	p->m = m;
+	p->opt = co;
+	p->arena = &m->arena;
+	return pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL) && cg_lower(p);
+}
+
+/* The ops of each kernel: none above the cap, *total all of them. */
+static int max_kernel_ops(const struct cg_plan *p, int *total)
+{
+	int most = 0;
+	*total = 0;
+	for (int i = 0; i < p->nkernels; i++) {
+		int ops = 0;
+		for (int x = 0; x < p->kernels[i]->nx; x++)
+			ops += p->kernels[i]->x[x].kind == KX_OP;
+		*total += ops;
+		most = ops > most ? ops : most;
+	}
+	return most;
+}
+
+/* The longest function body of the C file at path, in lines. */
+static int longest_function(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int longest = 0, at = -1, n = 0;
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof line, f)) {
+		n++;
+		if (line[0] == '{')
+			at = n;
+		else if (line[0] == '}' && at >= 0) {
+			longest = n - at > longest ? n - at : longest;
+			at = -1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return longest;
+}
+
+/* 100,000 Sigmoids in a row: kernels of the cap, in place in one block,
+ * launch code in bounded functions; the walks are loops, so this neither
+ * overflows the stack nor takes time growing with the square. */
+static void test_long_chain(void)
+{
+	enum { N = 100000 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *v;
+	struct ir_module *m;
+	char path[] = "/tmp/test_codegen_XXXXXX";
+	int total, fd;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	v = x;
+	for (int i = 0; i < N; i++)
+		v = node1(m, IR_OP_SIGMOID, v, NULL);
+	ir_add_output(m, v);
+	CHECK(lower(m, &p, &co));
+	CHECK(max_kernel_ops(&p, &total) <= CG_MAX_KERNEL_OPS);
+	CHECK_EQ(total, N);
+	CHECK_EQ(p.nkernels, (N + CG_MAX_KERNEL_OPS - 1) / CG_MAX_KERNEL_OPS);
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK_EQ(p.arena_bytes, 256 * 4); /* every kernel in place of the last */
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(cg_emit_source(&p, path, 0));
+	CHECK(longest_function(path) < 2000);
+	unlink(path);
+	ir_module_free(m);
+}
+
+/* A balanced tree of Adds over Sigmoids of one input (2,047 ops in one
+ * group): cut into kernels within the cap, each op in one kernel, and no
+ * kernel but the root's below a third of the cap. */
+static void test_tree(void)
+{
+	enum { LEAVES = 1024 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *level[LEAVES];
+	struct ir_module *m;
+	int total;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	for (int i = 0; i < LEAVES; i++)
+		level[i] = node1(m, IR_OP_SIGMOID, x, NULL);
+	for (int n = LEAVES; n > 1; n /= 2)
+		for (int i = 0; i < n / 2; i++)
+			level[i] = node1(m, IR_OP_ADD, level[2 * i], level[2 * i + 1]);
+	ir_add_output(m, level[0]);
+	CHECK(lower(m, &p, &co));
+	CHECK(max_kernel_ops(&p, &total) <= CG_MAX_KERNEL_OPS);
+	CHECK_EQ(total, 2 * LEAVES - 1);
+	CHECK(p.nkernels <= 3 * total / CG_MAX_KERNEL_OPS + 1);
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	ir_module_free(m);
+}
+
+/*
+ * x -> h = Sigmoid(x) -> 20,000 x (Softmax, Sigmoid) -> Add(h): a library
+ * step's result is never in place, so blocks alternate; h lives throughout.
+ * The planner looks at the blocks alive with each one (h and a neighbour),
+ * not at every placed one; the arena holds h and two alternating blocks.
+ * Then the checker must catch what a broken plan would do: an in-place
+ * output moved half a block off its input, and a tensor moved onto h.
+ */
+static void test_plan(void)
+{
+	enum { N = 20000 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *h, *v;
+	struct ir_module *m;
+	int pair = -1, other = -1;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	h = v = node1(m, IR_OP_SIGMOID, x, NULL);
+	for (int i = 0; i < N; i++)
+		v = node1(m, IR_OP_SIGMOID, node1(m, IR_OP_SOFTMAX, v, NULL), NULL);
+	ir_add_output(m, node1(m, IR_OP_ADD, v, h));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK_EQ(p.arena_bytes, 3 * 1024);
+	CHECK(p.plan_work <= 3 * (int64_t)p.nsteps);
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct cg_val *cv = &p.vals[i];
+		if (cv->buf.where != CG_ARENA || cv->alias_of || !cv->needed)
+			continue;
+		if (cv->inplace_of && pair < 0)
+			pair = i;
+		else if (!cv->inplace_of && m->values[i] != h && other < 0)
+			other = i;
+	}
+	CHECK(pair >= 0 && other >= 0);
+	if (pair >= 0) {
+		/* the old checker let an in-place pair overlap anyhow */
+		p.vals[pair].buf.offset += 512;
+		CHECK(cg_check_memory(&p) > 0);
+		CHECK_STR(d.text, "are alive together but overlap");
+		p.vals[pair].buf.offset -= 512;
+	}
+	if (other >= 0) {
+		int64_t saved = p.vals[other].buf.offset;
+		d.len = 0;
+		d.text[0] = 0;
+		p.vals[other].buf.offset = p.vals[h->id].buf.offset;
+		CHECK(cg_check_memory(&p) > 0);
+		CHECK_STR(d.text, "are alive together but overlap");
+		p.vals[other].buf.offset = saved;
+	}
+	CHECK_EQ(cg_check_memory(&p), 0);
+	ir_module_free(m);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc < 2) {
+		test_current = "long chain";
+		test_long_chain();
+		test_current = "tree";
+		test_tree();
+		test_current = "plan";
+		test_plan();
+	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
 		check_model(argv[i]);
