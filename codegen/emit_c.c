@@ -729,7 +729,7 @@ static void emit_steps(FILE *f, const struct cg_plan *p, const char *n, int from
 				        st->k->id, st->nargs, (long long)(st->outer * st->inner));
 			else
 				fprintf(f, " };\n\t\trt_launch(ctx, %s_k%d, a, %lld, %lld);\n\t}\n",
-				        n, st->k->id, (long long)st->outer, (long long)st->inner);
+				        n, st->k->code, (long long)st->outer, (long long)st->inner);
 		} else {
 			lib_call(f, p, st, s);
 		}
@@ -793,8 +793,9 @@ static bool emit_source_cpu(const struct cg_plan *p, FILE *f, const char *path)
 	if (p->opt->embed_weights)
 		fprintf(f, "extern const unsigned char %s_weights_blob[];\n", n);
 	for (int i = 0; i < p->nkernels; i++)
-		fprintf(f, "void %s_k%d(void *const *args, int64_t begin, int64_t end);\n", n,
-		        p->kernels[i]->id);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			fprintf(f, "void %s_k%d(void *const *args, int64_t begin, int64_t end);\n",
+			        n, p->kernels[i]->id);
 	fprintf(f, "\n#define IN(i) ((void *)inputs[i])\n#define OUT(i) (outputs[i])\n"
 	           "#define W(off) ((void *)(model->m.weights + (off)))\n"
 	           "#define A(off) ((void *)(model->m.arena + (off)))\n"
@@ -861,7 +862,7 @@ static bool prepare_step(FILE *f, const struct cg_plan *p, const char *n, int s)
 {
 	const struct cg_step *st = &p->steps[s];
 	if (st->is_kernel)
-		fprintf(f, "\tCALL(rtc_kernel(M, \"%s_k%d\", &model->k%d));\n", n, st->k->id,
+		fprintf(f, "\tCALL(rtc_kernel(M, \"%s_k%d\", &model->k%d));\n", n, st->k->code,
 		        st->k->id);
 	else if (st->lib == CG_LIB_GEMM)
 		fprintf(f, "\tCALL(rtc_gemm_plan(M, &d%d, &model->p%d));\n", s, s);

@@ -750,19 +750,6 @@ static LLVMValueRef elem_ptr(struct gen *g, int arg, enum ir_dtype t, LLVMValueR
 	return LLVMBuildGEP2(g->b, store_type(g, t), g->base[arg], &index, 1, "");
 }
 
-/* The output whose storage argument a shares (in place), or -1. */
-static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
-{
-	struct cg_buf in = p->vals[cg_root(p, k->args[a])->id].buf;
-	for (int o = 0; o < k->nout; o++) {
-		struct cg_buf out = p->vals[cg_root(p, k->args[o])->id].buf;
-		if (in.where == out.where && in.index == out.index && in.offset == out.offset &&
-		    in.where == CG_ARENA)
-			return o;
-	}
-	return -1;
-}
-
 /* Every expression of k at one element: loads from element at[e] of their
  * argument, the outputs stored at element out. */
 static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef out,
@@ -858,7 +845,7 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 		 * and written at one address and vectorizes; with two pointers
 		 * its runtime overlap check fails and it runs the scalar loop.
 		 */
-		int same = a >= k->nout ? same_storage_output(g->p, k, a) : -1;
+		int same = a >= k->nout ? cg_inplace_output(g->p, k, a) : -1;
 		g->base[a] = same >= 0 ? g->base[same] : LLVMBuildLoad2(b, g->ptr, slot, "");
 	}
 	LLVMBuildBr(b, ocond);
@@ -1137,7 +1124,8 @@ bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path
 		return false;
 	gen_open(&g, tm, p->opt->name);
 	for (int i = 0; i < p->nkernels; i++)
-		gen_kernel(&g, p->kernels[i]);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			gen_kernel(&g, p->kernels[i]);
 	if (!optimize(&g, tm, ll_path))
 		goto out;
 	if (LLVMTargetMachineEmitToFile(tm, g.mod, (char *)path, LLVMObjectFile, &err)) {
@@ -1244,7 +1232,8 @@ bool cg_llvm_emit_ptx(const struct cg_plan *p, const char *arch, char **ptx, siz
 		return false;
 	gen_open(&g, tm, p->opt->name);
 	for (int i = 0; i < p->nkernels; i++)
-		gen_kernel_gpu(&g, p->kernels[i]);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			gen_kernel_gpu(&g, p->kernels[i]);
 	if (!link_libdevice(&g) || !optimize(&g, tm, ll_path))
 		goto out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g.mod, LLVMAssemblyFile, &err, &buf)) {

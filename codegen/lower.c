@@ -1091,7 +1091,7 @@ static bool lower_kernel(struct lower *l, struct ir_node *root)
 		            .space = &root->out[0]->type,
 		            .stamp = p->nkernels + 1 };
 	struct cg_step *s;
-	k->id = p->nkernels;
+	k->id = k->code = p->nkernels;
 	k->nout = 1;
 	add_arg(&b, root->out[0]);
 	k->out_x[0] = build_x(&b, root);
@@ -1435,4 +1435,104 @@ bool cg_lower(struct cg_plan *p)
 		p->vals = v;
 	}
 	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared kernel code                                                       */
+/* ------------------------------------------------------------------------ */
+
+int cg_inplace_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
+{
+	struct cg_buf in = p->vals[cg_root(p, k->args[a])->id].buf;
+	for (int o = 0; o < k->nout; o++) {
+		struct cg_buf out = p->vals[cg_root(p, k->args[o])->id].buf;
+		if (in.where == out.where && in.index == out.index && in.offset == out.offset &&
+		    in.where == CG_ARENA)
+			return o;
+	}
+	return -1;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * UINT64_C(0x100000001b3); }
+
+/* What the code of a kernel depends on, hashed: its index space, its
+ * expressions (ops, views, constants), which inputs it reads in place. */
+static uint64_t kernel_hash(const struct cg_plan *p, const struct cg_kernel *k)
+{
+	uint64_t h = mix(mix(mix(UINT64_C(0xcbf29ce484222325), (uint64_t)k->rank), (uint64_t)k->nx),
+	                 (uint64_t)k->nargs);
+	for (int d = 0; d < k->rank; d++)
+		h = mix(h, (uint64_t)k->dims[d]);
+	for (int i = 0; i < k->nx; i++) {
+		const struct cg_kx *x = &k->x[i];
+		h = mix(mix(mix(h, (uint64_t)x->kind), (uint64_t)x->dtype), (uint64_t)x->arg);
+		if (x->kind == KX_OP)
+			h = mix(h, (uint64_t)x->node->op);
+		for (int d = 0; d < k->rank && x->kind == KX_LOAD; d++)
+			h = mix(h, (uint64_t)x->view.strides[d]);
+	}
+	for (int a = k->nout; a < k->nargs; a++)
+		h = mix(h, (uint64_t)(cg_inplace_output(p, k, a) + 1));
+	return h;
+}
+
+static bool same_x(const struct cg_kernel *k, const struct cg_kx *a, const struct cg_kx *b)
+{
+	if (a->kind != b->kind || a->dtype != b->dtype)
+		return false;
+	switch (a->kind) {
+	case KX_LOAD:
+		return a->arg == b->arg && a->view.offset == b->view.offset &&
+		       !memcmp(a->view.strides, b->view.strides, sizeof(int64_t) * (size_t)k->rank);
+	case KX_CONST: return a->i == b->i && !memcmp(&a->f, &b->f, sizeof a->f);
+	case KX_OP:
+		return a->nin == b->nin && !memcmp(a->in, b->in, sizeof(int) * (size_t)a->nin) &&
+		       ir_same_attrs(a->node, b->node);
+	}
+	return false;
+}
+
+/* Would a and b compile to the same function? */
+static bool same_kernel(const struct cg_plan *p, const struct cg_kernel *a,
+                        const struct cg_kernel *b)
+{
+	if (a->rank != b->rank || a->nx != b->nx || a->nargs != b->nargs || a->nout != b->nout ||
+	    memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) ||
+	    memcmp(a->out_x, b->out_x, sizeof(int) * (size_t)a->nout))
+		return false;
+	for (int i = 0; i < a->nx; i++)
+		if (!same_x(a, &a->x[i], &b->x[i]))
+			return false;
+	for (int i = a->nout; i < a->nargs; i++)
+		if (cg_inplace_output(p, a, i) != cg_inplace_output(p, b, i))
+			return false;
+	return true;
+}
+
+void cg_share_kernels(struct cg_plan *p)
+{
+	size_t cap = 16, mask;
+	int *slot;
+	uint64_t *hash;
+	while (cap < 2 * (size_t)p->nkernels)
+		cap *= 2;
+	mask = cap - 1;
+	slot = ir_malloc(p->m->ctx, sizeof *slot * cap);
+	hash = ir_malloc(p->m->ctx, sizeof *hash * (size_t)(p->nkernels + 1));
+	for (size_t i = 0; i < cap; i++)
+		slot[i] = -1;
+	for (int i = 0; i < p->nkernels; i++) {
+		struct cg_kernel *k = p->kernels[i];
+		size_t s;
+		hash[i] = kernel_hash(p, k);
+		for (s = hash[i] & mask; slot[s] >= 0; s = (s + 1) & mask)
+			if (hash[slot[s]] == hash[i] && same_kernel(p, p->kernels[slot[s]], k))
+				break;
+		if (slot[s] >= 0)
+			k->code = p->kernels[slot[s]]->code;
+		else
+			slot[s] = i;
+	}
+	ir_free(p->m->ctx, slot);
+	ir_free(p->m->ctx, hash);
 }

@@ -54,6 +54,7 @@ struct cg_kx {
 
 struct cg_kernel {
 	int id;   /* function NAME_k<id> */
+	int code; /* the function that runs it: NAME_k<code> (cg_share_kernels) */
 	int rank; /* index space, dims collapsed */
 	int64_t dims[IR_MAX_RANK];
 	struct cg_kx *x;
@@ -192,6 +193,13 @@ int cg_step_ydtype(const struct cg_step *s);
 bool cg_dense_view(const struct cg_kernel *k, const struct cg_kx *x);
 /* The storage root of v (following reshape aliases). */
 struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
+
+/* lower.c, after the memory plan: a kernel that would compile to the same
+ * function as an earlier one (same index space, expressions, views and
+ * in-place inputs) runs the earlier one's code (its code field). */
+void cg_share_kernels(struct cg_plan *p);
+/* The output whose storage argument a of k shares (in place), or -1. */
+int cg_inplace_output(const struct cg_plan *p, const struct cg_kernel *k, int a);
 
 /* memplan.c */
 bool cg_plan_memory(struct cg_plan *p);

@@ -141,6 +141,15 @@ static int max_kernel_ops(const struct cg_plan *p, int *total)
 	return most;
 }
 
+/* How many kernel functions the plan's kernels run. */
+static int distinct_codes(const struct cg_plan *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->nkernels; i++)
+		n += p->kernels[i]->code == p->kernels[i]->id;
+	return n;
+}
+
 /* The longest function body of the C file at path, in lines. */
 static int longest_function(const char *path)
 {
@@ -189,6 +198,10 @@ static void test_long_chain(void)
 	CHECK(cg_plan_memory(&p));
 	CHECK_EQ(cg_check_memory(&p), 0);
 	CHECK_EQ(p.arena_bytes, 256 * 4); /* every kernel in place of the last */
+	/* three functions: the first kernel (reading x), the in-place ones,
+	 * the last (writing y) */
+	cg_share_kernels(&p);
+	CHECK_EQ(distinct_codes(&p), 3);
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);
@@ -287,6 +300,42 @@ static void test_plan(void)
 	ir_module_free(m);
 }
 
+/* Kernels differing in a constant or an op run functions of their own;
+ * the same kernel on other tensors runs the same function. */
+static void test_share(void)
+{
+	static const float consts[4] = { 1, 2, 1, 2 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_type scalar = { .dtype = IR_F32, .rank = 0 };
+	struct ir_value *x, *v;
+	struct ir_module *m;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	v = x;
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		struct ir_value *c;
+		snprintf(name, sizeof name, "c%d", i);
+		c = ir_add_const(m, name, &scalar, &consts[i % 4]);
+		/* Softmax between them: each Add (or Sub) is a kernel of its own */
+		v = node1(m, IR_OP_SOFTMAX, node1(m, i < 4 ? IR_OP_ADD : IR_OP_SUB, v, c), NULL);
+	}
+	ir_add_output(m, v);
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(p.nkernels, 6);
+	cg_share_kernels(&p);
+	/* x + 1 reads the input; then + 2, + 1 (shared), + 2 (shared), - 1 and
+	 * - 2 (a new op, and a new constant) */
+	CHECK_EQ(distinct_codes(&p), 5);
+	CHECK_EQ(p.kernels[3]->code, p.kernels[1]->code);
+	CHECK(p.kernels[4]->code != p.kernels[2]->code);
+	ir_module_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -296,6 +345,8 @@ int main(int argc, char **argv)
 		test_tree();
 		test_current = "plan";
 		test_plan();
+		test_current = "share";
+		test_share();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
