@@ -1388,7 +1388,10 @@ bool cg_lower(struct cg_plan *p)
 	{
 		bool empty = true;
 		if (n->op == IR_OP_RESHAPE) {
-			p->vals[n->out[0]->id].alias_of = n->in[0];
+			/* the root itself: an output given storage of its own
+			 * later (separate_outputs) must not carry along the
+			 * reshapes of it, which still read the root */
+			p->vals[n->out[0]->id].alias_of = cg_root(p, n->in[0]);
 			continue;
 		}
 		if (fusible(&l, n)) {

@@ -10,8 +10,10 @@
  * offset that does not overlap a block whose lifetime [defining step, last
  * reading step] intersects its own. Before that, an elementwise kernel's
  * output takes over the block of an input that dies at that step when the
- * kernel reads it densely (element i is read before element i is written),
- * which is how chains of elementwise ops run in place.
+ * kernel reads it densely (element i is read before element i is written)
+ * and its elements are no wider than the input's (so writing element i
+ * overwrites no later element), which is how chains of elementwise ops run
+ * in place.
  *
  * cg_check_memory() independently verifies the result: no two tensors alive
  * at the same time overlap.
@@ -355,7 +357,11 @@ bool cg_plan_memory(struct cg_plan *p)
 		for (int a = st->nout; a < st->nargs; a++) {
 			struct ir_value *r = cg_root(p, st->args[a]);
 			struct block *in = block_of[r->id];
-			if (!in || p->vals[r->id].last != s || !dense_only(st, a))
+			/* elements no wider than the input's: writing element i
+			 * then overwrites no element after i before it is read
+			 * (an f32 over a bool or f16 input would) */
+			if (!in || p->vals[r->id].last != s || !dense_only(st, a) ||
+			    ir_dtype_size(st->args[0]->type.dtype) > ir_dtype_size(r->type.dtype))
 				continue;
 			in = resolve(in);
 			if (in->size != out->size || in == out)
@@ -470,6 +476,33 @@ static int64_t end_tree_max(const struct end_tree *t, int first, int last, int *
 	return best;
 }
 
+/* Every tensor a step reads that a step computes (not an input or a
+ * weight, and not empty) was written by an earlier step. */
+static int check_order(const struct cg_plan *p)
+{
+	struct ir_module *m = p->m;
+	bool *written = ir_malloc(m->ctx, sizeof *written * (size_t)(m->nvalues + 1));
+	int bad = 0;
+	memset(written, 0, sizeof *written * (size_t)(m->nvalues + 1));
+	for (int s = 0; s < p->nsteps; s++) {
+		const struct cg_step *st = &p->steps[s];
+		for (int a = st->nout; a < st->nargs; a++) {
+			struct ir_value *r = st->args[a] ? cg_root(p, st->args[a]) : NULL;
+			if (r && r->kind == IR_VAL_NODE && !written[r->id] && bytes_of(r)) {
+				ir_error(m->ctx,
+				         "memory plan: step %d reads '%s' before a step writes it",
+				         s, r->name);
+				bad++;
+			}
+		}
+		for (int a = 0; a < st->nout; a++)
+			if (st->args[a])
+				written[cg_root(p, st->args[a])->id] = true;
+	}
+	ir_free(m->ctx, written);
+	return bad;
+}
+
 /*
  * Checked independently of the planner's own structures, from the plan's
  * storage alone: every arena tensor and workspace is a span of bytes over a
@@ -519,6 +552,7 @@ int cg_check_memory(const struct cg_plan *p)
 		t.tag[i] = t.top[i] = INT64_MIN;
 		t.tag_span[i] = t.top_span[i] = -1;
 	}
+	bad += check_order(p);
 	qsort(sp, (size_t)n, sizeof *sp, cmp_span);
 	for (int i = 0; i < n; i++) {
 		int other = -1;

@@ -336,6 +336,85 @@ static void test_share(void)
 	ir_module_free(m);
 }
 
+static struct ir_value *reshape(struct ir_module *m, struct ir_value *v, int64_t d0, int64_t d1)
+{
+	struct ir_node *n = ir_add_node(m, IR_OP_RESHAPE, NULL, &v, 1, NULL, 1);
+	char err[256];
+	ir_set_ints(m, n, "shape", (int64_t[]){ d0, d1 }, 2);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	return n->out[0];
+}
+
+/*
+ * Outputs r = Relu(x) and r1 = Reshape(r), and Softmax(Reshape(r1)): r1
+ * must get a copy of its own (it aliases another output), written after
+ * the steps; the Softmax reads r's storage through both reshapes, not the
+ * copy (which it once read before the copy was made).
+ */
+static void test_alias_chain(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *r, *r1, *r2;
+	struct ir_module *m;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	r = node1(m, IR_OP_RELU, x, NULL);
+	r1 = reshape(m, r, 16, 16);
+	r2 = reshape(m, r1, 256, 1);
+	ir_add_output(m, r);
+	ir_add_output(m, r1);
+	ir_add_output(m, node1(m, IR_OP_SOFTMAX, r2, NULL));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK(cg_root(&p, r2) == r);
+	CHECK(cg_root(&p, r1) == r1);
+	ir_module_free(m);
+}
+
+/*
+ * w = Where(t, 0, 1) over a bool t that dies there: w's f32 elements are
+ * wider than t's bytes, so w must not take t's block (writing w[0] would
+ * overwrite t[1..3] before they are read), though both round up to one
+ * 64-byte block.
+ */
+static void test_wider_not_in_place(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_type six = { .dtype = IR_F32, .rank = 2, .dims = { 1, 6 } };
+	struct ir_type scalar = { .dtype = IR_F32, .rank = 0 };
+	static const float zero = 0, one = 1;
+	struct ir_value *x, *t, *w, *c0, *c1;
+	struct ir_module *m;
+	struct ir_node *n, *where;
+	char err[256];
+	ctx_collect(&ctx, &d);
+	m = ir_module_new(&ctx, "t");
+	x = ir_add_input(m, "x", &six);
+	c0 = ir_add_const(m, "zero", &scalar, &zero);
+	c1 = ir_add_const(m, "one", &scalar, &one);
+	n = ir_add_node(m, IR_OP_TRANSPOSE, NULL,
+	                (struct ir_value *[]){ node1(m, IR_OP_GREATER, x, c0) }, 1, NULL, 1);
+	ir_set_ints(m, n, "perm", (int64_t[]){ 1, 0 }, 2);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	t = n->out[0];
+	where = ir_add_node(m, IR_OP_WHERE, NULL, (struct ir_value *[]){ t, c0, c1 }, 3, NULL, 1);
+	CHECK(ir_infer_node(m, where, err, sizeof err));
+	w = where->out[0];
+	ir_add_output(m, node1(m, IR_OP_SOFTMAX, w, NULL));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK(p.vals[w->id].buf.where == CG_ARENA && !p.vals[w->id].inplace_of);
+	ir_module_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -347,6 +426,10 @@ int main(int argc, char **argv)
 		test_plan();
 		test_current = "share";
 		test_share();
+		test_current = "alias chain";
+		test_alias_chain();
+		test_current = "wider not in place";
+		test_wider_not_in_place();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
