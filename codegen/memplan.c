@@ -129,12 +129,29 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* the blocks' order: deterministic */
 }
 
-static int cmp_offset(const void *a, const void *b)
+/* A placed block's bytes [off, end), as the gap search reads them. */
+struct span_of {
+	int64_t off, end;
+};
+
+/* Sorts s[0..n) by offset (a bottom-up merge sort through tmp: where many
+ * blocks are alive at once, as in a training step, this is most of the
+ * planner's time, and an inline comparison is a third of qsort's). */
+static void sort_spans(struct span_of *s, struct span_of *tmp, int n)
 {
-	const struct block *x = *(struct block *const *)a, *y = *(struct block *const *)b;
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x < y ? -1 : x > y;
+	for (int w = 1; w < n; w *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * w) {
+			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = s[j].off < s[i].off ? s[j++] : s[i++];
+			while (i < mid)
+				tmp[k++] = s[i++];
+			while (j < hi)
+				tmp[k++] = s[j++];
+		}
+		memcpy(s, tmp, sizeof *s * (size_t)n);
+	}
 }
 
 /*
@@ -155,7 +172,7 @@ struct placed {
 	struct block **entry; /* list entries: the block ... */
 	int *next;            /* ... and the next entry (-1 ends a list) */
 	int nentries, cap;
-	struct block **hits; /* a query's result */
+	struct span_of *hits, *tmp; /* a query's result, and room to sort it */
 	int nhits;
 	int64_t work; /* the queries' results, added up */
 };
@@ -183,6 +200,7 @@ static void placed_init(struct placed *t, struct ir_ctx *ctx, int steps, int nbl
 	t->start = ir_malloc(ctx, sizeof *t->start * (size_t)t->size);
 	t->starts = ir_malloc(ctx, sizeof *t->starts * (size_t)(2 * t->size));
 	t->hits = ir_malloc(ctx, sizeof *t->hits * (size_t)(nblocks + 1));
+	t->tmp = ir_malloc(ctx, sizeof *t->tmp * (size_t)(nblocks + 1));
 	for (int i = 0; i < 2 * t->size; i++) {
 		t->cover[i] = -1;
 		t->starts[i] = 0;
@@ -199,6 +217,7 @@ static void placed_free(struct placed *t)
 	ir_free(t->ctx, t->entry);
 	ir_free(t->ctx, t->next);
 	ir_free(t->ctx, t->hits);
+	ir_free(t->ctx, t->tmp);
 }
 
 static void placed_add(struct placed *t, struct block *b)
@@ -218,7 +237,8 @@ static void placed_add(struct placed *t, struct block *b)
 static void take_list(struct placed *t, int e)
 {
 	for (; e >= 0; e = t->next[e])
-		t->hits[t->nhits++] = t->entry[e];
+		t->hits[t->nhits++] = (struct span_of){ t->entry[e]->offset,
+			                                t->entry[e]->offset + t->entry[e]->size };
 }
 
 /* The blocks starting within tree node x's range. */
@@ -261,13 +281,12 @@ static int64_t best_offset(struct placed *t, const struct block *b)
 	int64_t off = 0;
 	placed_query(t, b);
 	t->work += t->nhits;
-	qsort(t->hits, (size_t)t->nhits, sizeof *t->hits, cmp_offset);
+	sort_spans(t->hits, t->tmp, t->nhits);
 	for (int i = 0; i < t->nhits; i++) {
-		const struct block *o = t->hits[i];
-		if (o->offset >= off + b->size)
+		if (t->hits[i].off >= off + b->size)
 			break;
-		if (o->offset + o->size > off)
-			off = o->offset + o->size;
+		if (t->hits[i].end > off)
+			off = t->hits[i].end;
 	}
 	return off;
 }
