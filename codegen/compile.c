@@ -160,6 +160,7 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 		return false;
 	if (cg_check_memory(&p))
 		ir_panic(__FILE__, __LINE__, "the memory plan is inconsistent");
+	cg_share_kernels(&p);
 	cg_model_id(&p);
 	t1 = now_ms();
 	if (!make_dir(m->ctx, dir))

@@ -7,6 +7,13 @@
  * const descriptor and one runtime call per step, each under a comment
  * naming the ONNX nodes it covers, so a user can read what the compiler did.
  * Output is deterministic: no timestamps, no paths, no hash-order effects.
+ *
+ * The steps go CG_STEPS_PER_FUNCTION to a static function (NAME_steps_<i>,
+ * steps i*CG_STEPS_PER_FUNCTION onwards), which NAME_run calls in order:
+ * a C compiler's optimiser takes time growing faster than a function's
+ * length (one NAME_run of 25,000 lines took cc 75 s at -O2), and bounded
+ * functions keep it linear in the steps. A part returns the first failing
+ * call's status, which NAME_run returns in turn.
  */
 #include "plan.h"
 
@@ -15,6 +22,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Steps per generated function: short enough for cc's optimiser, long
+ * enough that a model of a few hundred layers reads as a few functions. */
+#define CG_STEPS_PER_FUNCTION 128
 
 /* ------------------------------------------------------------------------ */
 /* Small printers                                                           */
@@ -694,11 +705,11 @@ static void emit_banner(FILE *f, const struct cg_plan *p, const char *n, const c
 	fprintf(f, ". Do not edit.\n *\n * %s */\n", what);
 }
 
-/* The steps' calls (shared by both targets; the macros differ). */
-static void emit_steps(FILE *f, const struct cg_plan *p, const char *n)
+/* The calls of steps [from, to) (shared by both targets; the macros differ). */
+static void emit_steps(FILE *f, const struct cg_plan *p, const char *n, int from, int to)
 {
 	bool cuda = cg_target_cuda(p->opt);
-	for (int s = 0; s < p->nsteps; s++) {
+	for (int s = from; s < to; s++) {
 		const struct cg_step *st = &p->steps[s];
 		char what[1024];
 		step_label(p, s, what, sizeof what);
@@ -718,12 +729,40 @@ static void emit_steps(FILE *f, const struct cg_plan *p, const char *n)
 				        st->k->id, st->nargs, (long long)(st->outer * st->inner));
 			else
 				fprintf(f, " };\n\t\trt_launch(ctx, %s_k%d, a, %lld, %lld);\n\t}\n",
-				        n, st->k->id, (long long)st->outer, (long long)st->inner);
+				        n, st->k->code, (long long)st->outer, (long long)st->inner);
 		} else {
 			lib_call(f, p, st, s);
 		}
 		fprintf(f, "\tEND(%d);\n", s);
 	}
+}
+
+static int nparts(const struct cg_plan *p)
+{
+	return (p->nsteps + CG_STEPS_PER_FUNCTION - 1) / CG_STEPS_PER_FUNCTION;
+}
+
+/* The static functions NAME_steps_<i> running the steps in bounded parts;
+ * params is their parameter list, intro their first lines. */
+static void emit_parts(FILE *f, const struct cg_plan *p, const char *n, const char *params,
+                       const char *intro)
+{
+	for (int i = 0; i < nparts(p); i++) {
+		int from = i * CG_STEPS_PER_FUNCTION, to = from + CG_STEPS_PER_FUNCTION;
+		if (to > p->nsteps)
+			to = p->nsteps;
+		fprintf(f, "\n/* Steps %d to %d. */\nstatic int %s_steps_%d(%s)\n{\n%s", from,
+		        to - 1, n, i, params, intro);
+		emit_steps(f, p, n, from, to);
+		fprintf(f, "\treturn RT_OK;\n}\n");
+	}
+}
+
+/* The calls of the parts, in order, each returning its failure. */
+static void call_parts(FILE *f, const struct cg_plan *p, const char *n, const char *args)
+{
+	for (int i = 0; i < nparts(p); i++)
+		fprintf(f, "\tCALL(%s_steps_%d(%s));\n", n, i, args);
 }
 
 static bool finish(FILE *f, struct ir_ctx *ctx, const char *path)
@@ -754,27 +793,34 @@ static bool emit_source_cpu(const struct cg_plan *p, FILE *f, const char *path)
 	if (p->opt->embed_weights)
 		fprintf(f, "extern const unsigned char %s_weights_blob[];\n", n);
 	for (int i = 0; i < p->nkernels; i++)
-		fprintf(f, "void %s_k%d(void *const *args, int64_t begin, int64_t end);\n", n,
-		        p->kernels[i]->id);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			fprintf(f, "void %s_k%d(void *const *args, int64_t begin, int64_t end);\n",
+			        n, p->kernels[i]->id);
 	fprintf(f, "\n#define IN(i) ((void *)inputs[i])\n#define OUT(i) (outputs[i])\n"
 	           "#define W(off) ((void *)(model->m.weights + (off)))\n"
 	           "#define A(off) ((void *)(model->m.arena + (off)))\n"
 	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n"
-	           "#define BEGIN(s) do { if (prof) t0 = rt_now_ms(); } while (0)\n"
-	           "#define END(s) do { if (prof) rt_profile_step(&model->m, (s), t0); } while "
-	           "(0)\n\n");
+	           "#define BEGIN(s) (t0 = rt_step_begin(&model->m))\n"
+	           "#define END(s) rt_step_end(&model->m, (s), t0)\n\n");
 	emit_descriptors(f, p);
 	emit_step_names(f, p);
+	{
+		char params[256];
+		snprintf(params, sizeof params,
+		         "struct %s *model, struct rt_ctx *ctx, const void *const inputs[], "
+		         "void *const outputs[]",
+		         n);
+		emit_parts(f, p, n, params, "\tdouble t0;\n\t(void)inputs;\n\t(void)outputs;\n");
+	}
 	fprintf(f,
 	        "\nint %s_run(struct %s *model, const void *const inputs[], void *const "
 	        "outputs[])\n{\n",
 	        n, n);
-	fprintf(f, "\tstruct rt_ctx *ctx;\n\tconst int prof = model ? model->m.profile : 0;\n"
-	           "\tdouble t0 = 0;\n");
+	fprintf(f, "\tstruct rt_ctx *ctx;\n");
 	emit_arg_checks(f, m);
 	fprintf(f, "\tctx = model->m.ctx;\n\trt_model_begin_run(&model->m);\n");
-	emit_steps(f, p, n);
-	fprintf(f, "\treturn RT_OK;\n}\n\n");
+	call_parts(f, p, n, "model, ctx, inputs, outputs");
+	fprintf(f, "%s\treturn RT_OK;\n}\n\n", nparts(p) ? "" : "\t(void)ctx;\n");
 	emit_common_api(f, p, n, N);
 
 	fprintf(f,
@@ -808,6 +854,25 @@ static bool emit_source_cpu(const struct cg_plan *p, FILE *f, const char *path)
 	        "\trt_model_close(&model->m);\n\tfree(model);\n}\n",
 	        n, n);
 	return finish(f, m->ctx, path);
+}
+
+/* What create prepares for step s (CUDA): its kernel or plan, if any;
+ * false if none. */
+static bool prepare_step(FILE *f, const struct cg_plan *p, const char *n, int s)
+{
+	const struct cg_step *st = &p->steps[s];
+	if (st->is_kernel)
+		fprintf(f, "\tCALL(rtc_kernel(M, \"%s_k%d\", &model->k%d));\n", n, st->k->code,
+		        st->k->id);
+	else if (st->lib == CG_LIB_GEMM)
+		fprintf(f, "\tCALL(rtc_gemm_plan(M, &d%d, &model->p%d));\n", s, s);
+	else if (st->lib == CG_LIB_CONV)
+		fprintf(f, "\tCALL(rtc_conv_plan(M, &d%d, &model->p%d));\n", s, s);
+	else if (st->lib == CG_LIB_CONV_TRANSPOSE)
+		fprintf(f, "\tCALL(rtc_conv_transpose_plan(M, &d%d, &model->p%d));\n", s, s);
+	else
+		return false;
+	return true;
 }
 
 /*
@@ -870,9 +935,14 @@ static bool emit_source_cuda(const struct cg_plan *p, FILE *f, const char *path,
 	}
 
 	/* the steps */
-	fprintf(f, "\nstatic int %s_steps(struct %s *model)\n{", n, n);
-	emit_steps(f, p, n);
-	fprintf(f, "\treturn RT_OK;\n}\n\n");
+	{
+		char params[160];
+		snprintf(params, sizeof params, "struct %s *model", n);
+		emit_parts(f, p, n, params, "");
+	}
+	fprintf(f, "\nstatic int %s_steps(struct %s *model)\n{\n", n, n);
+	call_parts(f, p, n, "model");
+	fprintf(f, "%s\treturn RT_OK;\n}\n\n", nparts(p) ? "" : "\t(void)model;\n");
 
 	fprintf(f,
 	        "int %s_run(struct %s *model, const void *const inputs[], void *const "
@@ -886,24 +956,23 @@ static bool emit_source_cuda(const struct cg_plan *p, FILE *f, const char *path,
 	        n);
 	emit_common_api(f, p, n, N);
 
-	/* create: open, plans, kernels, capture */
+	/* create: open, plans, kernels (in parts, as the steps), capture */
+	for (int i = 0; i < nparts(p); i++) {
+		int from = i * CG_STEPS_PER_FUNCTION, to = from + CG_STEPS_PER_FUNCTION;
+		fprintf(f, "\n/* The plans and kernels of steps %d to %d. */\n", from,
+		        (to < p->nsteps ? to : p->nsteps) - 1);
+		fprintf(f, "static int %s_prepare_%d(struct %s *model)\n{\n", n, i, n);
+		bool any = false;
+		for (int s = from; s < to && s < p->nsteps; s++)
+			any |= prepare_step(f, p, n, s);
+		fprintf(f, "%s\treturn RT_OK;\n}\n", any ? "" : "\t(void)model;\n");
+	}
 	fprintf(f,
 	        "\n/* Plans, kernels and the graph; a failure leaves nothing behind. */\n"
 	        "static int %s_prepare(struct %s *model)\n{\n",
 	        n, n);
-	for (int s = 0; s < p->nsteps; s++) {
-		const struct cg_step *st = &p->steps[s];
-		if (st->is_kernel)
-			fprintf(f, "\tCALL(rtc_kernel(M, \"%s_k%d\", &model->k%d));\n", n,
-			        st->k->id, st->k->id);
-		else if (st->lib == CG_LIB_GEMM)
-			fprintf(f, "\tCALL(rtc_gemm_plan(M, &d%d, &model->p%d));\n", s, s);
-		else if (st->lib == CG_LIB_CONV)
-			fprintf(f, "\tCALL(rtc_conv_plan(M, &d%d, &model->p%d));\n", s, s);
-		else if (st->lib == CG_LIB_CONV_TRANSPOSE)
-			fprintf(f, "\tCALL(rtc_conv_transpose_plan(M, &d%d, &model->p%d));\n", s,
-			        s);
-	}
+	for (int i = 0; i < nparts(p); i++)
+		fprintf(f, "\tCALL(%s_prepare_%d(model));\n", n, i);
 	fprintf(f,
 	        "\tCALL(rtc_capture_begin(M));\n"
 	        "\tif (!rtc_direct(M)) {\n"

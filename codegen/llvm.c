@@ -750,33 +750,6 @@ static LLVMValueRef elem_ptr(struct gen *g, int arg, enum ir_dtype t, LLVMValueR
 	return LLVMBuildGEP2(g->b, store_type(g, t), g->base[arg], &index, 1, "");
 }
 
-/* Does x read its argument densely, element for element like the output? */
-static bool dense_view(const struct cg_kernel *k, const struct cg_kx *x)
-{
-	int64_t st = 1;
-	if (x->view.offset)
-		return false;
-	for (int d = k->rank - 1; d >= 0; d--) {
-		if (x->view.strides[d] != st && k->dims[d] != 1)
-			return false;
-		st *= k->dims[d];
-	}
-	return true;
-}
-
-/* The output whose storage argument a shares (in place), or -1. */
-static int same_storage_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
-{
-	struct cg_buf in = p->vals[cg_root(p, k->args[a])->id].buf;
-	for (int o = 0; o < k->nout; o++) {
-		struct cg_buf out = p->vals[cg_root(p, k->args[o])->id].buf;
-		if (in.where == out.where && in.index == out.index && in.offset == out.offset &&
-		    in.where == CG_ARENA)
-			return o;
-	}
-	return -1;
-}
-
 /* Every expression of k at one element: loads from element at[e] of their
  * argument, the outputs stored at element out. */
 static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef out,
@@ -872,7 +845,7 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 		 * and written at one address and vectorizes; with two pointers
 		 * its runtime overlap check fails and it runs the scalar loop.
 		 */
-		int same = a >= k->nout ? same_storage_output(g->p, k, a) : -1;
+		int same = a >= k->nout ? cg_inplace_output(g->p, k, a) : -1;
 		g->base[a] = same >= 0 ? g->base[same] : LLVMBuildLoad2(b, g->ptr, slot, "");
 	}
 	LLVMBuildBr(b, ocond);
@@ -913,10 +886,10 @@ static void gen_kernel(struct gen *g, const struct cg_kernel *k)
 			 * one place even in place, and vectorizes without a
 			 * runtime overlap check, which failed for in-place kernels.
 			 */
-			at[e] = dense_view(k, x) ? out
-			        : st             ? LLVMBuildAdd(b, g->xoff[e],
-			                                        LLVMBuildMul(b, i, i64c(g, st), ""), "")
-			                         : g->xoff[e];
+			at[e] = cg_dense_view(k, x) ? out
+			        : st                ? LLVMBuildAdd(b, g->xoff[e],
+			                                           LLVMBuildMul(b, i, i64c(g, st), ""), "")
+			                            : g->xoff[e];
 		}
 		gen_element(g, k, out, at);
 		free(at);
@@ -1023,7 +996,7 @@ static void gen_kernel_gpu(struct gen *g, const struct cg_kernel *k)
 		for (int e = 0; e < k->nx; e++) {
 			const struct cg_kx *x = &k->x[e];
 			if (x->kind == KX_LOAD)
-				at[e] = dense_view(k, x) ? i : view_offset(g, x, idx, r);
+				at[e] = cg_dense_view(k, x) ? i : view_offset(g, x, idx, r);
 		}
 	}
 	gen_element(g, k, i, at);
@@ -1151,7 +1124,8 @@ bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path
 		return false;
 	gen_open(&g, tm, p->opt->name);
 	for (int i = 0; i < p->nkernels; i++)
-		gen_kernel(&g, p->kernels[i]);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			gen_kernel(&g, p->kernels[i]);
 	if (!optimize(&g, tm, ll_path))
 		goto out;
 	if (LLVMTargetMachineEmitToFile(tm, g.mod, (char *)path, LLVMObjectFile, &err)) {
@@ -1258,7 +1232,8 @@ bool cg_llvm_emit_ptx(const struct cg_plan *p, const char *arch, char **ptx, siz
 		return false;
 	gen_open(&g, tm, p->opt->name);
 	for (int i = 0; i < p->nkernels; i++)
-		gen_kernel_gpu(&g, p->kernels[i]);
+		if (p->kernels[i]->code == p->kernels[i]->id)
+			gen_kernel_gpu(&g, p->kernels[i]);
 	if (!link_libdevice(&g) || !optimize(&g, tm, ll_path))
 		goto out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, g.mod, LLVMAssemblyFile, &err, &buf)) {

@@ -8,13 +8,19 @@
  *      tile while it is in cache;
  *   2. fusion: elementwise nodes join their single-use elementwise
  *      producers of the same shape (union-find), so each maximal chain -
- *      broadcasts, casts, selects included - becomes one generated kernel;
+ *      broadcasts, casts, selects included - becomes one generated kernel,
+ *      cut into kernels of at most CG_MAX_KERNEL_OPS ops (plan.h) where it
+ *      is longer: each piece stores its result for the next to load, so a
+ *      kernel costs LLVM a bounded time and a chain of N ops costs N times
+ *      that, not N squared;
  *   3. steps: every remaining node becomes a step through a per-op lowering
  *      function (the table at the end), which fills the runtime descriptor.
  *      Reshapes emit nothing: they alias their source.
  *
  * Lowering never fails on a valid module: every IR op has a runtime path.
- * Empty tensors produce no step.
+ * Empty tensors produce no step. Every walk is a loop over the node list or
+ * over a kernel's bounded expressions, and every table is indexed by node
+ * or value id, so lowering is linear in the module, whatever its depth.
  */
 #include "passes/amp.h"
 #include "plan.h"
@@ -24,8 +30,14 @@
 
 struct lower {
 	struct cg_plan *p;
-	int *pos;                  /* node id -> position in the list */
-	int *group;                /* node id -> union-find parent (eltwise) */
+	int *pos;   /* node id -> position in the list */
+	int *group; /* node id -> union-find parent (eltwise) */
+	bool *cut;  /* node id -> roots a kernel, cut off its group */
+	int *part;  /* node id -> ops of its kernel up to it */
+	/* per value id, for the kernel being built (where the stamp is its) */
+	int *x_stamp, *x_of;       /* the expression computing the value */
+	int *arg_stamp, *arg_of;   /* its argument index */
+	int nvals;                 /* value ids the arrays cover */
 	bool *absorbed;            /* node id -> folded into another step */
 	struct ir_node **out_cast; /* node id -> the cast its library step absorbs */
 	struct ir_node **by_id;
@@ -844,14 +856,61 @@ static void group_eltwise(struct lower *l)
 	}
 }
 
+/* The node computing v inside a kernel of group g, or NULL where the
+ * kernel loads v: v comes from outside the group, or from a node cut off
+ * to root a kernel of its own. */
+static struct ir_node *member(struct lower *l, const struct ir_value *v, int g)
+{
+	struct ir_node *p = v->kind == IR_VAL_NODE ? v->def : NULL;
+	return p && fusible(l, p) && find(l, p->id) == g && !l->cut[p->id] ? p : NULL;
+}
+
+/*
+ * Bounds each kernel to CG_MAX_KERNEL_OPS ops. A group is an in-tree (each
+ * member but the root has its one use in the group), so in list order
+ * (producers first) every node knows the ops of its operands' parts not yet
+ * cut off; when its own part would pass the cap, its largest operand parts
+ * are cut off - each roots a kernel that stores its result - until it fits.
+ * A chain of N ops becomes N / CG_MAX_KERNEL_OPS kernels of the cap.
+ */
+static void cut_groups(struct lower *l)
+{
+	IR_FOR_EACH_NODE(l->p->m, n)
+	{
+		struct ir_node *kids[3];
+		int nkids = 0, ops = 1, g;
+		if (!fusible(l, n))
+			continue;
+		g = find(l, n->id);
+		for (int i = 0; i < n->nin; i++)
+			if ((kids[nkids] = member(l, n->in[i], g)))
+				ops += l->part[kids[nkids++]->id];
+		while (ops > CG_MAX_KERNEL_OPS) {
+			int big = 0;
+			for (int i = 1; i < nkids; i++)
+				if (l->part[kids[i]->id] > l->part[kids[big]->id])
+					big = i;
+			IR_ASSERT(nkids > 0 && !l->cut[kids[big]->id]);
+			l->cut[kids[big]->id] = true;
+			ops -= l->part[kids[big]->id];
+			kids[big] = kids[--nkids];
+		}
+		l->part[n->id] = ops;
+	}
+}
+
+/* Does n root a kernel: the last node of its group, or one cut off? */
+static bool kernel_root(struct lower *l, const struct ir_node *n)
+{
+	return find(l, n->id) == n->id || l->cut[n->id];
+}
+
 struct kbuild {
 	struct lower *l;
 	struct cg_kernel *k;
-	int root;                    /* union-find root of the group */
+	int group;                   /* union-find root of the group */
 	const struct ir_type *space; /* the kernel's index space (root output) */
-	struct ir_value **memo_v;    /* value -> expression */
-	int *memo_x;
-	int nmemo;
+	int stamp;                   /* marks l's per-value entries of this kernel */
 };
 
 static int add_x(struct kbuild *b, const struct cg_kx *x)
@@ -869,40 +928,44 @@ static int add_x(struct kbuild *b, const struct cg_kx *x)
 	return k->nx++;
 }
 
+/* The argument index of v (added the first time). */
 static int add_arg(struct kbuild *b, struct ir_value *v)
 {
 	struct cg_kernel *k = b->k;
-	for (int i = k->nout; i < k->nargs; i++)
-		if (k->args[i] == v)
-			return i;
+	struct lower *l = b->l;
+	IR_ASSERT(v->id < l->nvals);
+	if (l->arg_stamp[v->id] == b->stamp)
+		return l->arg_of[v->id];
 	if (k->nargs == k->cap_args) {
 		int cap = k->cap_args ? 2 * k->cap_args : 8;
-		struct ir_value **na = ir_arena_alloc(ARENA(b->l), sizeof *na * (size_t)cap);
+		struct ir_value **na = ir_arena_alloc(ARENA(l), sizeof *na * (size_t)cap);
 		if (k->nargs)
 			memcpy(na, k->args, sizeof *na * (size_t)k->nargs);
 		k->args = na;
 		k->cap_args = cap;
 	}
 	k->args[k->nargs] = v;
+	l->arg_stamp[v->id] = b->stamp;
+	l->arg_of[v->id] = k->nargs;
 	return k->nargs++;
 }
 
-/* The expression computing value v inside the kernel. */
-static int build_x(struct kbuild *b, struct ir_value *v)
+/* Records that expression x computes v in this kernel; returns x. */
+static int memo(struct kbuild *b, const struct ir_value *v, int x)
+{
+	IR_ASSERT(v->id < b->l->nvals);
+	b->l->x_stamp[v->id] = b->stamp;
+	b->l->x_of[v->id] = x;
+	return x;
+}
+
+/* The expression of v where the kernel does not compute it: a scalar
+ * constant as an immediate, anything else a load through a view. */
+static int leaf_x(struct kbuild *b, struct ir_value *v)
 {
 	struct cg_kx x = { .dtype = v->type.dtype };
-	for (int i = 0; i < b->nmemo; i++)
-		if (b->memo_v[i] == v)
-			return b->memo_x[i];
-	if (v->kind == IR_VAL_NODE && fusible(b->l, v->def) && find(b->l, v->def->id) == b->root) {
-		struct ir_node *n = v->def;
-		x.kind = KX_OP;
-		x.node = n;
-		x.nin = n->nin;
-		for (int i = 0; i < n->nin; i++)
-			x.in[i] = build_x(b, n->in[i]);
-	} else if (v->kind == IR_VAL_CONST && v->data && elems(v) == 1) {
-		x.kind = KX_CONST; /* scalars become immediates */
+	if (v->kind == IR_VAL_CONST && v->data && elems(v) == 1) {
+		x.kind = KX_CONST;
 		if (ir_dtypes[v->type.dtype].is_float)
 			x.f = ir_load_f64(v->type.dtype, v->data, 0);
 		else
@@ -918,12 +981,64 @@ static int build_x(struct kbuild *b, struct ir_value *v)
 			x.view.strides[i] = j < 0 || t->dims[j] == 1 ? 0 : s[j];
 		}
 	}
-	{
-		int id = add_x(b, &x);
-		b->memo_v[b->nmemo] = v;
-		b->memo_x[b->nmemo++] = id;
-		return id;
+	return memo(b, v, add_x(b, &x));
+}
+
+/*
+ * The expression computing the result of top, operands first: a post-order
+ * walk over the kernel's nodes with an explicit stack, which holds at most
+ * the kernel's ops (cut_groups bounds them), however long the group.
+ */
+static int build_x(struct kbuild *b, struct ir_node *top)
+{
+	struct frame {
+		struct ir_node *n;
+		int next; /* the operand to visit next */
+		int in[3];
+	} st[CG_MAX_KERNEL_OPS];
+	int depth = 1;
+	st[0] = (struct frame){ .n = top };
+	for (;;) {
+		struct frame *f = &st[depth - 1];
+		struct cg_kx x = { .kind = KX_OP };
+		int id;
+		if (f->next < f->n->nin) {
+			struct ir_value *v = f->n->in[f->next];
+			struct ir_node *p;
+			IR_ASSERT(v->id < b->l->nvals);
+			if (b->l->x_stamp[v->id] == b->stamp) {
+				f->in[f->next++] = b->l->x_of[v->id];
+			} else if ((p = member(b->l, v, b->group))) {
+				IR_ASSERT(depth < CG_MAX_KERNEL_OPS);
+				st[depth++] = (struct frame){ .n = p };
+			} else {
+				f->in[f->next++] = leaf_x(b, v);
+			}
+			continue;
+		}
+		x.dtype = f->n->out[0]->type.dtype;
+		x.node = f->n;
+		x.nin = f->n->nin;
+		memcpy(x.in, f->in, sizeof x.in);
+		id = memo(b, f->n->out[0], add_x(b, &x));
+		if (--depth == 0)
+			return id;
+		f = &st[depth - 1];
+		f->in[f->next++] = id;
 	}
+}
+
+bool cg_dense_view(const struct cg_kernel *k, const struct cg_kx *x)
+{
+	int64_t st = 1;
+	if (x->view.offset)
+		return false;
+	for (int d = k->rank - 1; d >= 0; d--) {
+		if (x->view.strides[d] != st && k->dims[d] != 1)
+			return false;
+		st *= k->dims[d];
+	}
+	return true;
 }
 
 /* Merges adjacent dimensions along which every access is contiguous. */
@@ -962,16 +1077,17 @@ static void collapse(struct cg_kernel *k)
 static bool lower_kernel(struct lower *l, struct ir_node *root)
 {
 	struct cg_plan *p = l->p;
-	struct kbuild b = { .l = l, .root = find(l, root->id), .space = &root->out[0]->type };
 	struct cg_kernel *k = ir_arena_alloc(ARENA(l), sizeof *k);
+	struct kbuild b = { .l = l,
+		            .k = k,
+		            .group = find(l, root->id),
+		            .space = &root->out[0]->type,
+		            .stamp = p->nkernels + 1 };
 	struct cg_step *s;
-	b.k = k;
-	b.memo_v = ir_arena_alloc(ARENA(l), sizeof *b.memo_v * (size_t)(p->m->nvalues + 1));
-	b.memo_x = ir_arena_alloc(ARENA(l), sizeof *b.memo_x * (size_t)(p->m->nvalues + 1));
-	k->id = p->nkernels;
+	k->id = k->code = p->nkernels;
 	k->nout = 1;
 	add_arg(&b, root->out[0]);
-	k->out_x[0] = build_x(&b, root->out[0]);
+	k->out_x[0] = build_x(&b, root);
 	k->rank = b.space->rank;
 	memcpy(k->dims, b.space->dims, sizeof k->dims);
 	collapse(k);
@@ -1229,6 +1345,13 @@ bool cg_lower(struct cg_plan *p)
 	l.group = ir_arena_alloc(&m->arena, sizeof *l.group * (size_t)ids);
 	l.absorbed = ir_arena_alloc(&m->arena, sizeof *l.absorbed * (size_t)ids);
 	l.out_cast = ir_arena_alloc(&m->arena, sizeof *l.out_cast * (size_t)ids);
+	l.cut = ir_arena_alloc(&m->arena, sizeof *l.cut * (size_t)ids);
+	l.part = ir_arena_alloc(&m->arena, sizeof *l.part * (size_t)ids);
+	l.nvals = m->nvalues;
+	l.x_stamp = ir_arena_alloc(&m->arena, sizeof *l.x_stamp * (size_t)(l.nvals + 1));
+	l.x_of = ir_arena_alloc(&m->arena, sizeof *l.x_of * (size_t)(l.nvals + 1));
+	l.arg_stamp = ir_arena_alloc(&m->arena, sizeof *l.arg_stamp * (size_t)(l.nvals + 1));
+	l.arg_of = ir_arena_alloc(&m->arena, sizeof *l.arg_of * (size_t)(l.nvals + 1));
 	for (int i = 0; i < ids; i++)
 		l.group[i] = i;
 	IR_FOR_EACH_NODE(m, n)
@@ -1250,19 +1373,23 @@ bool cg_lower(struct cg_plan *p)
 			claim_output_cast(&l, n);
 		}
 	}
-	/* 2. elementwise groups */
+	/* 2. elementwise groups, cut into kernels of bounded size */
 	group_eltwise(&l);
+	cut_groups(&l);
 	/* 3. steps */
 	IR_FOR_EACH_NODE(m, n)
 	{
 		bool empty = true;
 		if (n->op == IR_OP_RESHAPE) {
-			p->vals[n->out[0]->id].alias_of = n->in[0];
+			/* the root itself: an output given storage of its own
+			 * later (separate_outputs) must not carry along the
+			 * reshapes of it, which still read the root */
+			p->vals[n->out[0]->id].alias_of = cg_root(p, n->in[0]);
 			continue;
 		}
 		if (fusible(&l, n)) {
-			/* a group is emitted where its root (last node) stands */
-			if (find(&l, n->id) == n->id && elems(n->out[0]))
+			/* a kernel is emitted where its root (last node) stands */
+			if (kernel_root(&l, n) && elems(n->out[0]))
 				lower_kernel(&l, n);
 			continue;
 		}
@@ -1304,4 +1431,104 @@ bool cg_lower(struct cg_plan *p)
 		p->vals = v;
 	}
 	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared kernel code                                                       */
+/* ------------------------------------------------------------------------ */
+
+int cg_inplace_output(const struct cg_plan *p, const struct cg_kernel *k, int a)
+{
+	struct cg_buf in = p->vals[cg_root(p, k->args[a])->id].buf;
+	for (int o = 0; o < k->nout; o++) {
+		struct cg_buf out = p->vals[cg_root(p, k->args[o])->id].buf;
+		if (in.where == out.where && in.index == out.index && in.offset == out.offset &&
+		    in.where == CG_ARENA)
+			return o;
+	}
+	return -1;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * UINT64_C(0x100000001b3); }
+
+/* What the code of a kernel depends on, hashed: its index space, its
+ * expressions (ops, views, constants), which inputs it reads in place. */
+static uint64_t kernel_hash(const struct cg_plan *p, const struct cg_kernel *k)
+{
+	uint64_t h = mix(mix(mix(UINT64_C(0xcbf29ce484222325), (uint64_t)k->rank), (uint64_t)k->nx),
+	                 (uint64_t)k->nargs);
+	for (int d = 0; d < k->rank; d++)
+		h = mix(h, (uint64_t)k->dims[d]);
+	for (int i = 0; i < k->nx; i++) {
+		const struct cg_kx *x = &k->x[i];
+		h = mix(mix(mix(h, (uint64_t)x->kind), (uint64_t)x->dtype), (uint64_t)x->arg);
+		if (x->kind == KX_OP)
+			h = mix(h, (uint64_t)x->node->op);
+		for (int d = 0; d < k->rank && x->kind == KX_LOAD; d++)
+			h = mix(h, (uint64_t)x->view.strides[d]);
+	}
+	for (int a = k->nout; a < k->nargs; a++)
+		h = mix(h, (uint64_t)(cg_inplace_output(p, k, a) + 1));
+	return h;
+}
+
+static bool same_x(const struct cg_kernel *k, const struct cg_kx *a, const struct cg_kx *b)
+{
+	if (a->kind != b->kind || a->dtype != b->dtype)
+		return false;
+	switch (a->kind) {
+	case KX_LOAD:
+		return a->arg == b->arg && a->view.offset == b->view.offset &&
+		       !memcmp(a->view.strides, b->view.strides, sizeof(int64_t) * (size_t)k->rank);
+	case KX_CONST: return a->i == b->i && !memcmp(&a->f, &b->f, sizeof a->f);
+	case KX_OP:
+		return a->nin == b->nin && !memcmp(a->in, b->in, sizeof(int) * (size_t)a->nin) &&
+		       ir_same_attrs(a->node, b->node);
+	}
+	return false;
+}
+
+/* Would a and b compile to the same function? */
+static bool same_kernel(const struct cg_plan *p, const struct cg_kernel *a,
+                        const struct cg_kernel *b)
+{
+	if (a->rank != b->rank || a->nx != b->nx || a->nargs != b->nargs || a->nout != b->nout ||
+	    memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) ||
+	    memcmp(a->out_x, b->out_x, sizeof(int) * (size_t)a->nout))
+		return false;
+	for (int i = 0; i < a->nx; i++)
+		if (!same_x(a, &a->x[i], &b->x[i]))
+			return false;
+	for (int i = a->nout; i < a->nargs; i++)
+		if (cg_inplace_output(p, a, i) != cg_inplace_output(p, b, i))
+			return false;
+	return true;
+}
+
+void cg_share_kernels(struct cg_plan *p)
+{
+	size_t cap = 16, mask;
+	int *slot;
+	uint64_t *hash;
+	while (cap < 2 * (size_t)p->nkernels)
+		cap *= 2;
+	mask = cap - 1;
+	slot = ir_malloc(p->m->ctx, sizeof *slot * cap);
+	hash = ir_malloc(p->m->ctx, sizeof *hash * (size_t)(p->nkernels + 1));
+	for (size_t i = 0; i < cap; i++)
+		slot[i] = -1;
+	for (int i = 0; i < p->nkernels; i++) {
+		struct cg_kernel *k = p->kernels[i];
+		size_t s;
+		hash[i] = kernel_hash(p, k);
+		for (s = hash[i] & mask; slot[s] >= 0; s = (s + 1) & mask)
+			if (hash[slot[s]] == hash[i] && same_kernel(p, p->kernels[slot[s]], k))
+				break;
+		if (slot[s] >= 0)
+			k->code = p->kernels[slot[s]]->code;
+		else
+			slot[s] = i;
+	}
+	ir_free(p->m->ctx, slot);
+	ir_free(p->m->ctx, hash);
 }

@@ -10,11 +10,18 @@
  * offset that does not overlap a block whose lifetime [defining step, last
  * reading step] intersects its own. Before that, an elementwise kernel's
  * output takes over the block of an input that dies at that step when the
- * kernel reads it densely (element i is read before element i is written),
- * which is how chains of elementwise ops run in place.
+ * kernel reads it densely (element i is read before element i is written)
+ * and its elements are no wider than the input's (so writing element i
+ * overwrites no later element), which is how chains of elementwise ops run
+ * in place.
  *
  * cg_check_memory() independently verifies the result: no two tensors alive
  * at the same time overlap.
+ *
+ * Both are near linear in the plan: the placement finds the blocks alive
+ * with a given one through a segment tree over steps (n log n, plus the
+ * pairs of blocks alive at once that it has to step over), the checker
+ * sweeps the tensors in offset order over another (n log n).
  */
 #include "plan.h"
 
@@ -30,7 +37,6 @@ struct block {
 	int first, last;
 	struct block *joined; /* shares the storage of this block */
 	int64_t offset;
-	bool placed;
 };
 
 static int64_t align_up(int64_t x) { return (x + ALIGN - 1) & ~(int64_t)(ALIGN - 1); }
@@ -81,14 +87,17 @@ static void append_copy(struct cg_plan *p, struct ir_value *out, struct ir_value
 static void separate_outputs(struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
+	/* by value id: the storage root of an earlier output */
+	bool *taken = ir_arena_alloc(p->arena, sizeof *taken * (size_t)(m->nvalues + 1));
 	for (int i = 0; i < m->noutputs; i++) {
 		struct ir_value *v = m->outputs[i], *r = cg_root(p, v);
-		bool shared = r->kind != IR_VAL_NODE;
-		for (int k = 0; k < i && !shared; k++)
-			shared = cg_root(p, m->outputs[k]) == r;
-		if (!shared || v == r)
+		bool shared = r->kind != IR_VAL_NODE || taken[r->id];
+		if (!shared || v == r) {
+			taken[r->id] = true;
 			continue;
+		}
 		p->vals[v->id].alias_of = NULL;
+		taken[v->id] = true;
 		append_copy(p, v, r);
 	}
 }
@@ -97,31 +106,10 @@ static void separate_outputs(struct cg_plan *p)
 static bool dense_only(const struct cg_step *s, int a)
 {
 	const struct cg_kernel *k = s->k;
-	int64_t st = 1;
-	int64_t dense[IR_MAX_RANK];
-	for (int d = k->rank - 1; d >= 0; d--) {
-		dense[d] = st;
-		st *= k->dims[d];
-	}
-	for (int i = 0; i < k->nx; i++) {
-		const struct cg_kx *x = &k->x[i];
-		if (x->kind != KX_LOAD || x->arg != a)
-			continue;
-		if (x->view.offset)
+	for (int i = 0; i < k->nx; i++)
+		if (k->x[i].kind == KX_LOAD && k->x[i].arg == a && !cg_dense_view(k, &k->x[i]))
 			return false;
-		for (int d = 0; d < k->rank; d++)
-			if (x->view.strides[d] != dense[d])
-				return false;
-	}
 	return true;
-}
-
-static struct block *find_block(struct block *b, int nb, const struct ir_value *v)
-{
-	for (int i = 0; i < nb; i++)
-		if (b[i].v == v)
-			return &b[i];
-	return NULL;
 }
 
 static struct block *resolve(struct block *b)
@@ -136,29 +124,169 @@ static int cmp_size(const void *a, const void *b)
 	const struct block *x = *(struct block *const *)a, *y = *(struct block *const *)b;
 	if (x->size != y->size)
 		return x->size > y->size ? -1 : 1;
-	return x->first - y->first;
+	if (x->first != y->first)
+		return x->first - y->first;
+	return x < y ? -1 : x > y; /* the blocks' order: deterministic */
 }
 
-static bool overlap_time(const struct block *a, const struct block *b)
+/* A placed block's bytes [off, end), as the gap search reads them. */
+struct span_of {
+	int64_t off, end;
+};
+
+/* Sorts s[0..n) by offset (a bottom-up merge sort through tmp: where many
+ * blocks are alive at once, as in a training step, this is most of the
+ * planner's time, and an inline comparison is a third of qsort's). */
+static void sort_spans(struct span_of *s, struct span_of *tmp, int n)
 {
-	return a->first <= b->last && b->first <= a->last;
+	for (int w = 1; w < n; w *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * w) {
+			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = s[j].off < s[i].off ? s[j++] : s[i++];
+			while (i < mid)
+				tmp[k++] = s[i++];
+			while (j < hi)
+				tmp[k++] = s[j++];
+		}
+		memcpy(s, tmp, sizeof *s * (size_t)n);
+	}
 }
 
-/* Lowest offset for b clear of every placed block alive at the same time. */
-static int64_t best_offset(struct block **placed, int np, const struct block *b)
+/*
+ * The placed blocks, found by lifetime: a segment tree over the steps. A
+ * placed block is listed at the O(log steps) tree nodes whose ranges tile
+ * its lifetime, and at the leaf of its first step (counted up the tree).
+ * The blocks alive at some step of [a, e] are those alive at step a (on the
+ * lists from leaf a to the root) and those starting in (a, e] (found down
+ * the counts, skipping empty subtrees): each once, in O(log steps) plus
+ * their number.
+ */
+struct placed {
+	struct ir_ctx *ctx;
+	int size;             /* leaves: a power of two, at least the steps */
+	int *cover;           /* per tree node: its list of covering blocks */
+	int *start;           /* per leaf: its list of blocks starting there */
+	int *starts;          /* per tree node: blocks starting in its range */
+	struct block **entry; /* list entries: the block ... */
+	int *next;            /* ... and the next entry (-1 ends a list) */
+	int nentries, cap;
+	struct span_of *hits, *tmp; /* a query's result, and room to sort it */
+	int nhits;
+	int64_t work; /* the queries' results, added up */
+};
+
+static void list_push(struct placed *t, int *head, struct block *b)
+{
+	if (t->nentries == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 1024;
+		t->entry = ir_realloc(t->ctx, t->entry, sizeof *t->entry * (size_t)t->cap);
+		t->next = ir_realloc(t->ctx, t->next, sizeof *t->next * (size_t)t->cap);
+	}
+	t->entry[t->nentries] = b;
+	t->next[t->nentries] = *head;
+	*head = t->nentries++;
+}
+
+static void placed_init(struct placed *t, struct ir_ctx *ctx, int steps, int nblocks)
+{
+	memset(t, 0, sizeof *t);
+	t->ctx = ctx;
+	t->size = 1;
+	while (t->size < steps)
+		t->size *= 2;
+	t->cover = ir_malloc(ctx, sizeof *t->cover * (size_t)(2 * t->size));
+	t->start = ir_malloc(ctx, sizeof *t->start * (size_t)t->size);
+	t->starts = ir_malloc(ctx, sizeof *t->starts * (size_t)(2 * t->size));
+	t->hits = ir_malloc(ctx, sizeof *t->hits * (size_t)(nblocks + 1));
+	t->tmp = ir_malloc(ctx, sizeof *t->tmp * (size_t)(nblocks + 1));
+	for (int i = 0; i < 2 * t->size; i++) {
+		t->cover[i] = -1;
+		t->starts[i] = 0;
+	}
+	for (int i = 0; i < t->size; i++)
+		t->start[i] = -1;
+}
+
+static void placed_free(struct placed *t)
+{
+	ir_free(t->ctx, t->cover);
+	ir_free(t->ctx, t->start);
+	ir_free(t->ctx, t->starts);
+	ir_free(t->ctx, t->entry);
+	ir_free(t->ctx, t->next);
+	ir_free(t->ctx, t->hits);
+	ir_free(t->ctx, t->tmp);
+}
+
+static void placed_add(struct placed *t, struct block *b)
+{
+	int l = b->first + t->size, r = b->last + t->size + 1;
+	for (; l < r; l /= 2, r /= 2) {
+		if (l & 1)
+			list_push(t, &t->cover[l++], b);
+		if (r & 1)
+			list_push(t, &t->cover[--r], b);
+	}
+	list_push(t, &t->start[b->first], b);
+	for (int i = b->first + t->size; i; i /= 2)
+		t->starts[i]++;
+}
+
+static void take_list(struct placed *t, int e)
+{
+	for (; e >= 0; e = t->next[e])
+		t->hits[t->nhits++] = (struct span_of){ t->entry[e]->offset,
+			                                t->entry[e]->offset + t->entry[e]->size };
+}
+
+/* The blocks starting within tree node x's range. */
+static void take_starts(struct placed *t, int x)
+{
+	int stack[2 * 32], n = 0; /* a path's siblings: two per level */
+	stack[n++] = x;
+	while (n) {
+		x = stack[--n];
+		if (!t->starts[x])
+			continue;
+		if (x >= t->size) {
+			take_list(t, t->start[x - t->size]);
+			continue;
+		}
+		stack[n++] = 2 * x + 1;
+		stack[n++] = 2 * x;
+	}
+}
+
+/* The placed blocks alive at some step of b's lifetime, into t->hits. */
+static void placed_query(struct placed *t, const struct block *b)
+{
+	int l = b->first + 1 + t->size, r = b->last + t->size + 1;
+	t->nhits = 0;
+	for (int i = b->first + t->size; i; i /= 2)
+		take_list(t, t->cover[i]);
+	for (; l < r; l /= 2, r /= 2) {
+		if (l & 1)
+			take_starts(t, l++);
+		if (r & 1)
+			take_starts(t, --r);
+	}
+}
+
+/* Lowest offset for b clear of every placed block alive at the same time:
+ * the first gap between them, by offset, that b fits. */
+static int64_t best_offset(struct placed *t, const struct block *b)
 {
 	int64_t off = 0;
-	bool moved = true;
-	while (moved) {
-		moved = false;
-		for (int i = 0; i < np; i++) {
-			const struct block *o = placed[i];
-			if (!overlap_time(o, b) || off >= o->offset + o->size ||
-			    o->offset >= off + b->size)
-				continue;
-			off = o->offset + o->size;
-			moved = true;
-		}
+	placed_query(t, b);
+	t->work += t->nhits;
+	sort_spans(t->hits, t->tmp, t->nhits);
+	for (int i = 0; i < t->nhits; i++) {
+		if (t->hits[i].off >= off + b->size)
+			break;
+		if (t->hits[i].end > off)
+			off = t->hits[i].end;
 	}
 	return off;
 }
@@ -166,8 +294,8 @@ static int64_t best_offset(struct block **placed, int np, const struct block *b)
 bool cg_plan_memory(struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
-	struct block *blocks;
-	struct block **order;
+	struct block *blocks, **order, **block_of;
+	struct placed placed;
 	int nb = 0, nplace = 0;
 	int64_t woff = 0;
 
@@ -213,6 +341,7 @@ bool cg_plan_memory(struct cg_plan *p)
 
 	/* arena blocks: node results without fixed storage, and workspaces */
 	blocks = ir_arena_alloc(p->arena, sizeof *blocks * (size_t)(m->nvalues + p->nsteps + 1));
+	block_of = ir_arena_alloc(p->arena, sizeof *block_of * (size_t)(m->nvalues + 1));
 	for (int i = 0; i < m->nvalues; i++) {
 		struct cg_val *cv = &p->vals[i];
 		struct ir_value *v = m->values[i];
@@ -221,6 +350,7 @@ bool cg_plan_memory(struct cg_plan *p)
 		cv->buf.where = CG_ARENA;
 		if (cv->last < cv->first)
 			cv->last = cv->first;
+		block_of[i] = &blocks[nb];
 		blocks[nb++] = (struct block){
 			.v = v, .size = align_up(bytes_of(v)), .first = cv->first, .last = cv->last
 		};
@@ -240,13 +370,17 @@ bool cg_plan_memory(struct cg_plan *p)
 		struct block *out;
 		if (!st->is_kernel)
 			continue;
-		out = find_block(blocks, nb, st->args[0]);
+		out = block_of[st->args[0]->id];
 		if (!out || out->joined)
 			continue;
 		for (int a = st->nout; a < st->nargs; a++) {
 			struct ir_value *r = cg_root(p, st->args[a]);
-			struct block *in = find_block(blocks, nb, r);
-			if (!in || p->vals[r->id].last != s || !dense_only(st, a))
+			struct block *in = block_of[r->id];
+			/* elements no wider than the input's: writing element i
+			 * then overwrites no element after i before it is read
+			 * (an f32 over a bool or f16 input would) */
+			if (!in || p->vals[r->id].last != s || !dense_only(st, a) ||
+			    ir_dtype_size(st->args[0]->type.dtype) > ir_dtype_size(r->type.dtype))
 				continue;
 			in = resolve(in);
 			if (in->size != out->size || in == out)
@@ -265,12 +399,15 @@ bool cg_plan_memory(struct cg_plan *p)
 		if (!blocks[i].joined)
 			order[nplace++] = &blocks[i];
 	qsort(order, (size_t)nplace, sizeof *order, cmp_size);
+	placed_init(&placed, m->ctx, p->nsteps, nplace);
 	for (int i = 0; i < nplace; i++) {
-		order[i]->offset = best_offset(order, i, order[i]);
-		order[i]->placed = true;
+		order[i]->offset = best_offset(&placed, order[i]);
+		placed_add(&placed, order[i]);
 		if (order[i]->offset + order[i]->size > p->arena_bytes)
 			p->arena_bytes = order[i]->offset + order[i]->size;
 	}
+	p->plan_work = placed.work;
+	placed_free(&placed);
 	for (int i = 0; i < nb; i++) {
 		int64_t off = resolve(&blocks[i])->offset;
 		if (blocks[i].v)
@@ -289,54 +426,177 @@ struct span {
 	const char *what;
 	int64_t off, size;
 	int first, last;
-	const struct ir_value *v;
 };
 
-int cg_check_memory(const struct cg_plan *p)
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The sweep's tree over steps: for a range of steps, the largest end offset
+ * (and its span) among the spans swept so far alive at one of them. tag[x]
+ * is the largest end of a span whose lifetime tiles x's whole range, top[x]
+ * the largest of the tags at x and below: a range's answer is the tops of
+ * its tiling nodes and the tags above them, which lie on the paths from its
+ * two end leaves to the root.
+ */
+struct end_tree {
+	int size;
+	int64_t *tag, *top;
+	int *tag_span, *top_span;
+};
+
+static void raise_to(int64_t *v, int *who, int64_t end, int span)
+{
+	if (end > *v) {
+		*v = end;
+		*who = span;
+	}
+}
+
+static void end_tree_add(struct end_tree *t, int first, int last, int64_t end, int span)
+{
+	int l = first + t->size, r = last + t->size + 1;
+	for (int i = l; i; i /= 2)
+		raise_to(&t->top[i], &t->top_span[i], end, span);
+	for (int i = r - 1; i; i /= 2)
+		raise_to(&t->top[i], &t->top_span[i], end, span);
+	for (; l < r; l /= 2, r /= 2) {
+		if (l & 1) {
+			raise_to(&t->tag[l], &t->tag_span[l], end, span);
+			raise_to(&t->top[l], &t->top_span[l], end, span), l++;
+		}
+		if (r & 1) {
+			--r;
+			raise_to(&t->tag[r], &t->tag_span[r], end, span);
+			raise_to(&t->top[r], &t->top_span[r], end, span);
+		}
+	}
+}
+
+static int64_t end_tree_max(const struct end_tree *t, int first, int last, int *span)
+{
+	int l = first + t->size, r = last + t->size + 1;
+	int64_t best = INT64_MIN;
+	for (int i = l; i; i /= 2)
+		raise_to(&best, span, t->tag[i], t->tag_span[i]);
+	for (int i = r - 1; i; i /= 2)
+		raise_to(&best, span, t->tag[i], t->tag_span[i]);
+	for (; l < r; l /= 2, r /= 2) {
+		if (l & 1)
+			raise_to(&best, span, t->top[l], t->top_span[l]), l++;
+		if (r & 1)
+			--r, raise_to(&best, span, t->top[r], t->top_span[r]);
+	}
+	return best;
+}
+
+/* Every tensor a step reads that a step computes (not an input or a
+ * weight, and not empty) was written by an earlier step. */
+static int check_order(const struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
-	struct span *sp = calloc((size_t)(m->nvalues + p->nsteps + 1), sizeof *sp);
-	int n = 0, bad = 0;
-	if (!sp)
-		return 1;
-	for (int i = 0; i < m->nvalues; i++) {
-		const struct cg_val *cv = &p->vals[i];
-		if (cv->alias_of || cv->buf.where != CG_ARENA || !cv->needed)
-			continue;
-		sp[n++] = (struct span){ m->values[i]->name,
-			                 cv->buf.offset,
-			                 bytes_of(m->values[i]),
-			                 cv->first,
-			                 cv->last < cv->first ? cv->first : cv->last,
-			                 m->values[i] };
-	}
-	for (int s = 0; s < p->nsteps; s++)
-		if (p->steps[s].ws_bytes)
-			sp[n++] = (struct span){
-				"workspace", p->steps[s].ws_offset, p->steps[s].ws_bytes, s, s, NULL
-			};
-	for (int i = 0; i < n; i++) {
-		if (sp[i].off < 0 || sp[i].off + sp[i].size > p->arena_bytes) {
-			ir_error(m->ctx, "memory plan: '%s' lies outside the arena", sp[i].what);
-			bad++;
-		}
-		for (int k = i + 1; k < n; k++) {
-			bool t = sp[i].first <= sp[k].last && sp[k].first <= sp[i].last;
-			bool b = sp[i].off < sp[k].off + sp[k].size &&
-			         sp[k].off < sp[i].off + sp[i].size;
-			/* an in-place pair shares its block by design */
-			bool pair = sp[i].v && sp[k].v &&
-			            (p->vals[sp[i].v->id].inplace_of == sp[k].v ||
-			             p->vals[sp[k].v->id].inplace_of == sp[i].v);
-			if (t && b && !pair && sp[i].size && sp[k].size) {
-				ir_error(
-				        m->ctx,
-				        "memory plan: '%s' and '%s' are alive together but overlap",
-				        sp[i].what, sp[k].what);
+	bool *written = ir_malloc(m->ctx, sizeof *written * (size_t)(m->nvalues + 1));
+	int bad = 0;
+	memset(written, 0, sizeof *written * (size_t)(m->nvalues + 1));
+	for (int s = 0; s < p->nsteps; s++) {
+		const struct cg_step *st = &p->steps[s];
+		for (int a = st->nout; a < st->nargs; a++) {
+			struct ir_value *r = st->args[a] ? cg_root(p, st->args[a]) : NULL;
+			if (r && r->kind == IR_VAL_NODE && !written[r->id] && bytes_of(r)) {
+				ir_error(m->ctx,
+				         "memory plan: step %d reads '%s' before a step writes it",
+				         s, r->name);
 				bad++;
 			}
 		}
+		for (int a = 0; a < st->nout; a++)
+			if (st->args[a])
+				written[cg_root(p, st->args[a])->id] = true;
 	}
-	free(sp);
+	ir_free(m->ctx, written);
+	return bad;
+}
+
+/*
+ * Checked independently of the planner's own structures, from the plan's
+ * storage alone: every arena tensor and workspace is a span of bytes over a
+ * range of steps, and two spans conflict when both ranges meet. An in-place
+ * pair (a kernel's output over a dense input dying at that step) shares its
+ * block by design: where the output lies within the input's bytes and
+ * begins where the input ends, the output's span starts one step later (at
+ * the shared step the input's span covers its bytes). Then a sweep in
+ * offset order asks, for each span, the largest end offset among the
+ * earlier spans alive at one of its steps: past its offset, they overlap.
+ * O(n log n) for n spans; each conflicting span is reported once, with the
+ * span reaching furthest over it.
+ */
+int cg_check_memory(const struct cg_plan *p)
+{
+	struct ir_module *m = p->m;
+	struct ir_ctx *ctx = m->ctx;
+	struct span *sp = ir_malloc(ctx, sizeof *sp * (size_t)(m->nvalues + p->nsteps + 1));
+	struct end_tree t = { .size = 1 };
+	int n = 0, bad = 0;
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct cg_val *cv = &p->vals[i];
+		const struct cg_val *src;
+		struct span s;
+		if (cv->alias_of || cv->buf.where != CG_ARENA || !cv->needed)
+			continue;
+		s = (struct span){ m->values[i]->name, cv->buf.offset, bytes_of(m->values[i]),
+			           cv->first, cv->last < cv->first ? cv->first : cv->last };
+		src = cv->inplace_of ? &p->vals[cv->inplace_of->id] : NULL;
+		if (src && src->buf.where == CG_ARENA && s.off == src->buf.offset &&
+		    s.size <= bytes_of(cv->inplace_of) && src->last == s.first)
+			s.first++;
+		if (s.first <= s.last)
+			sp[n++] = s;
+	}
+	for (int s = 0; s < p->nsteps; s++)
+		if (p->steps[s].ws_bytes)
+			sp[n++] = (struct span){ "workspace", p->steps[s].ws_offset,
+				                 p->steps[s].ws_bytes, s, s };
+	while (t.size < p->nsteps)
+		t.size *= 2;
+	t.tag = ir_malloc(ctx, sizeof *t.tag * (size_t)(2 * t.size));
+	t.top = ir_malloc(ctx, sizeof *t.top * (size_t)(2 * t.size));
+	t.tag_span = ir_malloc(ctx, sizeof *t.tag_span * (size_t)(2 * t.size));
+	t.top_span = ir_malloc(ctx, sizeof *t.top_span * (size_t)(2 * t.size));
+	for (int i = 0; i < 2 * t.size; i++) {
+		t.tag[i] = t.top[i] = INT64_MIN;
+		t.tag_span[i] = t.top_span[i] = -1;
+	}
+	bad += check_order(p);
+	qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+	for (int i = 0; i < n; i++) {
+		int other = -1;
+		if (sp[i].off < 0 || sp[i].off + sp[i].size > p->arena_bytes) {
+			ir_error(ctx, "memory plan: '%s' lies outside the arena", sp[i].what);
+			bad++;
+		}
+		if (!sp[i].size)
+			continue;
+		if (sp[i].first < 0 || sp[i].last >= p->nsteps) {
+			ir_error(ctx, "memory plan: '%s' lives outside the steps", sp[i].what);
+			bad++;
+			continue;
+		}
+		if (end_tree_max(&t, sp[i].first, sp[i].last, &other) > sp[i].off) {
+			ir_error(ctx, "memory plan: '%s' and '%s' are alive together but overlap",
+			         sp[other].what, sp[i].what);
+			bad++;
+		}
+		end_tree_add(&t, sp[i].first, sp[i].last, sp[i].off + sp[i].size, i);
+	}
+	ir_free(ctx, t.tag);
+	ir_free(ctx, t.top);
+	ir_free(ctx, t.tag_span);
+	ir_free(ctx, t.top_span);
+	ir_free(ctx, sp);
 	return bad;
 }

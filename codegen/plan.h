@@ -42,8 +42,19 @@ struct cg_kx {
 	int64_t i;
 };
 
+/*
+ * The most ops (KX_OP expressions) one generated kernel computes. A longer
+ * fused chain becomes a chain of kernels, each storing its result for the
+ * next (lower.c). LLVM's time on one kernel grows faster than its size (a
+ * chain of 1,000 Sigmoids as one kernel took seconds, 4,000 minutes), while
+ * kernels of this size cost it a fraction of a millisecond per op; no model
+ * of the zoo comes near it, so their kernels are whole.
+ */
+#define CG_MAX_KERNEL_OPS 64
+
 struct cg_kernel {
 	int id;   /* function NAME_k<id> */
+	int code; /* the function that runs it: NAME_k<code> (cg_share_kernels) */
 	int rank; /* index space, dims collapsed */
 	int64_t dims[IR_MAX_RANK];
 	struct cg_kx *x;
@@ -169,6 +180,7 @@ struct cg_plan {
 	struct cg_val *vals; /* by value id */
 	int64_t arena_bytes, naive_bytes, weight_bytes;
 	int cast_kernels, casts_fused; /* cg_stats */
+	int64_t plan_work; /* placed blocks the memory planner looked at (tests bound it) */
 	uint64_t model_id;
 };
 
@@ -176,8 +188,18 @@ struct cg_plan {
 bool cg_lower(struct cg_plan *p);
 /* The ydtype of a computing step's descriptor (0 for the others). */
 int cg_step_ydtype(const struct cg_step *s);
+/* Does load x read its argument densely, element for element like the
+ * kernel's output (dimensions of extent 1 read any stride)? */
+bool cg_dense_view(const struct cg_kernel *k, const struct cg_kx *x);
 /* The storage root of v (following reshape aliases). */
 struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
+
+/* lower.c, after the memory plan: a kernel that would compile to the same
+ * function as an earlier one (same index space, expressions, views and
+ * in-place inputs) runs the earlier one's code (its code field). */
+void cg_share_kernels(struct cg_plan *p);
+/* The output whose storage argument a of k shares (in place), or -1. */
+int cg_inplace_output(const struct cg_plan *p, const struct cg_kernel *k, int a);
 
 /* memplan.c */
 bool cg_plan_memory(struct cg_plan *p);

@@ -1040,6 +1040,44 @@ bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t err
 /* Attributes                                                               */
 /* ------------------------------------------------------------------------ */
 
+bool ir_same_attrs(const struct ir_node *a, const struct ir_node *b)
+{
+	if (a->op != b->op || a->nattrs != b->nattrs)
+		return false;
+	for (int i = 0; i < a->nattrs; i++) {
+		const struct ir_attr *x = &a->attrs[i], *y = &b->attrs[i];
+		if (x->kind != y->kind || strcmp(x->name, y->name) || x->n != y->n)
+			return false;
+		switch (x->kind) {
+		case IR_ATTR_INT:
+			if (x->i != y->i)
+				return false;
+			break;
+		case IR_ATTR_FLOAT:
+			if (memcmp(&x->f, &y->f, sizeof x->f))
+				return false;
+			break;
+		case IR_ATTR_STRING:
+			if (strcmp(x->s, y->s))
+				return false;
+			break;
+		case IR_ATTR_INTS:
+			if (x->n && memcmp(x->ints, y->ints, sizeof *x->ints * (size_t)x->n))
+				return false;
+			break;
+		case IR_ATTR_FLOATS:
+			if (x->n && memcmp(x->floats, y->floats, sizeof *x->floats * (size_t)x->n))
+				return false;
+			break;
+		case IR_ATTR_DTYPE:
+			if (x->t != y->t)
+				return false;
+			break;
+		}
+	}
+	return true;
+}
+
 struct ir_attr *ir_attr_get(const struct ir_node *n, const char *name)
 {
 	for (int i = 0; i < n->nattrs; i++)

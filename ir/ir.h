@@ -442,6 +442,8 @@ bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type
 bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t errlen);
 
 struct ir_attr *ir_attr_get(const struct ir_node *n, const char *name);
+/* Do a and b have the same op and attribute values (names aside)? */
+bool ir_same_attrs(const struct ir_node *a, const struct ir_node *b);
 int64_t ir_attr_i(const struct ir_node *n, const char *name);
 float ir_attr_f(const struct ir_node *n, const char *name);
 const char *ir_attr_s(const struct ir_node *n, const char *name);

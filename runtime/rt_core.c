@@ -425,6 +425,14 @@ void rt_model_steps(struct rt_model *m, int nsteps, const char *const *names)
 
 void rt_profile_step(struct rt_model *m, int s, double t0) { m->step_ms[s] += rt_now_ms() - t0; }
 
+double rt_step_begin(const struct rt_model *m) { return m->profile ? rt_now_ms() : 0; }
+
+void rt_step_end(struct rt_model *m, int s, double t0)
+{
+	if (m->profile)
+		rt_profile_step(m, s, t0);
+}
+
 struct step_time {
 	double ms;
 	int step;

@@ -6,12 +6,21 @@
  * intermediates, and that the checker is not toothless: moving one tensor
  * onto another that is alive at the same time must be reported.
  *
- * usage: test_codegen MODEL.onnx[:dim=N,...]...
+ * Without models, the synthetic cases: long chains and trees built in
+ * memory, whose lowering, memory plan and launch code must do work bounded
+ * by the model - fused kernels no larger than CG_MAX_KERNEL_OPS, planning
+ * work linear in the steps, launch code in functions of bounded length, no
+ * recursion as deep as the chain (100,000 nodes, under ASan too) - and a
+ * checker that catches an in-place pair moved apart.
+ *
+ * usage: test_codegen [MODEL.onnx[:dim=N,...]...]
  */
 #include "codegen/plan.h"
 #include "frontend/fe.h"
 #include "passes/passes.h"
 #include "testutil.h"
+
+#include <unistd.h>
 
 static void check_model(const char *arg)
 {
@@ -83,8 +92,345 @@ static void check_model(const char *arg)
 	ir_module_free(m);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Synthetic models                                                         */
+/* ------------------------------------------------------------------------ */
+
+static struct ir_value *node1(struct ir_module *m, enum ir_op op, struct ir_value *a,
+                              struct ir_value *b)
+{
+	struct ir_value *in[2] = { a, b };
+	struct ir_node *n = ir_add_node(m, op, NULL, in, b ? 2 : 1, NULL, 1);
+	char err[256];
+	if (op == IR_OP_SOFTMAX)
+		ir_set_i(m, n, "axis", 1);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	return n->out[0];
+}
+
+static struct ir_module *new_module(struct ir_ctx *ctx, struct ir_value **x)
+{
+	struct ir_type t = { .dtype = IR_F32, .rank = 2, .dims = { 1, 256 } };
+	struct ir_module *m = ir_module_new(ctx, "t");
+	*x = ir_add_input(m, "x", &t);
+	return m;
+}
+
+/* Lowers m (after the code generation passes) into p. */
+static bool lower(struct ir_module *m, struct cg_plan *p, const struct cg_options *co)
+{
+	memset(p, 0, sizeof *p);
+	p->m = m;
+	p->opt = co;
+	p->arena = &m->arena;
+	return pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL) && cg_lower(p);
+}
+
+/* The ops of each kernel: none above the cap, *total all of them. */
+static int max_kernel_ops(const struct cg_plan *p, int *total)
+{
+	int most = 0;
+	*total = 0;
+	for (int i = 0; i < p->nkernels; i++) {
+		int ops = 0;
+		for (int x = 0; x < p->kernels[i]->nx; x++)
+			ops += p->kernels[i]->x[x].kind == KX_OP;
+		*total += ops;
+		most = ops > most ? ops : most;
+	}
+	return most;
+}
+
+/* How many kernel functions the plan's kernels run. */
+static int distinct_codes(const struct cg_plan *p)
+{
+	int n = 0;
+	for (int i = 0; i < p->nkernels; i++)
+		n += p->kernels[i]->code == p->kernels[i]->id;
+	return n;
+}
+
+/* The longest function body of the C file at path, in lines. */
+static int longest_function(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int longest = 0, at = -1, n = 0;
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof line, f)) {
+		n++;
+		if (line[0] == '{')
+			at = n;
+		else if (line[0] == '}' && at >= 0) {
+			longest = n - at > longest ? n - at : longest;
+			at = -1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return longest;
+}
+
+/* 100,000 Sigmoids in a row: kernels of the cap, in place in one block,
+ * launch code in bounded functions; the walks are loops, so this neither
+ * overflows the stack nor takes time growing with the square. */
+static void test_long_chain(void)
+{
+	enum { N = 100000 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *v;
+	struct ir_module *m;
+	char path[] = "/tmp/test_codegen_XXXXXX";
+	int total, fd;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	v = x;
+	for (int i = 0; i < N; i++)
+		v = node1(m, IR_OP_SIGMOID, v, NULL);
+	ir_add_output(m, v);
+	CHECK(lower(m, &p, &co));
+	CHECK(max_kernel_ops(&p, &total) <= CG_MAX_KERNEL_OPS);
+	CHECK_EQ(total, N);
+	CHECK_EQ(p.nkernels, (N + CG_MAX_KERNEL_OPS - 1) / CG_MAX_KERNEL_OPS);
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK_EQ(p.arena_bytes, 256 * 4); /* every kernel in place of the last */
+	/* three functions: the first kernel (reading x), the in-place ones,
+	 * the last (writing y) */
+	cg_share_kernels(&p);
+	CHECK_EQ(distinct_codes(&p), 3);
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(cg_emit_source(&p, path, 0));
+	CHECK(longest_function(path) < 2000);
+	unlink(path);
+	ir_module_free(m);
+}
+
+/* A balanced tree of Adds over Sigmoids of one input (2,047 ops in one
+ * group): cut into kernels within the cap, each op in one kernel, and no
+ * kernel but the root's below a third of the cap. */
+static void test_tree(void)
+{
+	enum { LEAVES = 1024 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *level[LEAVES];
+	struct ir_module *m;
+	int total;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	for (int i = 0; i < LEAVES; i++)
+		level[i] = node1(m, IR_OP_SIGMOID, x, NULL);
+	for (int n = LEAVES; n > 1; n /= 2)
+		for (int i = 0; i < n / 2; i++)
+			level[i] = node1(m, IR_OP_ADD, level[2 * i], level[2 * i + 1]);
+	ir_add_output(m, level[0]);
+	CHECK(lower(m, &p, &co));
+	CHECK(max_kernel_ops(&p, &total) <= CG_MAX_KERNEL_OPS);
+	CHECK_EQ(total, 2 * LEAVES - 1);
+	CHECK(p.nkernels <= 3 * total / CG_MAX_KERNEL_OPS + 1);
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	ir_module_free(m);
+}
+
+/*
+ * x -> h = Sigmoid(x) -> 20,000 x (Softmax, Sigmoid) -> Add(h): a library
+ * step's result is never in place, so blocks alternate; h lives throughout.
+ * The planner looks at the blocks alive with each one (h and a neighbour),
+ * not at every placed one; the arena holds h and two alternating blocks.
+ * Then the checker must catch what a broken plan would do: an in-place
+ * output moved half a block off its input, and a tensor moved onto h.
+ */
+static void test_plan(void)
+{
+	enum { N = 20000 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *h, *v;
+	struct ir_module *m;
+	int pair = -1, other = -1;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	h = v = node1(m, IR_OP_SIGMOID, x, NULL);
+	for (int i = 0; i < N; i++)
+		v = node1(m, IR_OP_SIGMOID, node1(m, IR_OP_SOFTMAX, v, NULL), NULL);
+	ir_add_output(m, node1(m, IR_OP_ADD, v, h));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK_EQ(p.arena_bytes, 3 * 1024);
+	CHECK(p.plan_work <= 3 * (int64_t)p.nsteps);
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct cg_val *cv = &p.vals[i];
+		if (cv->buf.where != CG_ARENA || cv->alias_of || !cv->needed)
+			continue;
+		if (cv->inplace_of && pair < 0)
+			pair = i;
+		else if (!cv->inplace_of && m->values[i] != h && other < 0)
+			other = i;
+	}
+	CHECK(pair >= 0 && other >= 0);
+	if (pair >= 0) {
+		/* the old checker let an in-place pair overlap anyhow */
+		p.vals[pair].buf.offset += 512;
+		CHECK(cg_check_memory(&p) > 0);
+		CHECK_STR(d.text, "are alive together but overlap");
+		p.vals[pair].buf.offset -= 512;
+	}
+	if (other >= 0) {
+		int64_t saved = p.vals[other].buf.offset;
+		d.len = 0;
+		d.text[0] = 0;
+		p.vals[other].buf.offset = p.vals[h->id].buf.offset;
+		CHECK(cg_check_memory(&p) > 0);
+		CHECK_STR(d.text, "are alive together but overlap");
+		p.vals[other].buf.offset = saved;
+	}
+	CHECK_EQ(cg_check_memory(&p), 0);
+	ir_module_free(m);
+}
+
+/* Kernels differing in a constant or an op run functions of their own;
+ * the same kernel on other tensors runs the same function. */
+static void test_share(void)
+{
+	static const float consts[4] = { 1, 2, 1, 2 };
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_type scalar = { .dtype = IR_F32, .rank = 0 };
+	struct ir_value *x, *v;
+	struct ir_module *m;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	v = x;
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		struct ir_value *c;
+		snprintf(name, sizeof name, "c%d", i);
+		c = ir_add_const(m, name, &scalar, &consts[i % 4]);
+		/* Softmax between them: each Add (or Sub) is a kernel of its own */
+		v = node1(m, IR_OP_SOFTMAX, node1(m, i < 4 ? IR_OP_ADD : IR_OP_SUB, v, c), NULL);
+	}
+	ir_add_output(m, v);
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(p.nkernels, 6);
+	cg_share_kernels(&p);
+	/* x + 1 reads the input; then + 2, + 1 (shared), + 2 (shared), - 1 and
+	 * - 2 (a new op, and a new constant) */
+	CHECK_EQ(distinct_codes(&p), 5);
+	CHECK_EQ(p.kernels[3]->code, p.kernels[1]->code);
+	CHECK(p.kernels[4]->code != p.kernels[2]->code);
+	ir_module_free(m);
+}
+
+static struct ir_value *reshape(struct ir_module *m, struct ir_value *v, int64_t d0, int64_t d1)
+{
+	struct ir_node *n = ir_add_node(m, IR_OP_RESHAPE, NULL, &v, 1, NULL, 1);
+	char err[256];
+	ir_set_ints(m, n, "shape", (int64_t[]){ d0, d1 }, 2);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	return n->out[0];
+}
+
+/*
+ * Outputs r = Relu(x) and r1 = Reshape(r), and Softmax(Reshape(r1)): r1
+ * must get a copy of its own (it aliases another output), written after
+ * the steps; the Softmax reads r's storage through both reshapes, not the
+ * copy (which it once read before the copy was made).
+ */
+static void test_alias_chain(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_value *x, *r, *r1, *r2;
+	struct ir_module *m;
+	ctx_collect(&ctx, &d);
+	m = new_module(&ctx, &x);
+	r = node1(m, IR_OP_RELU, x, NULL);
+	r1 = reshape(m, r, 16, 16);
+	r2 = reshape(m, r1, 256, 1);
+	ir_add_output(m, r);
+	ir_add_output(m, r1);
+	ir_add_output(m, node1(m, IR_OP_SOFTMAX, r2, NULL));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK(cg_root(&p, r2) == r);
+	CHECK(cg_root(&p, r1) == r1);
+	ir_module_free(m);
+}
+
+/*
+ * w = Where(t, 0, 1) over a bool t that dies there: w's f32 elements are
+ * wider than t's bytes, so w must not take t's block (writing w[0] would
+ * overwrite t[1..3] before they are read), though both round up to one
+ * 64-byte block.
+ */
+static void test_wider_not_in_place(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p;
+	struct ir_type six = { .dtype = IR_F32, .rank = 2, .dims = { 1, 6 } };
+	struct ir_type scalar = { .dtype = IR_F32, .rank = 0 };
+	static const float zero = 0, one = 1;
+	struct ir_value *x, *t, *w, *c0, *c1;
+	struct ir_module *m;
+	struct ir_node *n, *where;
+	char err[256];
+	ctx_collect(&ctx, &d);
+	m = ir_module_new(&ctx, "t");
+	x = ir_add_input(m, "x", &six);
+	c0 = ir_add_const(m, "zero", &scalar, &zero);
+	c1 = ir_add_const(m, "one", &scalar, &one);
+	n = ir_add_node(m, IR_OP_TRANSPOSE, NULL,
+	                (struct ir_value *[]){ node1(m, IR_OP_GREATER, x, c0) }, 1, NULL, 1);
+	ir_set_ints(m, n, "perm", (int64_t[]){ 1, 0 }, 2);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	t = n->out[0];
+	where = ir_add_node(m, IR_OP_WHERE, NULL, (struct ir_value *[]){ t, c0, c1 }, 3, NULL, 1);
+	CHECK(ir_infer_node(m, where, err, sizeof err));
+	w = where->out[0];
+	ir_add_output(m, node1(m, IR_OP_SOFTMAX, w, NULL));
+	CHECK(lower(m, &p, &co));
+	CHECK(cg_plan_memory(&p));
+	CHECK_EQ(cg_check_memory(&p), 0);
+	CHECK(p.vals[w->id].buf.where == CG_ARENA && !p.vals[w->id].inplace_of);
+	ir_module_free(m);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc < 2) {
+		test_current = "long chain";
+		test_long_chain();
+		test_current = "tree";
+		test_tree();
+		test_current = "plan";
+		test_plan();
+		test_current = "share";
+		test_share();
+		test_current = "alias chain";
+		test_alias_chain();
+		test_current = "wider not in place";
+		test_wider_not_in_place();
+	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
 		check_model(argv[i]);

@@ -625,7 +625,46 @@ static void test_diag_escapes(void)
 	CHECK(strcmp(ir_escape("ab\x01", buf, 8), "ab\\x01") == 0);
 }
 
+/*
+ * Large blocks: ir_add_const adopts data that is one of the arena's large
+ * blocks and copies anything else, however many blocks there are and in
+ * whatever order they were released (the set that answers it in O(1)
+ * shifts entries back on removal; a wrong shift loses one).
+ */
+static void test_arena_big_blocks(void)
+{
+	enum { N = 20000 };
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_type t = { .dtype = IR_F32, .rank = 1, .dims = { 4096 } };
+	static void *big[N];
+	static float outside[4096];
+	int kept = 0, adopted = 0;
+	ir_ctx_init(&ctx);
+	m = ir_module_new(&ctx, "t");
+	for (int i = 0; i < N; i++)
+		big[i] = ir_arena_alloc_big(&m->arena, sizeof outside);
+	for (int i = 0; i < N; i++) /* release two in three, scattered */
+		if ((i * 7919) % 3) {
+			ir_arena_release(&m->arena, big[i]);
+			big[i] = NULL;
+		}
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		struct ir_value *v;
+		if (!big[i])
+			continue;
+		kept++;
+		snprintf(name, sizeof name, "c%d", i);
+		v = ir_add_const(m, name, &t, big[i]);
+		adopted += v->data == big[i];
+	}
+	CHECK_EQ(adopted, kept);
+	CHECK(ir_add_const(m, "outside", &t, outside)->data != (void *)outside);
+	ir_module_free(m);
+}
+
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
               T(test_broadcast) T(test_module_basics) T(test_verify_catches) T(test_infer)
                       T(test_fold) T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
-                              T(test_oom_exits) T(test_diag_escapes))
+                              T(test_oom_exits) T(test_diag_escapes) T(test_arena_big_blocks))
