@@ -83,6 +83,18 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 /* Checks that name is a valid C identifier prefix. */
 bool cg_valid_name(const char *name);
 
+/*
+ * What the user's input (names, paths) puts into generated C goes through
+ * these two. cg_print_c_string writes a C string literal: '"' and '\\'
+ * escaped, every byte outside printable ASCII and '?' in octal ("??/" is a
+ * trigraph for a backslash under -std=c11 and would end the literal early).
+ * cg_print_comment_text writes text for inside a comment: never "*" "/"
+ * (the comment would end there and the rest be code), never a control
+ * character.
+ */
+void cg_print_c_string(FILE *f, const char *s);
+void cg_print_comment_text(FILE *f, const char *s);
+
 /* A C identifier made from a file or graph name ("resnet-50.onnx" -> resnet_50). */
 void cg_default_name(const char *path, char *out, size_t n);
 
