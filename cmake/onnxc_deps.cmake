@@ -11,6 +11,12 @@ if(NOT PROTOC_C)
   message(FATAL_ERROR "protoc-c not found: apt-get install protobuf-c-compiler")
 endif()
 pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c)
+
+# xxHash (libxxhash-dev): the IR's checksums and run's cache keys
+pkg_check_modules(XXHASH IMPORTED_TARGET libxxhash)
+if(NOT XXHASH_FOUND)
+  message(FATAL_ERROR "libxxhash not found: apt-get install libxxhash-dev")
+endif()
 set(ONNX_PROTO /usr/include/onnx/onnx.proto CACHE FILEPATH "onnx.proto to generate the loader from")
 if(NOT EXISTS ${ONNX_PROTO})
   message(FATAL_ERROR "${ONNX_PROTO} not found: apt-get install libonnx-dev")

@@ -153,17 +153,6 @@ bool check_input_data(struct ir_ctx *ctx, const struct input_decls *d, const str
                       const char *const *names, const char *const *files,
                       struct ir_value *const *data, int n);
 
-/* XXH64 over bytes given piecewise (run_cache.c). */
-struct hash64 {
-	uint64_t v[4], total;
-	unsigned char tail[32];
-	unsigned ntail;
-};
-void hash64_init(struct hash64 *h);
-void hash64_update(struct hash64 *h, const void *data, size_t n);
-uint64_t hash64_digest(const struct hash64 *h);
-uint64_t hash64(const void *data, size_t n);
-
 /* The key of a cached build (run_cache.c): a text naming everything the
  * build depends on; the folder is named by its hash. */
 struct run_key {

@@ -13,7 +13,7 @@
  * the kernels are compiled for "native".
  *
  * A hit costs no import: the key needs only the bytes (hashed with XXH64,
- * eight bytes a step in four lanes, near memory speed) and the names of the
+ * libxxhash, near memory speed) and the names of the
  * external data files, read from the wire format (pb_scan.c); what run
  * needs afterwards - the inputs' and outputs' names and types - is the
  * manifest, written at compile time. The manifest carries the whole key
@@ -35,121 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------------------ */
-/* XXH64                                                                    */
-/* ------------------------------------------------------------------------ */
-
-#define P1 0x9E3779B185EBCA87ull
-#define P2 0xC2B2AE3D27D4EB4Full
-#define P3 0x165667B19E3779F9ull
-#define P4 0x85EBCA77C2B2AE63ull
-#define P5 0x27D4EB2F165667C5ull
-
-static uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
-
-static uint64_t read64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t read32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t round64(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
-
-void hash64_init(struct hash64 *h)
-{
-	memset(h, 0, sizeof *h);
-	h->v[0] = P1 + P2;
-	h->v[1] = P2;
-	h->v[2] = 0;
-	h->v[3] = -P1;
-}
-
-/* Whole 32-byte stripes; returns the bytes consumed. */
-static size_t stripes(uint64_t *v, const unsigned char *p, size_t n)
-{
-	uint64_t v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
-	size_t done = 0;
-	for (; n - done >= 32; done += 32) {
-		v0 = round64(v0, read64(p + done));
-		v1 = round64(v1, read64(p + done + 8));
-		v2 = round64(v2, read64(p + done + 16));
-		v3 = round64(v3, read64(p + done + 24));
-	}
-	v[0] = v0;
-	v[1] = v1;
-	v[2] = v2;
-	v[3] = v3;
-	return done;
-}
-
-void hash64_update(struct hash64 *h, const void *data, size_t n)
-{
-	const unsigned char *p = data;
-	if (!n)
-		return;
-	h->total += n;
-	if (h->ntail) {
-		size_t take = 32 - h->ntail < n ? 32 - h->ntail : n;
-		memcpy(h->tail + h->ntail, p, take);
-		h->ntail += (unsigned)take;
-		p += take;
-		n -= take;
-		if (h->ntail < 32)
-			return;
-		stripes(h->v, h->tail, 32);
-		h->ntail = 0;
-	}
-	{
-		size_t done = stripes(h->v, p, n);
-		memcpy(h->tail, p + done, n - done);
-		h->ntail = (unsigned)(n - done);
-	}
-}
-
-uint64_t hash64_digest(const struct hash64 *h)
-{
-	const unsigned char *p = h->tail, *end = h->tail + h->ntail;
-	uint64_t d;
-	if (h->total >= 32) {
-		d = rotl(h->v[0], 1) + rotl(h->v[1], 7) + rotl(h->v[2], 12) + rotl(h->v[3], 18);
-		for (int i = 0; i < 4; i++)
-			d = (d ^ round64(0, h->v[i])) * P1 + P4;
-	} else {
-		d = P5;
-	}
-	d += h->total;
-	for (; end - p >= 8; p += 8)
-		d = rotl(d ^ round64(0, read64(p)), 27) * P1 + P4;
-	if (end - p >= 4) {
-		d = rotl(d ^ (uint64_t)read32(p) * P1, 23) * P2 + P3;
-		p += 4;
-	}
-	for (; p < end; p++)
-		d = rotl(d ^ *p * P5, 11) * P1;
-	d ^= d >> 33;
-	d *= P2;
-	d ^= d >> 29;
-	d *= P3;
-	d ^= d >> 32;
-	return d;
-}
-
-uint64_t hash64(const void *data, size_t n)
-{
-	struct hash64 h;
-	hash64_init(&h);
-	hash64_update(&h, data, n);
-	return hash64_digest(&h);
-}
+#include <xxhash.h>
 
 /* A regular file's bytes, read in pieces (never the whole file in memory,
  * never blocking on a FIFO). false with *err when it cannot be read. */
@@ -157,29 +43,34 @@ static bool hash_file(const char *path, uint64_t *digest, int64_t *size, const c
 {
 	enum { CHUNK = 1 << 20 };
 	unsigned char *buf;
-	struct hash64 h;
+	XXH64_state_t *h;
 	int64_t at = 0;
 	int fd = ir_open_regular(path, err, size);
 	bool ok = true;
 	if (fd < 0)
 		return false;
-	if (!(buf = malloc(CHUNK))) {
+	buf = malloc(CHUNK);
+	h = XXH64_createState();
+	if (!buf || !h) {
 		*err = "out of memory";
+		free(buf);
+		XXH64_freeState(h);
 		close(fd);
 		return false;
 	}
-	hash64_init(&h);
+	XXH64_reset(h, 0);
 	while (ok && at < *size) {
 		size_t n = *size - at < CHUNK ? (size_t)(*size - at) : CHUNK;
 		ok = ir_read_at(fd, buf, n, at);
-		hash64_update(&h, buf, n);
+		XXH64_update(h, buf, n);
 		at += (int64_t)n;
 	}
 	free(buf);
 	close(fd);
 	if (!ok)
 		*err = "read error (did it shrink?)";
-	*digest = hash64_digest(&h);
+	*digest = XXH64_digest(h);
+	XXH64_freeState(h);
 	return ok;
 }
 
@@ -218,7 +109,7 @@ void key_free(struct run_key *k)
 	memset(k, 0, sizeof *k);
 }
 
-uint64_t key_hash(const struct run_key *k) { return hash64(k->text, k->len); }
+uint64_t key_hash(const struct run_key *k) { return ir_checksum(k->text, k->len); }
 
 /* Key lines quote names, one to one: a name with a newline or a space must
  * not forge a line or a field. */
@@ -303,7 +194,7 @@ bool key_model(struct run_key *k, struct ir_ctx *ctx, const char *path, bool onn
 		k->why = "the model cannot be read";
 		return false;
 	}
-	key_printf(k, "model %016llx %zu\n", (unsigned long long)hash64(bytes, len), len);
+	key_printf(k, "model %016llx %zu\n", (unsigned long long)ir_checksum(bytes, len), len);
 	if (onnx && !pb_external_locations(bytes, len, add_location, &locs)) {
 		k->why = "the model is not a protobuf file onnxc can scan";
 		ok = false;
@@ -421,7 +312,7 @@ static void key_host_cpu(struct run_key *k)
 		for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
 			if (!strncmp(line, keep[i], strlen(keep[i])))
 				key_printf(k, "host %016llx\n",
-				           (unsigned long long)hash64(line, strlen(line)));
+				           (unsigned long long)ir_checksum(line, strlen(line)));
 	fclose(f);
 }
 

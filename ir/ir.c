@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 /* ------------------------------------------------------------------------ */
 /* Context, allocation, diagnostics                                         */
@@ -465,74 +466,9 @@ int ir_op_schema(enum ir_op op, struct ir_attr_def defs[IR_MAX_ATTRS])
 
 static uint64_t hash_str(const char *s) { return ir_checksum(s, strlen(s)); }
 
-/*
- * XXH64 with seed 0 (github.com/Cyan4973/xxHash, xxhash_spec.md): four
- * independent lanes over 32-byte stripes, so it runs at memory speed where
- * a byte-at-a-time FNV-1a spent a fifth of a large model's compile. Loads
- * are little-endian as the spec wants (every target onnxc supports is).
- */
-#define XXH_P1 0x9e3779b185ebca87ull
-#define XXH_P2 0xc2b2ae3d27d4eb4full
-#define XXH_P3 0x165667b19e3779f9ull
-#define XXH_P4 0x85ebca77c2b2ae63ull
-#define XXH_P5 0x27d4eb2f165667c5ull
-
-static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-static inline uint64_t load64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline uint64_t xxh_round(uint64_t acc, uint64_t lane)
-{
-	return rotl64(acc + lane * XXH_P2, 31) * XXH_P1;
-}
-
-static inline uint64_t xxh_merge(uint64_t h, uint64_t acc)
-{
-	return (h ^ xxh_round(0, acc)) * XXH_P1 + XXH_P4;
-}
-
-uint64_t ir_checksum(const void *data, size_t n)
-{
-	const unsigned char *p = data, *end = p + n;
-	uint64_t h;
-	if (n >= 32) {
-		uint64_t v1 = XXH_P1 + XXH_P2, v2 = XXH_P2, v3 = 0, v4 = -XXH_P1;
-		for (; end - p >= 32; p += 32) {
-			v1 = xxh_round(v1, load64(p));
-			v2 = xxh_round(v2, load64(p + 8));
-			v3 = xxh_round(v3, load64(p + 16));
-			v4 = xxh_round(v4, load64(p + 24));
-		}
-		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-		h = xxh_merge(h, v1);
-		h = xxh_merge(h, v2);
-		h = xxh_merge(h, v3);
-		h = xxh_merge(h, v4);
-	} else {
-		h = XXH_P5;
-	}
-	h += (uint64_t)n;
-	for (; end - p >= 8; p += 8)
-		h = rotl64(h ^ xxh_round(0, load64(p)), 27) * XXH_P1 + XXH_P4;
-	if (end - p >= 4) {
-		uint32_t w;
-		memcpy(&w, p, 4);
-		h = rotl64(h ^ (uint64_t)w * XXH_P1, 23) * XXH_P2 + XXH_P3;
-		p += 4;
-	}
-	for (; p < end; p++)
-		h = rotl64(h ^ *p * XXH_P5, 11) * XXH_P1;
-	h ^= h >> 33;
-	h *= XXH_P2;
-	h ^= h >> 29;
-	h *= XXH_P3;
-	return h ^ (h >> 32);
-}
+/* XXH64 with seed 0 (libxxhash): at memory speed, where a byte-at-a-time
+ * FNV-1a spent a fifth of a large model's compile. */
+uint64_t ir_checksum(const void *data, size_t n) { return XXH64(data, n, 0); }
 
 uint32_t ir_dropout_threshold(float ratio) { return (uint32_t)((double)ratio * 16777216.0 + 0.5); }
 
