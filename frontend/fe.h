@@ -186,6 +186,16 @@ const struct fe_op *fe_find_op(const char *op_type);
 typedef bool (*fe_proto_fn)(struct fe *fe, Onnx__ModelProto *mp, void *ud);
 bool fe_with_proto(struct ir_ctx *ctx, const char *path, fe_proto_fn fn, void *ud);
 
+/* One field of protobuf's wire format (load.c): fe_wire_next reads the
+ * field at *p of [*p, end) and moves *p past it; 1, 0 at the end, -1 when
+ * it does not parse (groups included: ONNX has none). */
+struct fe_wire_field {
+	uint64_t num; /* field number */
+	int type;     /* wire type: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32 */
+	const uint8_t *start, *val, *end; /* the field, its payload, its end */
+};
+int fe_wire_next(const uint8_t **p, const uint8_t *end, struct fe_wire_field *f);
+
 /* Reports an error on the node and marks it failed; returns false. */
 bool fe_fail(struct fe_node *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -82,6 +82,41 @@ static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return false;
 }
 
+int fe_wire_next(const uint8_t **p, const uint8_t *end, struct fe_wire_field *f)
+{
+	uint64_t tag, v;
+	if (*p >= end)
+		return 0;
+	f->start = *p;
+	if (!read_varint(p, end, &tag) || !(tag >> 3))
+		return -1;
+	f->num = tag >> 3;
+	f->type = (int)(tag & 7);
+	switch (f->type) {
+	case 0:
+		f->val = *p;
+		if (!read_varint(p, end, &v))
+			return -1;
+		break;
+	case 1:
+	case 5:
+		if (end - *p < (f->type == 1 ? 8 : 4))
+			return -1;
+		f->val = *p;
+		*p += f->type == 1 ? 8 : 4;
+		break;
+	case 2:
+		if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
+			return -1;
+		f->val = *p;
+		*p += v;
+		break;
+	default: return -1; /* groups, garbage */
+	}
+	f->end = *p;
+	return 1;
+}
+
 static bool nesting_ok(const uint8_t *p, size_t len)
 {
 	struct {
@@ -92,49 +127,25 @@ static bool nesting_ok(const uint8_t *p, size_t len)
 	stack[0].end = p + len;
 	stack[0].d = &onnx__model_proto__descriptor;
 	while (sp >= 0) {
-		const uint8_t *end = stack[sp].end;
-		uint64_t tag, v;
-		if (p >= end) {
-			p = end;
+		const ProtobufCFieldDescriptor *fd;
+		struct fe_wire_field f;
+		int r = fe_wire_next(&p, stack[sp].end, &f);
+		if (r == 0) {
 			sp--;
 			continue;
 		}
-		if (!read_varint(&p, end, &tag))
-			return true;
-		switch (tag & 7) {
-		case 0:
-			if (!read_varint(&p, end, &v))
-				return true;
-			break;
-		case 1:
-			if (end - p < 8)
-				return true;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return true;
-			p += 4;
-			break;
-		case 2: {
-			const ProtobufCFieldDescriptor *fd;
-			if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return true;
-			fd = tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(
-			                                      stack[sp].d, (unsigned)(tag >> 3))
-			                            : NULL;
-			if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-				if (sp + 1 == FE_MAX_NESTING)
-					return false;
-				sp++;
-				stack[sp].end = p + v;
-				stack[sp].d = fd->descriptor;
-			} else {
-				p += v;
-			}
-			break;
-		}
-		default: return true; /* groups or garbage: protobuf-c decides */
+		if (r < 0)
+			return true; /* malformed: protobuf-c decides */
+		if (f.type != 2 || f.num > UINT32_MAX)
+			continue;
+		fd = protobuf_c_message_descriptor_get_field(stack[sp].d, (unsigned)f.num);
+		if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+			if (sp + 1 == FE_MAX_NESTING)
+				return false;
+			sp++;
+			stack[sp].end = f.end;
+			stack[sp].d = fd->descriptor;
+			p = f.val;
 		}
 	}
 	return true;
@@ -208,48 +219,6 @@ static void strip_init(struct strip *st, const uint8_t *base)
 	                                                   FE_PAYLOAD_FIELD));
 }
 
-struct wire_field {
-	uint64_t num;
-	int type;
-	const uint8_t *start, *val, *end; /* the field, its payload, its end */
-};
-
-/* The next field of [*p, end): 1, 0 at the end, -1 if it does not parse. */
-static int next_field(const uint8_t **p, const uint8_t *end, struct wire_field *f)
-{
-	uint64_t tag, v;
-	if (*p >= end)
-		return 0;
-	f->start = *p;
-	if (!read_varint(p, end, &tag) || !(tag >> 3))
-		return -1;
-	f->num = tag >> 3;
-	f->type = (int)(tag & 7);
-	switch (f->type) {
-	case 0:
-		f->val = *p;
-		if (!read_varint(p, end, &v))
-			return -1;
-		break;
-	case 1:
-	case 5:
-		if (end - *p < (f->type == 1 ? 8 : 4))
-			return -1;
-		f->val = *p;
-		*p += f->type == 1 ? 8 : 4;
-		break;
-	case 2:
-		if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
-			return -1;
-		f->val = *p;
-		*p += v;
-		break;
-	default: return -1; /* groups, garbage */
-	}
-	f->end = *p;
-	return 1;
-}
-
 static size_t put_varint(uint8_t *out, uint64_t v)
 {
 	size_t n = 0;
@@ -284,10 +253,10 @@ static enum strip_kind strip_child(const struct strip *st, enum strip_kind k, ui
 static size_t strip(struct strip *st, enum strip_kind k, const uint8_t *p, size_t len, uint8_t *out)
 {
 	const uint8_t *end = p + len, *q = p, *last_raw = NULL;
-	struct wire_field f;
+	struct fe_wire_field f;
 	size_t n = 0;
 	int r;
-	while ((r = next_field(&q, end, &f)) > 0)
+	while ((r = fe_wire_next(&q, end, &f)) > 0)
 		if (k == S_TENSOR && f.num == st->raw_data && f.type == 2)
 			last_raw = f.start;
 	if (r < 0) {
@@ -295,7 +264,7 @@ static size_t strip(struct strip *st, enum strip_kind k, const uint8_t *p, size_
 			memcpy(out, p, len);
 		return len;
 	}
-	for (q = p; next_field(&q, end, &f) > 0;) {
+	for (q = p; fe_wire_next(&q, end, &f) > 0;) {
 		enum strip_kind child = f.type == 2 ? strip_child(st, k, f.num) : S_NONE;
 		size_t vlen = (size_t)(f.end - f.val);
 		if (k == S_TENSOR &&

@@ -17,52 +17,6 @@
 
 #define PB_MAX_NESTING 100 /* load.c refuses models nested deeper */
 
-static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return false;
-		*v |= (uint64_t)(**p & 0x7f) << shift;
-		if (!(*(*p)++ & 0x80))
-			return true;
-	}
-	return false;
-}
-
-/* Reads one field at *p: its number and wire type, and for a
- * length-delimited field its bytes (body, n). false on malformed input
- * (groups included: ONNX has none). */
-static bool pb_field(const uint8_t **p, const uint8_t *end, uint64_t *number, unsigned *wire,
-                     const uint8_t **body, uint64_t *n)
-{
-	uint64_t tag, v;
-	if (!pb_varint(p, end, &tag))
-		return false;
-	*number = tag >> 3;
-	*wire = (unsigned)(tag & 7);
-	switch (*wire) {
-	case 0: return pb_varint(p, end, &v);
-	case 1:
-		if (end - *p < 8)
-			return false;
-		*p += 8;
-		return true;
-	case 5:
-		if (end - *p < 4)
-			return false;
-		*p += 4;
-		return true;
-	case 2:
-		if (!pb_varint(p, end, n) || *n > (uint64_t)(end - *p))
-			return false;
-		*body = *p;
-		*p += *n;
-		return true;
-	default: return false;
-	}
-}
-
 static uint32_t field_id(const ProtobufCMessageDescriptor *d, const char *name)
 {
 	const ProtobufCFieldDescriptor *fd =
@@ -77,22 +31,23 @@ static bool location_entry(const uint8_t *p, const uint8_t *end, pb_location_fn 
 {
 	const uint32_t key_id = field_id(&onnx__string_string_entry_proto__descriptor, "key"),
 	               value_id = field_id(&onnx__string_string_entry_proto__descriptor, "value");
-	const uint8_t *key = NULL, *value = NULL, *body = NULL;
-	uint64_t key_n = 0, value_n = 0, number, n = 0;
-	unsigned wire;
-	while (p < end) {
-		if (!pb_field(&p, end, &number, &wire, &body, &n))
-			return false;
-		if (wire == 2 && number == key_id) { /* the last one counts */
-			key = body;
-			key_n = n;
-		} else if (wire == 2 && number == value_id) {
-			value = body;
-			value_n = n;
+	const uint8_t *key = NULL, *value = NULL;
+	size_t key_n = 0, value_n = 0;
+	struct fe_wire_field f;
+	int r;
+	while ((r = fe_wire_next(&p, end, &f)) > 0) {
+		if (f.type == 2 && f.num == key_id) { /* the last one counts */
+			key = f.val;
+			key_n = (size_t)(f.end - f.val);
+		} else if (f.type == 2 && f.num == value_id) {
+			value = f.val;
+			value_n = (size_t)(f.end - f.val);
 		}
 	}
+	if (r < 0)
+		return false;
 	if (key && key_n == 8 && !memcmp(key, "location", 8))
-		fn(ud, value ? (const char *)value : "", (size_t)value_n);
+		fn(ud, value ? (const char *)value : "", value_n);
 	return true;
 }
 
@@ -109,31 +64,30 @@ bool pb_external_locations(const void *buf, size_t len, pb_location_fn fn, void 
 	stack[0].d = &onnx__model_proto__descriptor;
 	while (sp >= 0) {
 		const ProtobufCFieldDescriptor *fd;
-		const uint8_t *body = NULL;
-		uint64_t number, n = 0;
-		unsigned wire;
-		if (p == stack[sp].end) {
+		struct fe_wire_field f;
+		int r = fe_wire_next(&p, stack[sp].end, &f);
+		if (r == 0) {
 			sp--;
 			continue;
 		}
-		if (!pb_field(&p, stack[sp].end, &number, &wire, &body, &n))
+		if (r < 0)
 			return false;
-		if (wire != 2 || number > UINT32_MAX)
+		if (f.type != 2 || f.num > UINT32_MAX)
 			continue;
-		fd = protobuf_c_message_descriptor_get_field(stack[sp].d, (unsigned)number);
+		fd = protobuf_c_message_descriptor_get_field(stack[sp].d, (unsigned)f.num);
 		if (!fd || fd->type != PROTOBUF_C_TYPE_MESSAGE)
 			continue;
-		if (stack[sp].d == &onnx__tensor_proto__descriptor && number == external_id) {
-			if (!location_entry(body, body + n, fn, ud))
+		if (stack[sp].d == &onnx__tensor_proto__descriptor && f.num == external_id) {
+			if (!location_entry(f.val, f.end, fn, ud))
 				return false;
 			continue;
 		}
 		if (sp + 1 == PB_MAX_NESTING)
 			return false;
 		sp++;
-		stack[sp].end = body + n;
+		stack[sp].end = f.end;
 		stack[sp].d = fd->descriptor;
-		p = body;
+		p = f.val;
 	}
 	return true;
 }
@@ -141,18 +95,15 @@ bool pb_external_locations(const void *buf, size_t len, pb_location_fn fn, void 
 bool pb_tensor_name(const void *buf, size_t len, const char **name, size_t *n)
 {
 	const uint32_t name_id = field_id(&onnx__tensor_proto__descriptor, "name");
-	const uint8_t *p = buf, *end = p + len, *body = NULL;
-	uint64_t number, size = 0;
-	unsigned wire;
+	const uint8_t *p = buf, *end = p + len;
+	struct fe_wire_field f;
+	int r;
 	*name = NULL;
 	*n = 0;
-	while (p < end) {
-		if (!pb_field(&p, end, &number, &wire, &body, &size))
-			return false;
-		if (wire == 2 && number == name_id) { /* the last one counts */
-			*name = (const char *)body;
-			*n = (size_t)size;
+	while ((r = fe_wire_next(&p, end, &f)) > 0)
+		if (f.type == 2 && f.num == name_id) { /* the last one counts */
+			*name = (const char *)f.val;
+			*n = (size_t)(f.end - f.val);
 		}
-	}
-	return true;
+	return r == 0;
 }
