@@ -195,6 +195,15 @@ struct fe_wire_field {
 	const uint8_t *start, *val, *end; /* the field, its payload, its end */
 };
 int fe_wire_next(const uint8_t **p, const uint8_t *end, struct fe_wire_field *f);
+/* Walks a ModelProto's messages iteratively, following only the fields the
+ * schema declares as messages; visit (may be NULL) sees each such field f of
+ * a message of type d and returns 1 to descend into it, 0 to skip it, -1 to
+ * stop. 1 when walked, 0 when messages nest deeper than FE_MAX_NESTING, -1
+ * on malformed input or when visit stopped. */
+#define FE_MAX_NESTING 100
+typedef int (*fe_wire_visit_fn)(void *ud, const ProtobufCMessageDescriptor *d,
+                                const struct fe_wire_field *f);
+int fe_wire_walk(const uint8_t *p, size_t len, fe_wire_visit_fn visit, void *ud);
 
 /* Reports an error on the node and marks it failed; returns false. */
 bool fe_fail(struct fe_node *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -67,7 +67,6 @@ static void pb_free_fn(void *ud, void *p)
  * messages, and refuse nesting deeper than FE_MAX_NESTING. Malformed input is
  * left for protobuf-c to reject.
  */
-#define FE_MAX_NESTING 100
 
 static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
@@ -117,7 +116,7 @@ int fe_wire_next(const uint8_t **p, const uint8_t *end, struct fe_wire_field *f)
 	return 1;
 }
 
-static bool nesting_ok(const uint8_t *p, size_t len)
+int fe_wire_walk(const uint8_t *p, size_t len, fe_wire_visit_fn visit, void *ud)
 {
 	struct {
 		const uint8_t *end;
@@ -135,20 +134,31 @@ static bool nesting_ok(const uint8_t *p, size_t len)
 			continue;
 		}
 		if (r < 0)
-			return true; /* malformed: protobuf-c decides */
+			return -1;
 		if (f.type != 2 || f.num > UINT32_MAX)
 			continue;
 		fd = protobuf_c_message_descriptor_get_field(stack[sp].d, (unsigned)f.num);
-		if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-			if (sp + 1 == FE_MAX_NESTING)
-				return false;
-			sp++;
-			stack[sp].end = f.end;
-			stack[sp].d = fd->descriptor;
-			p = f.val;
+		if (!fd || fd->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if (visit && (r = visit(ud, stack[sp].d, &f)) <= 0) {
+			if (r < 0)
+				return -1;
+			continue;
 		}
+		if (sp + 1 == FE_MAX_NESTING)
+			return 0;
+		sp++;
+		stack[sp].end = f.end;
+		stack[sp].d = fd->descriptor;
+		p = f.val;
 	}
-	return true;
+	return 1;
+}
+
+/* Malformed input is left for protobuf-c to reject. */
+static bool nesting_ok(const uint8_t *p, size_t len)
+{
+	return fe_wire_walk(p, len, NULL, NULL) != 0;
 }
 
 /* ------------------------------------------------------------------------ */

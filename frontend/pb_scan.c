@@ -5,17 +5,15 @@
  * files included, and a cache hit must not import the model. Unpacking the
  * ModelProto with protobuf-c to learn which files its tensors name would
  * copy every initializer; walking the wire format reads only the tags and
- * skips the payloads. The walk follows the fields the schema declares as
- * messages (as load.c's nesting check does), iteratively and to a bounded
- * depth, so hostile nesting costs nothing. Malformed input makes it give up
+ * skips the payloads. The walk is load.c's (fe_wire_walk, as its nesting
+ * check uses): iterative and to a bounded depth, so hostile nesting costs
+ * nothing. Malformed input makes it give up
  * (false): the caller then does without the shortcut, and the import, which
  * reads the same bytes, reports what is wrong.
  */
 #include "cli.h"
 
 #include <string.h>
-
-#define PB_MAX_NESTING 100 /* load.c refuses models nested deeper */
 
 static uint32_t field_id(const ProtobufCMessageDescriptor *d, const char *name)
 {
@@ -51,45 +49,26 @@ static bool location_entry(const uint8_t *p, const uint8_t *end, pb_location_fn 
 	return true;
 }
 
+struct locations_walk {
+	uint32_t external_id;
+	pb_location_fn fn;
+	void *ud;
+};
+
+static int location_field(void *ud, const ProtobufCMessageDescriptor *d,
+                          const struct fe_wire_field *f)
+{
+	struct locations_walk *w = ud;
+	if (d != &onnx__tensor_proto__descriptor || f->num != w->external_id)
+		return 1;
+	return location_entry(f->val, f->end, w->fn, w->ud) ? 0 : -1;
+}
+
 bool pb_external_locations(const void *buf, size_t len, pb_location_fn fn, void *ud)
 {
-	const uint32_t external_id = field_id(&onnx__tensor_proto__descriptor, "external_data");
-	struct {
-		const uint8_t *end;
-		const ProtobufCMessageDescriptor *d;
-	} stack[PB_MAX_NESTING];
-	const uint8_t *p = buf;
-	int sp = 0;
-	stack[0].end = p + len;
-	stack[0].d = &onnx__model_proto__descriptor;
-	while (sp >= 0) {
-		const ProtobufCFieldDescriptor *fd;
-		struct fe_wire_field f;
-		int r = fe_wire_next(&p, stack[sp].end, &f);
-		if (r == 0) {
-			sp--;
-			continue;
-		}
-		if (r < 0)
-			return false;
-		if (f.type != 2 || f.num > UINT32_MAX)
-			continue;
-		fd = protobuf_c_message_descriptor_get_field(stack[sp].d, (unsigned)f.num);
-		if (!fd || fd->type != PROTOBUF_C_TYPE_MESSAGE)
-			continue;
-		if (stack[sp].d == &onnx__tensor_proto__descriptor && f.num == external_id) {
-			if (!location_entry(f.val, f.end, fn, ud))
-				return false;
-			continue;
-		}
-		if (sp + 1 == PB_MAX_NESTING)
-			return false;
-		sp++;
-		stack[sp].end = f.end;
-		stack[sp].d = fd->descriptor;
-		p = f.val;
-	}
-	return true;
+	struct locations_walk w = { field_id(&onnx__tensor_proto__descriptor, "external_data"), fn,
+		                    ud };
+	return fe_wire_walk(buf, len, location_field, &w) == 1;
 }
 
 bool pb_tensor_name(const void *buf, size_t len, const char **name, size_t *n)
