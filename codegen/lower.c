@@ -1240,8 +1240,12 @@ static void stage_half(struct lower *l, struct cg_step *s)
 		}
 		st = &s->stages[s->nstages++];
 		st->arg = i;
-		st->ws_offset = (s->ws_bytes + 63) / 64 * 64;
 		st->elems = elems(s->args[i]);
+		if (s->ws_bytes < 0 || s->ws_bytes > INT64_MAX / 4 || st->elems > INT64_MAX / 16) {
+			s->ws_bytes = -1; /* more than a plan can hold: memplan refuses it */
+			continue;
+		}
+		st->ws_offset = (s->ws_bytes + 63) / 64 * 64;
 		s->ws_bytes = st->ws_offset + 4 * st->elems;
 	}
 }

@@ -39,7 +39,23 @@ struct block {
 	int64_t offset;
 };
 
+/* Sizes and sums of sizes stay below this, so no offset arithmetic of the
+ * planner, its checker or --max-memory's total can overflow int64. */
+#define MAX_BYTES ((int64_t)1 << 62)
+
 static int64_t align_up(int64_t x) { return (x + ALIGN - 1) & ~(int64_t)(ALIGN - 1); }
+
+/* *sum += n within MAX_BYTES (n >= 0); false, reported, past it. */
+static bool add_bytes(const struct cg_plan *p, int64_t *sum, int64_t n, const char *what)
+{
+	if (n >= 0 && n <= MAX_BYTES && *sum <= MAX_BYTES - n) {
+		*sum += n;
+		return true;
+	}
+	ir_error(p->m->ctx, "the model needs more than %lld bytes of memory for its %s",
+	         (long long)MAX_BYTES, what);
+	return false;
+}
 
 static int64_t bytes_of(const struct ir_value *v)
 {
@@ -329,7 +345,9 @@ bool cg_plan_memory(struct cg_plan *p)
 		struct ir_value *v = m->values[i];
 		if (v->kind == IR_VAL_CONST && p->vals[i].needed) {
 			p->vals[i].buf = (struct cg_buf){ CG_WEIGHT, 0, woff };
-			woff = align_up(woff + bytes_of(v));
+			if (!add_bytes(p, &woff, bytes_of(v), "weights"))
+				return false;
+			woff = align_up(woff);
 		}
 	}
 	p->weight_bytes = woff;
@@ -351,18 +369,22 @@ bool cg_plan_memory(struct cg_plan *p)
 		if (cv->last < cv->first)
 			cv->last = cv->first;
 		block_of[i] = &blocks[nb];
-		blocks[nb++] = (struct block){
-			.v = v, .size = align_up(bytes_of(v)), .first = cv->first, .last = cv->last
-		};
+		blocks[nb++] = (struct block){ .v = v, .first = cv->first, .last = cv->last };
+		if (!add_bytes(p, &blocks[nb - 1].size, bytes_of(v), "intermediates"))
+			return false;
 	}
 	for (int s = 0; s < p->nsteps; s++)
-		if (p->steps[s].ws_bytes)
-			blocks[nb++] = (struct block){ .step = s,
-				                       .size = align_up(p->steps[s].ws_bytes),
-				                       .first = s,
-				                       .last = s };
-	for (int i = 0; i < nb; i++)
-		p->naive_bytes += blocks[i].size;
+		if (p->steps[s].ws_bytes) {
+			blocks[nb++] = (struct block){ .step = s, .first = s, .last = s };
+			if (!add_bytes(p, &blocks[nb - 1].size, p->steps[s].ws_bytes, "workspaces"))
+				return false;
+		}
+	/* the sum bounds every offset greedy placement can give */
+	for (int i = 0; i < nb; i++) {
+		blocks[i].size = align_up(blocks[i].size);
+		if (!add_bytes(p, &p->naive_bytes, blocks[i].size, "intermediates"))
+			return false;
+	}
 
 	/* in place: a kernel's output takes a dense input's block that dies here */
 	for (int s = 0; s < p->nsteps; s++) {

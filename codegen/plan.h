@@ -136,7 +136,7 @@ struct cg_step {
 	struct rt_copy_desc *copies;
 	int ncopies;
 	bool split;
-	int64_t ws_bytes; /* workspace, planned in the arena */
+	int64_t ws_bytes; /* workspace, planned in the arena (-1: too big to plan) */
 	int64_t ws_offset;
 	/* Half tensors a library kernel reads or writes: the CPU kernels
 	 * compute in FP32, so the step converts them through FP32 copies in

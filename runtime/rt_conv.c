@@ -800,12 +800,24 @@ static int conv_group_few(struct rt_ctx *ctx, const struct conv *cv, int64_t img
 	return RT_OK;
 }
 
+/* a * b * c floats in bytes; SIZE_MAX when that overflows (a hostile
+ * descriptor: no plan can hold it, and the compiler refuses it) */
+static size_t floats_bytes(int64_t a, int64_t b, int64_t c)
+{
+	int64_t n;
+	size_t bytes;
+	if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
+	    __builtin_mul_overflow((size_t)n, sizeof(float), &bytes))
+		return SIZE_MAX;
+	return bytes;
+}
+
 size_t rt_conv_workspace(const struct rt_conv_desc *d)
 {
 	struct geom g;
 	if (!geom_init(d, &g) || pointwise(&g) || channelwise(d))
 		return 0;
-	return (size_t)(g.cg * g.k_sp * g.out_sp) * sizeof(float); /* col, or col^T */
+	return floats_bytes(g.cg, g.k_sp, g.out_sp); /* col, or col^T */
 }
 
 int rt_conv(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x, const void *w,
@@ -914,7 +926,7 @@ size_t rt_conv_transpose_workspace(const struct rt_conv_desc *d)
 	struct geom g;
 	if (!geom_init(d, &g) || pointwise(&g))
 		return 0;
-	return (size_t)(g.mg * g.k_sp * g.in_sp) * sizeof(float);
+	return floats_bytes(g.mg, g.k_sp, g.in_sp);
 }
 
 int rt_conv_transpose(struct rt_ctx *ctx, const struct rt_conv_desc *d, const void *x,

@@ -9,7 +9,9 @@
 # Expand, Tile, Pad and Resize whose constant arguments make a 4 TB graph
 # output, eight 2^61-byte inputs (the sum overflows int64), an 8 MiB
 # Identity under --max-memory 1K, a Range computed at run time (beyond the
-# folding budget) of 1e12 elements.
+# folding budget) of 1e12 elements. Sizes no int64 holds are refused
+# before any offset is computed: two 2^62-byte intermediates alive at once,
+# a convolution whose im2col workspace overflows.
 # usage: max_memory.sh ONNXC PYTHON SMALL_MODEL_DIR
 set -u
 onnxc=$1 py=$2 small=$3
@@ -55,6 +57,20 @@ rg = [helper.make_tensor(n, T.FLOAT, [], [v]) for n, v in (("s", 0), ("l", 1e12)
 save("range_run_time", [helper.make_node("Range", ["s", "l", "d"], ["r"]),
                         helper.make_node("ReduceSum", ["r"], ["y"], keepdims=0)],
      [], [vi("y", T.FLOAT, [])], rg)
+i64s = lambda n, a: helper.make_tensor(n, T.INT64, [len(a)], a)
+save("two_huge", [helper.make_node("Expand", ["x", "s"], ["a"]),
+                  helper.make_node("Expand", ["x2", "s"], ["b"]),
+                  helper.make_node("Mul", ["a", "b"], ["c"]), helper.make_node("Exp", ["a"], ["e"]),
+                  helper.make_node("Add", ["c", "e"], ["d"]),
+                  helper.make_node("ReduceSum", ["d"], ["y"], keepdims=0)],
+     [vi("x", T.FLOAT, [1]), vi("x2", T.FLOAT, [1])], [vi("y", T.FLOAT, [])],
+     [i64s("s", [2**30, 2**30 - 1])])
+save("conv_workspace", [helper.make_node("Expand", ["x", "xs"], ["X"]),
+                        helper.make_node("Expand", ["w", "ws"], ["W"]),
+                        helper.make_node("Conv", ["X", "W"], ["y"])],
+     [vi("x", T.FLOAT, [1]), vi("w", T.FLOAT, [1])],
+     [vi("y", T.FLOAT, [1, 1, 2**20 - 2**10 + 1, 2**10 - 2**9 + 1])],
+     [i64s("xs", [1, 2**20, 2**20, 2**10]), i64s("ws", [1, 2**20, 2**10, 2**9])])
 PY
 fail=0
 expect() { # expect STATUS TEXT CMD...
@@ -95,4 +111,8 @@ expect 1 "(arena 0 + weights 0 + inputs 4194304 + outputs 4194304), more than --
 expect 0 "" "$onnxc" compile "$tmp/identity_8m.onnx" -o "$tmp/out6" --max-memory 8M
 expect 1 "range_run_time.onnx: error: the model needs 15999999934532 bytes" \
 	"$onnxc" compile "$tmp/range_run_time.onnx" -o "$tmp/out6"
+expect 1 "two_huge.onnx: error: the model needs more than 4611686018427387904 bytes of memory for its intermediates" \
+	"$onnxc" compile "$tmp/two_huge.onnx" -o "$tmp/out6"
+expect 1 "conv_workspace.onnx: error: the model needs more than 4611686018427387904 bytes of memory for its workspaces" \
+	"$onnxc" compile "$tmp/conv_workspace.onnx" -o "$tmp/out6"
 exit $fail
