@@ -623,6 +623,7 @@ static void names_rebuild(struct ir_module *m)
 
 bool ir_is_output(const struct ir_module *m, const struct ir_value *v)
 {
+	m->ctx->probes += (uint64_t)m->noutputs; /* a scan: callers must not loop over it */
 	for (int i = 0; i < m->noutputs; i++)
 		if (m->outputs[i] == v)
 			return true;
