@@ -1906,13 +1906,17 @@ static bool check_args(struct ir_module *m, struct ir_value *loss, struct ir_val
 /* Makes each gradient a distinct node result named grad/<wrt name>. */
 static void name_grads(struct ad *a, struct ir_value *const *wrt, int nwrt, struct ir_value **grads)
 {
+	/* taken[id]: an earlier gradient is that value, or it is a graph output
+	 * (marked once: no scan per gradient) */
+	bool *taken = ir_arena_alloc(&a->m->arena, sizeof *taken * (size_t)(a->m->nvalues + 1));
+	for (int i = 0; i < a->m->noutputs; i++)
+		taken[a->m->outputs[i]->id] = true;
 	for (int i = 0; i < nwrt; i++) {
 		struct ir_value *g = grads[i];
 		const char *name = ir_unique_name(
 		        a->m, ir_arena_printf(&a->m->arena, "grad/%s", wrt[i]->name));
-		bool shared = g->kind != IR_VAL_NODE || g->id < a->nfwd || ir_is_output(a->m, g);
-		for (int j = 0; j < i && !shared; j++)
-			shared = grads[j] == g;
+		bool shared = g->kind != IR_VAL_NODE || g->id < a->nfwd || taken[g->id];
+		taken[g->id] = true;
 		if (shared) {
 			struct ir_node *c = ir_add_node(a->m, IR_OP_COPY, name, &g, 1, &name, 1);
 			grads[i] = fin(a, c);

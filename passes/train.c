@@ -170,24 +170,23 @@ static struct ir_value *build_loss(struct tb *b, const struct train_options *o, 
 	}
 }
 
-static bool in_list(const char *name, const char *const *list, int n)
+/* The names of list as a set (a model may have thousands of initializers:
+ * no scan per lookup). */
+static void name_set(struct ir_map *set, struct ir_module *m, const char *const *list, int n)
 {
+	ir_map_init(set, &m->arena);
 	for (int i = 0; i < n; i++)
-		if (!strcmp(list[i], name))
-			return true;
-	return false;
+		ir_map_put(set, list[i], (void *)list[i]);
 }
 
-static int find_tensor(const struct train_tensor *t, int n, const struct ir_value *v)
+static bool in_set(const struct ir_map *set, const char *name)
 {
-	for (int i = 0; i < n; i++)
-		if (t[i].input == v)
-			return i;
-	return -1;
+	return ir_map_get(set, name) != NULL;
 }
 
 /* The state: BatchNormalization's running mean and variance, in node order. */
-static void find_state(struct tb *b, const struct train_options *o, struct train_step *s)
+static void find_state(struct tb *b, const struct train_options *o, struct train_step *s,
+                       const struct ir_map *inits, bool *is_state)
 {
 	struct ir_module *m = b->m;
 	int cap = 0;
@@ -202,34 +201,38 @@ static void find_state(struct tb *b, const struct train_options *o, struct train
 		for (int k = 3; k <= 4; k++) {
 			struct ir_value *v = n->in[k];
 			if (v->kind != IR_VAL_CONST || v->type.dtype != IR_F32 ||
-			    !in_list(v->name, o->initializers, o->ninitializers) ||
-			    find_tensor(s->state, s->nstate, v) >= 0)
+			    !in_set(inits, v->name) || is_state[v->id])
 				continue;
+			is_state[v->id] = true;
 			s->state[s->nstate++] = (struct train_tensor){ v, v->name, v->data,
 				                                       ir_type_elems(&v->type) };
 		}
 	}
 }
 
-static bool find_params(struct tb *b, const struct train_options *o, struct train_step *s)
+static bool find_params(struct tb *b, const struct train_options *o, struct train_step *s,
+                        const struct ir_map *inits, const bool *is_state)
 {
 	struct ir_module *m = b->m;
 	int errors = b->ctx->nerrors;
+	struct ir_map trainable, frozen;
+	name_set(&trainable, m, o->trainable, o->ntrainable);
+	name_set(&frozen, m, o->frozen, o->nfrozen);
 	s->params = ir_arena_alloc(
 	        &m->arena, sizeof *s->params * (size_t)(o->ninitializers ? o->ninitializers : 1));
 	for (int i = 0; i < o->ntrainable; i++)
-		if (!in_list(o->trainable[i], o->initializers, o->ninitializers))
+		if (!in_set(inits, o->trainable[i]))
 			ir_error(b->ctx, "--trainable: the model has no initializer named '%s'",
 			         o->trainable[i]);
 	for (int i = 0; i < o->nfrozen; i++)
-		if (!in_list(o->frozen[i], o->initializers, o->ninitializers))
+		if (!in_set(inits, o->frozen[i]))
 			ir_error(b->ctx, "--frozen: the model has no initializer named '%s'",
 			         o->frozen[i]);
 	for (int i = 0; i < o->ninitializers; i++) {
 		const char *name = o->initializers[i];
 		struct ir_value *v = ir_find_value(m, name);
-		bool asked = o->trainable && in_list(name, o->trainable, o->ntrainable);
-		if ((o->trainable && !asked) || in_list(name, o->frozen, o->nfrozen))
+		bool asked = o->trainable && in_set(&trainable, name);
+		if ((o->trainable && !asked) || in_set(&frozen, name))
 			continue;
 		if (!v || v->kind != IR_VAL_CONST || !v->nuses) {
 			/* folded into another constant at import, or unused */
@@ -240,7 +243,7 @@ static bool find_params(struct tb *b, const struct train_options *o, struct trai
 				         name);
 			continue;
 		}
-		if (!is_float(v) || find_tensor(s->state, s->nstate, v) >= 0)
+		if (!is_float(v) || is_state[v->id])
 			continue;
 		if (v->type.dtype != IR_F32) {
 			ir_error(b->ctx,
@@ -305,9 +308,15 @@ bool train_build(struct ir_module *m, const struct train_options *o, struct trai
 		ir_error(b.ctx, "the model has no outputs");
 		return false;
 	}
-	find_state(&b, o, s);
-	if (!find_params(&b, o, s))
-		return false;
+	{
+		struct ir_map inits;
+		bool *is_state =
+		        ir_arena_alloc(&m->arena, sizeof *is_state * (size_t)(m->nvalues + 1));
+		name_set(&inits, m, o->initializers, o->ninitializers);
+		find_state(&b, o, s, &inits, is_state);
+		if (!find_params(&b, o, s, &inits, is_state))
+			return false;
+	}
 	if (o->eval)
 		wire_dropout(&b, o, s);
 	if (!o->eval && s->nstate) {
