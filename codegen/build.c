@@ -162,6 +162,43 @@ static int link_libraries(struct ir_arena *a, const struct cg_options *o, const 
 	return k;
 }
 
+bool cg_embed_file(const struct cg_plan *p, const char *object, const char *symbol,
+                   const char *file)
+{
+	struct ir_ctx *ctx = p->m->ctx;
+	struct ir_arena *a = &p->m->arena;
+	const char *dir = p->opt->out_dir, *base = strrchr(file, '/');
+	char *src = ir_arena_printf(a, "%s/%s.s", dir, symbol);
+	FILE *f = fopen(src, "w");
+	bool ok;
+	IR_ASSERT(cg_valid_name(symbol) && base && !strpbrk(base + 1, "\"\\\n"));
+	if (!f) {
+		ir_error(ctx, "cannot write %s: %s", src, strerror(errno));
+		return false;
+	}
+	/* run in OUTDIR, so the paths in the object do not depend on it */
+	fprintf(f,
+	        "\t.section .rodata\n\t.balign 64\n\t.globl %s\n\t.type %s, @object\n%s:\n"
+	        "\t.incbin \"%s\"\n\t.size %s, . - %s\n"
+	        "\t.section .note.GNU-stack,\"\",@progbits\n",
+	        symbol, symbol, symbol, base + 1, symbol, symbol);
+	if (fclose(f) != 0) {
+		ir_error(ctx, "cannot write %s", src);
+		return false;
+	}
+	{
+		char *argv[] = { cc_from(a, dir),
+			         "-c",
+			         strrchr(src, '/') + 1,
+			         "-o",
+			         (char *)strrchr(object, '/') + 1,
+			         NULL };
+		ok = run_in(ctx, dir, argv);
+	}
+	remove(src);
+	return ok;
+}
+
 bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 {
 	struct ir_ctx *ctx = p->m->ctx;

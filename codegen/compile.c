@@ -191,14 +191,16 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n), ptx_bytes))
 		return false;
 	if (opt->embed_weights) {
-		size_t size;
-		unsigned char *img = cg_weights_image(&p, &size);
-		char *sym = ir_arena_printf(a, "%s_weights_blob", n);
+		/* written as the weights file is, then assembled into the object */
+		char *bin = ir_arena_printf(a, "%s/%s_weights.bin", dir, n);
+		bool ok;
 		objs[nobjs] = ir_arena_printf(a, "%s/%s_weights.o", dir, n);
-		if (!img || !cg_llvm_emit_blob(&p, objs[nobjs], sym, img, size))
+		ok = cg_write_weights(&p, bin) &&
+		     cg_embed_file(&p, objs[nobjs], ir_arena_printf(a, "%s_weights_blob", n), bin);
+		remove(bin);
+		if (!ok)
 			return false;
 		nobjs++;
-		ir_arena_release(a, img);
 	} else if (!cg_write_weights(&p, ir_arena_printf(a, "%s/%s.weights", dir, n))) {
 		return false;
 	}

@@ -230,5 +230,10 @@ bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *sy
 
 /* build.c */
 bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects);
+/* An object in OUTDIR defining symbol as the bytes of file (a file in
+ * OUTDIR), 64-byte aligned, made by the assembler's .incbin: the bytes go
+ * from file to object with nothing in memory (--embed-weights). */
+bool cg_embed_file(const struct cg_plan *p, const char *object, const char *symbol,
+                   const char *file);
 
 #endif
