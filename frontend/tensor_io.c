@@ -184,14 +184,16 @@ bool fe_save_npy(const char *path, const struct ir_type *t, const void *data)
 /* .pb                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* The unpacked TensorProto is left in *tp for the caller to free (also
+ * when an allocation unwinds). */
 static struct ir_value *load_pb(struct ir_ctx *ctx, struct ir_module *m, const char *path,
-                                const char *name, const unsigned char *buf, size_t len)
+                                const char *name, const unsigned char *buf, size_t len,
+                                Onnx__TensorProto *volatile *tp)
 {
 	struct fe fe = { .ctx = ctx, .m = m, .max_const_bytes = (int64_t)4 << 30 };
 	Onnx__TensorProto *t;
-	struct ir_value *v;
 	char *who = ir_arena_printf(&m->arena, "tensor file %s", path);
-	t = onnx__tensor_proto__unpack(NULL, len, buf);
+	t = *tp = onnx__tensor_proto__unpack(NULL, len, buf);
 	if (!t) {
 		ir_error(ctx, "%s: not an ONNX TensorProto", path);
 		return NULL;
@@ -200,12 +202,9 @@ static struct ir_value *load_pb(struct ir_ctx *ctx, struct ir_module *m, const c
 	if (t->has_data_location &&
 	    t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
 		ir_error(ctx, "%s: tensors with external data are not supported here", path);
-		onnx__tensor_proto__free_unpacked(t, NULL);
 		return NULL;
 	}
-	v = fe_tensor_const(&fe, t, ir_unique_name(m, name), who);
-	onnx__tensor_proto__free_unpacked(t, NULL);
-	return v;
+	return fe_tensor_const(&fe, t, ir_unique_name(m, name), who);
 }
 
 struct ir_value *fe_load_tensor(struct ir_ctx *ctx, struct ir_module *m, const char *path,
@@ -213,16 +212,33 @@ struct ir_value *fe_load_tensor(struct ir_ctx *ctx, struct ir_module *m, const c
 {
 	const char *err;
 	size_t len;
-	unsigned char *buf = ir_read_file(ctx, path, &len, &err);
+	unsigned char *volatile buf;
+	Onnx__TensorProto *volatile t = NULL;
 	struct ir_value *v;
-	if (!buf) {
+	jmp_buf jb, *outer = ctx->oom;
+	if (!(buf = ir_read_file(ctx, path, &len, &err))) {
 		ir_error(ctx, "cannot read %s: %s", path, err);
 		return NULL;
 	}
+	/* the file's bytes and the TensorProto are not the module's: an
+	 * allocation that unwinds frees them on its way out */
+	if (setjmp(jb)) {
+		ctx->oom = outer;
+		if (t)
+			onnx__tensor_proto__free_unpacked(t, NULL);
+		ir_free(ctx, buf);
+		if (outer) /* on to the caller's unwind (reported already) */
+			longjmp(*outer, 1);
+		exit(EXIT_FAILURE);
+	}
+	ctx->oom = &jb;
 	if (ends_with(path, ".npy") || (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)))
 		v = load_npy(ctx, m, path, name, buf, len);
 	else
-		v = load_pb(ctx, m, path, name, buf, len);
+		v = load_pb(ctx, m, path, name, buf, len, &t);
+	ctx->oom = outer;
+	if (t)
+		onnx__tensor_proto__free_unpacked(t, NULL);
 	ir_free(ctx, buf);
 	return v;
 }

@@ -25,7 +25,7 @@ static inline int open_fds(void)
 }
 
 /* The k at which the import went through (> 10: it allocates), or -1. */
-static inline long oom_import_loop(const char *path)
+static inline long oom_import_loop_with(const char *path, const struct fe_options *opt)
 {
 	int fds = open_fds();
 	for (long k = 1; k < 1000000; k++) {
@@ -35,7 +35,7 @@ static inline long oom_import_loop(const char *path)
 		struct ir_module *m;
 		ctx_collect(&ctx, &d);
 		ctx_fail_alloc(&ctx, &fa, k);
-		m = fe_import(&ctx, path, NULL);
+		m = fe_import(&ctx, path, opt);
 		if (m && !fa.failed) {
 			fa.fail_at = 0; /* the import is done: stop failing */
 			CHECK_EQ(ir_verify(m), 0);
@@ -55,5 +55,7 @@ static inline long oom_import_loop(const char *path)
 	CHECK(!"the import never went through");
 	return -1;
 }
+
+static inline long oom_import_loop(const char *path) { return oom_import_loop_with(path, NULL); }
 
 #endif
