@@ -2,11 +2,17 @@
  * cli.h - what the onnxc subcommands share: option parsing, loading a model
  * (ONNX or IR text) with its shape bindings, and the exit-status convention.
  * One file per subcommand family (cmd_*.c); main.c dispatches.
+ *
+ * cli/ owns the onnxc executable: the subcommands and what only they need
+ * (run's build cache run_cache.c, the declared inputs model_inputs.c, the
+ * protobuf scanner pb_scan.c). It is the top of the build and may include
+ * every library's header (ir/, frontend/, passes/, codegen/, runtime/);
+ * nothing outside cli/ includes it.
  */
 #ifndef ONNXC_CLI_H
 #define ONNXC_CLI_H
 
-#include "fe.h"
+#include "frontend/fe.h"
 #include "passes/amp.h"
 #include "passes/passes.h"
 
