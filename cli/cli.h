@@ -84,11 +84,11 @@ bool is_ir_text(const char *path);
 bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *mo);
 /* Whether the graph input is one mo makes a constant (--const). */
 bool model_opts_const(const struct model_opts *mo, const char *input);
-/* Imports an ONNX model or parses IR text, then runs the import pipeline.
- * NULL after diagnostics. */
+/* Imports an ONNX model (then runs the pipeline's import stage) or parses
+ * IR text. NULL after diagnostics. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
 /* Prepares a loaded module for what consumes it (code generation, export,
- * reports): runs the code generation pipeline, then mixed precision when
+ * reports): runs the pipeline's codegen stage, mixed precision last when
  * asked. false after diagnostics. */
 bool prepare_model(struct ir_module *m, struct model_opts *mo);
 /* The help lines for the precision options. */

@@ -203,12 +203,15 @@ static struct ir_module *build_step(struct ir_ctx *ctx, struct train_cli *c, boo
                                     struct train_step *s)
 {
 	struct train_options to = c->to;
+	struct pass_options po = c->mo.passes;
 	struct ir_module *m = load_model(ctx, c->input, &c->mo);
 	to.eval = eval;
+	po.train = &to;
+	po.step = s;
 	if (!m)
 		return NULL;
 	ctx->file = c->input;
-	if (!train_build(m, &to, s) || ir_verify(m)) {
+	if (!pass_pipeline(m, PASS_STAGE_TRAIN, &po)) {
 		ir_module_free(m);
 		return NULL;
 	}
@@ -578,7 +581,6 @@ static bool compile_one(struct ir_module *m, struct train_cli *c, const char *na
 	co.name = name;
 	co.embed_weights = true;
 	co.quiet = true;
-	co.max_memory = model_max_memory(&c->mo);
 	co.max_memory = model_max_memory(&c->mo);
 	return prepare_model(m, &c->mo) && cg_compile(m, &co, stats);
 }
