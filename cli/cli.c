@@ -244,7 +244,9 @@ bool parse_size(const char *s, int64_t *out)
 	return true;
 }
 
-int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
+/* The model options: 1 if argv[*i] was one, 0 if not, -1 after a usage
+ * error. */
+static int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 {
 	bool bad = false;
 	const char *v;
@@ -325,7 +327,9 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 	return bad ? -1 : 0;
 }
 
-int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help)
+/* 1 if argv[*i] was --help (printed: then 2) or a model option, 0 if not,
+ * -1 after a usage error. */
+static int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help)
 {
 	if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
 		fputs(help, stdout);
@@ -335,18 +339,39 @@ int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char 
 	return parse_model_opt(argc, argv, i, mo);
 }
 
-bool operand_arg(const char *cmd, const char *arg, const char **operand)
+/* arg is an unknown option or the command's operand: false after a usage
+ * error. */
+static bool operand_arg(const struct cmd_args *a, const char *arg)
 {
 	if (arg[0] == '-' && arg[1]) {
-		usage_error("%s: unknown option '%s'", cmd, arg);
+		usage_error("%s: unknown option '%s'", a->cmd, arg);
 		return false;
 	}
-	if (*operand) {
-		usage_error("%s: more than one model given ('%s' and '%s')", cmd, *operand, arg);
+	if (*a->operand && a->folder) {
+		usage_error("%s: more than one folder given", a->cmd);
 		return false;
 	}
-	*operand = arg;
+	if (*a->operand) {
+		usage_error("%s: more than one model given ('%s' and '%s')", a->cmd, *a->operand,
+		            arg);
+		return false;
+	}
+	*a->operand = arg;
 	return true;
+}
+
+int parse_args(int argc, char **argv, const struct cmd_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		int r = common_opt(argc, argv, &i, a->mo, a->help);
+		if (!r && a->own)
+			r = a->own(argc, argv, &i, a->ud);
+		if (r < 0 || r == 2)
+			return r;
+		if (!r && !operand_arg(a, argv[i]))
+			return -1;
+	}
+	return 0;
 }
 
 void free_model_opts(struct model_opts *mo)
