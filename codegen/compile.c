@@ -1,7 +1,10 @@
 /*
  * compile.c - the code generation pipeline, top to bottom (see cg.h).
+ *
+ * It starts where the pass pipeline's codegen stage ended
+ * (passes/pipeline.c: batch normalization folded, dead code removed, mixed
+ * precision): the caller ran that stage once, and no pass runs here again.
  */
-#include "passes/passes.h"
 #include "plan.h"
 
 #include <ctype.h>
@@ -126,8 +129,6 @@ bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 {
 	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
 	memset(stats, 0, sizeof *stats);
-	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
-		return false;
 	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	plan_stats(&p, stats);
@@ -154,8 +155,6 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 		         opt->arch ? opt->arch : "", cg_cuda_archs());
 		return false;
 	}
-	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL))
-		return false;
 	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	if (cg_check_memory(&p))

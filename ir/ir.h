@@ -430,7 +430,7 @@ void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value
 /* Replaces from by the node result to: its uses, its output slots and its
  * name (the two swap names), as a rewrite that computes from differently
  * does. A graph output's name is the compiled model's API and survives
- * every rewrite; pass_run checks it (docs/ir.md). */
+ * every rewrite; pass_pipeline checks it (docs/ir.md). */
 void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_value *to);
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
 /* Marks an unused input/constant value dead. */

@@ -1,5 +1,6 @@
 /*
- * amp.c - the mixed-precision pass: classify, decide, rewrite, pad (amp.h).
+ * amp.c - the mixed-precision pass: classify, decide, rewrite, pad (amp.h),
+ * and its row in the pipeline (pass_mixed_precision).
  */
 #include "amp.h"
 #include "passes.h"
@@ -41,4 +42,40 @@ bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_res
 	if (!o->no_pad)
 		r->padded_ops = amp_pad(m, o, r);
 	return pass_dce(m, &quiet);
+}
+
+/* The node named name, or NULL. */
+static bool has_node(const struct ir_module *m, const char *name)
+{
+	IR_FOR_EACH_NODE(m, n)
+	if (!strcmp(n->name, name))
+		return true;
+	return false;
+}
+
+/* The pins name nodes of the module as the passes before left it (a
+ * BatchNormalization folded into its convolution is gone); every missing
+ * one is reported before the profile and the lists are read. */
+bool pass_mixed_precision(struct ir_module *m, const struct pass_options *opt)
+{
+	struct pass_mixed *x = opt->mixed;
+	struct amp_options *o = x->amp;
+	struct ir_ctx *ctx = m->ctx;
+	int errors = ctx->nerrors;
+	for (int i = 0; i < o->nkeep; i++)
+		if (!has_node(m, o->keep_fp32[i]))
+			ir_error(ctx, "--keep-fp32: the model has no node named '%s'",
+			         o->keep_fp32[i]);
+	for (int i = 0; i < o->nforce; i++)
+		if (!has_node(m, o->force_half[i]))
+			ir_error(ctx, "--force-half: the model has no node named '%s'",
+			         o->force_half[i]);
+	if (x->gpu) {
+		if (!cost_load_profile(ctx, x->gpu, x->profile))
+			return false;
+		o->gpu = x->profile;
+	}
+	if (x->lists && !amp_read_lists(ctx, x->lists, o))
+		return false;
+	return ctx->nerrors == errors && pass_amp(m, o, x->result);
 }

@@ -1,32 +1,55 @@
 /*
- * pipeline.c - runs passes in order with the verifier between them.
+ * pipeline.c - every pass onnxc runs, in order, with the verifier and
+ * --dump-after between them (passes.h).
+ *
+ * The table below is the whole pipeline. Its callers each run one stage:
+ * the command line's load_model the import stage, onnxc train the train
+ * stage on what the import left, and everything that consumes a model
+ * (code generation, export, onnxc report, onnxc ir --precision mixed) the
+ * codegen stage - once: cg_compile starts where this stage ends and runs
+ * no pass again.
+ *
+ * Code generation's own steps (lowering to a kernel plan, memory planning,
+ * emission) are not rows: they turn the finished module into a plan rather
+ * than IR into IR, and they live in codegen/, which may include passes/ but
+ * not the other way round - the passes library links the IR alone. So the
+ * driver lives here, with every IR rewrite in the table, and codegen/
+ * compile.c takes the module from it.
  */
 #include "passes.h"
 
 #include <string.h>
 
-static const struct pass all_passes[] = {
-	{ "dce", pass_dce, "remove unused nodes and constants" },
-	{ "batchnorm", pass_batchnorm, "fold batch normalization into convolutions or affine ops" },
+static const struct pass pipeline[] = {
+	/* the import's normalisation */
+	{ PASS_STAGE_IMPORT, "dce", pass_dce, "remove unused nodes and constants" },
+	/* onnxc train: loss, gradients and the step's interface; its own
+	 * verifier call has always run in every build */
+	{ PASS_STAGE_TRAIN, "train", pass_train,
+	  "turn the forward model into its training or evaluation step (train.h)", .verify = true,
+	  .new_outputs = true },
+	/* what code generation and export need */
+	{ PASS_STAGE_CODEGEN, "batchnorm", pass_batchnorm,
+	  "fold batch normalization into convolutions or affine ops" },
+	{ PASS_STAGE_CODEGEN, "dce", pass_dce, "remove unused nodes and constants" },
+	/* mixed precision, last: it prices the graph code generation will see.
+	 * Tensor Core padding is its final step, not a row of its own: it is
+	 * planned with the precision decisions (a node's half time is the
+	 * better of padded and unpadded) and --dump-after=amp shows the padded
+	 * IR */
+	{ PASS_STAGE_CODEGEN, "amp", pass_mixed_precision,
+	  "mixed precision: classify, decide, rewrite with casts, pad for Tensor Cores "
+	  "(amp.h)",
+	  .mixed_only = true, .verify = true },
 };
 
-const struct pass pass_import_pipeline[] = {
-	{ "dce", pass_dce, "remove unused nodes and constants" },
-};
-const int pass_import_pipeline_len = sizeof pass_import_pipeline / sizeof pass_import_pipeline[0];
-
-const struct pass pass_codegen_pipeline[] = {
-	{ "batchnorm", pass_batchnorm, "fold batch normalization into convolutions or affine ops" },
-	{ "dce", pass_dce, "remove unused nodes and constants" },
-};
-const int pass_codegen_pipeline_len =
-        sizeof pass_codegen_pipeline / sizeof pass_codegen_pipeline[0];
+#define NPASSES ((int)(sizeof pipeline / sizeof pipeline[0]))
 
 const struct pass *pass_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof all_passes / sizeof all_passes[0]; i++)
-		if (!strcmp(all_passes[i].name, name))
-			return &all_passes[i];
+	for (int i = 0; i < NPASSES; i++)
+		if (!strcmp(pipeline[i].name, name))
+			return &pipeline[i];
 	return NULL;
 }
 
@@ -41,7 +64,36 @@ static void check_output_names(const struct ir_module *m, const char *const *nam
 			         pass, names[i], m->outputs[i]->name);
 }
 
-bool pass_run(struct ir_module *m, const struct pass *passes, int n, const struct pass_options *opt)
+static bool wanted(const struct pass *p, enum pass_stage stage, const struct pass_options *opt)
+{
+	return p->stage == stage && (!p->mixed_only || opt->mixed);
+}
+
+/* The checks after pass p: the outputs' names, the verifier, the dump. */
+static bool after_pass(struct ir_module *m, const struct pass *p, const char *const *names,
+                       const struct pass_options *opt)
+{
+#ifndef NDEBUG
+	const bool verify = true;
+#else
+	const bool verify = opt->verify || p->verify;
+#endif
+	if (!p->new_outputs)
+		check_output_names(m, names, p->name);
+	if (verify && ir_verify(m)) {
+		ir_error(m->ctx, "internal error: the IR is invalid after pass '%s'", p->name);
+		return false;
+	}
+	if (opt->dump_after &&
+	    (!strcmp(opt->dump_after, p->name) || !strcmp(opt->dump_after, "all"))) {
+		FILE *f = opt->dump ? opt->dump : stderr;
+		fprintf(f, "# after pass %s\n", p->name);
+		ir_print(m, f);
+	}
+	return true;
+}
+
+bool pass_pipeline(struct ir_module *m, enum pass_stage stage, const struct pass_options *opt)
 {
 	static const struct pass_options none;
 	const char **names = ir_arena_alloc(&m->arena, sizeof *names * (size_t)(m->noutputs + 1));
@@ -49,27 +101,13 @@ bool pass_run(struct ir_module *m, const struct pass *passes, int n, const struc
 		opt = &none;
 	for (int i = 0; i < m->noutputs; i++)
 		names[i] = ir_arena_strdup(&m->arena, m->outputs[i]->name);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < NPASSES; i++) {
+		const struct pass *p = &pipeline[i];
 		int errors = m->ctx->nerrors;
-		if (!passes[i].run(m, opt) || m->ctx->nerrors != errors)
+		if (!wanted(p, stage, opt))
+			continue;
+		if (!p->run(m, opt) || m->ctx->nerrors != errors || !after_pass(m, p, names, opt))
 			return false;
-		check_output_names(m, names, passes[i].name);
-#ifndef NDEBUG
-		const bool verify = true;
-#else
-		const bool verify = opt->verify;
-#endif
-		if (verify && ir_verify(m)) {
-			ir_error(m->ctx, "internal error: the IR is invalid after pass '%s'",
-			         passes[i].name);
-			return false;
-		}
-		if (opt->dump_after &&
-		    (!strcmp(opt->dump_after, passes[i].name) || !strcmp(opt->dump_after, "all"))) {
-			FILE *f = opt->dump ? opt->dump : stderr;
-			fprintf(f, "# after pass %s\n", passes[i].name);
-			ir_print(m, f);
-		}
 	}
 	return true;
 }

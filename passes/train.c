@@ -25,6 +25,7 @@
  */
 #include "train.h"
 #include "autodiff.h"
+#include "passes.h"
 
 #include <string.h>
 
@@ -372,4 +373,10 @@ bool train_build(struct ir_module *m, const struct train_options *o, struct trai
 			ir_add_output(m, new_state[i]);
 	}
 	return m->ctx->nerrors == errors;
+}
+
+bool pass_train(struct ir_module *m, const struct pass_options *opt)
+{
+	IR_ASSERT(opt->train && opt->step);
+	return train_build(m, opt->train, opt->step);
 }

@@ -55,7 +55,7 @@ static void check_model(const char *arg)
 		fprintf(stderr, "%s", d.text);
 		return;
 	}
-	CHECK(pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL));
+	CHECK(pass_pipeline(m, PASS_STAGE_CODEGEN, NULL));
 	p.m = m;
 	p.arena = &m->arena;
 	CHECK(cg_lower(&p));
@@ -123,7 +123,7 @@ static bool lower(struct ir_module *m, struct cg_plan *p, const struct cg_option
 	p->m = m;
 	p->opt = co;
 	p->arena = &m->arena;
-	return pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL) && cg_lower(p);
+	return pass_pipeline(m, PASS_STAGE_CODEGEN, NULL) && cg_lower(p);
 }
 
 /* The ops of each kernel: none above the cap, *total all of them. */

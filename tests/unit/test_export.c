@@ -41,7 +41,7 @@ static void check_read_back(struct ir_module *m, const char *out)
 	back = fe_import(&ctx, out, NULL);
 	CHECK(back != NULL);
 	/* the import pipeline drops the shape operands the import consumed */
-	if (back && !pass_run(back, pass_import_pipeline, pass_import_pipeline_len, NULL)) {
+	if (back && !pass_pipeline(back, PASS_STAGE_IMPORT, NULL)) {
 		ir_module_free(back);
 		back = NULL;
 	}

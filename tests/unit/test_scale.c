@@ -254,7 +254,7 @@ static struct work import_work(build_fn build, int n, bool export)
 	path = gen_write(&g);
 	m = import_with(path, NULL, &ctx, &d, count_alloc, &w);
 	/* the passes compile runs next count too */
-	CHECK(m && pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL));
+	CHECK(m && pass_pipeline(m, PASS_STAGE_CODEGEN, NULL));
 	if (m && export) {
 		char out[128];
 		snprintf(out, sizeof out, "%s.out.onnx", path);
@@ -609,7 +609,7 @@ static void test_weights_memory(void)
 	weighted_open(&f);
 	snprintf(out, sizeof out, "%s.weights", f.path);
 	m = import_with(f.path, NULL, &ctx, &d, peak_alloc, &pk);
-	if (m && pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL)) {
+	if (m && pass_pipeline(m, PASS_STAGE_CODEGEN, NULL)) {
 		size_t before, size = 0, got = 0;
 		unsigned char *img, *file;
 		FILE *fp;

@@ -506,15 +506,50 @@ out:
 	return ok;
 }
 
+/* run's own options: 1 matched, 0 not, -1 after a usage error. */
+static int run_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct run_job *j = ud;
+	bool bad = false;
+	const char *v;
+	int r;
+	if ((v = opt_value(argc, argv, i, "--input", true, &bad))) {
+		const char *eq = strchr(v, '=');
+		j->names[j->n] = eq && eq != v ? strndup(v, (size_t)(eq - v)) : NULL;
+		j->files[j->n++] = eq && eq != v ? eq + 1 : v;
+	} else if ((v = opt_value(argc, argv, i, "--output-dir", true, &bad))) {
+		j->outdir = v;
+	} else if ((v = opt_value(argc, argv, i, "--repeat", true, &bad))) {
+		char *e;
+		long n = strtol(v, &e, 10);
+		if (*e || e == v || n < 1 || n > 1000000) {
+			usage_error("run: --repeat takes a count from 1 to 1000000, not '%s'", v);
+			return -1;
+		}
+		j->repeat = (int)n;
+	} else if ((v = opt_value(argc, argv, i, "--cache-dir", true, &bad))) {
+		j->cache = v;
+	} else if (opt_value(argc, argv, i, "--verbose", false, &bad) ||
+	           opt_value(argc, argv, i, "-v", false, &bad)) {
+		j->verbose = true;
+	} else if ((r = parse_target(argc, argv, i, &j->target)) != 0) {
+		return r;
+	} else {
+		return bad ? -1 : 0;
+	}
+	return 1;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_job *j = calloc(1, sizeof *j);
+	struct cmd_args args;
 	struct ir_module *data = NULL;
 	struct loaded l = { 0 };
 	const void **in = NULL;
 	size_t *in_bytes = NULL;
-	int status = EXIT_INPUT;
-	bool bad = false, cached;
+	int status = EXIT_INPUT, r;
+	bool cached;
 
 	if (!j) {
 		fprintf(stderr, "onnxc: error: out of memory\n");
@@ -531,45 +566,13 @@ int cmd_run(int argc, char **argv)
 	}
 	j->target = (struct target){ "cpu", "native", "sm_90" };
 	j->repeat = 10;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &j->mo, run_help);
-		if (r == 2) {
-			status = 0;
-			goto out;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "--input", true, &bad))) {
-			const char *eq = strchr(v, '=');
-			j->names[j->n] = eq && eq != v ? strndup(v, (size_t)(eq - v)) : NULL;
-			j->files[j->n++] = eq && eq != v ? eq + 1 : v;
-		} else if ((v = opt_value(argc, argv, &i, "--output-dir", true, &bad))) {
-			j->outdir = v;
-		} else if ((v = opt_value(argc, argv, &i, "--repeat", true, &bad))) {
-			char *e;
-			long n = strtol(v, &e, 10);
-			if (*e || e == v || n < 1 || n > 1000000) {
-				usage_error(
-				        "run: --repeat takes a count from 1 to 1000000, not '%s'",
-				        v);
-				goto usage;
-			}
-			j->repeat = (int)n;
-		} else if ((v = opt_value(argc, argv, &i, "--cache-dir", true, &bad))) {
-			j->cache = v;
-		} else if (opt_value(argc, argv, &i, "--verbose", false, &bad) ||
-		           opt_value(argc, argv, &i, "-v", false, &bad)) {
-			j->verbose = true;
-		} else if ((r = parse_target(argc, argv, &i, &j->target)) != 0) {
-			if (r < 0)
-				goto usage;
-		} else if (bad || !operand_arg("run", argv[i], &j->model)) {
-			goto usage;
-		}
+	args = (struct cmd_args){ "run", run_help, &j->mo, run_opt, j, &j->model };
+	if ((r = parse_args(argc, argv, &args)) == 2) {
+		status = 0;
+		goto out;
 	}
+	if (r < 0)
+		goto usage;
 	if (!j->model) {
 		usage_error("run: no model given");
 		goto usage;
@@ -859,17 +862,53 @@ static bool frozen_match(struct ir_ctx *ctx, const struct model_opts *mo, const 
 	return true;
 }
 
-/* A number option (--rtol, --atol, --max-rel-l2): finite and >= 0. */
-static bool tolerance(const char *opt, const char *v, double *out)
+/* What check's own options set. */
+struct check_args {
+	double rtol, atol, max_l2;
+	bool tolerance_given, json;
+	const char *keep;
+	struct target target;
+};
+
+/* A tolerance option (--rtol, --atol, --max-rel-l2): finite and >= 0. 1, or
+ * -1 after a usage error. */
+static int tolerance(struct check_args *a, const char *opt, const char *v, double *out)
 {
 	char *e;
 	double x = strtod(v, &e);
 	if (*e || e == v || !(x >= 0) || x > 1e300) {
 		usage_error("check: %s takes a non-negative number, not '%s'", opt, v);
-		return false;
+		return -1;
 	}
 	*out = x;
-	return true;
+	a->tolerance_given = true;
+	return 1;
+}
+
+/* check's own options: 1 matched, 0 not, -1 after a usage error. */
+static int check_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct check_args *a = ud;
+	bool bad = false;
+	const char *v;
+	int r;
+	if ((v = opt_value(argc, argv, i, "--rtol", true, &bad)))
+		return tolerance(a, "--rtol", v, &a->rtol);
+	if ((v = opt_value(argc, argv, i, "--atol", true, &bad)))
+		return tolerance(a, "--atol", v, &a->atol);
+	if ((v = opt_value(argc, argv, i, "--max-rel-l2", true, &bad)))
+		return tolerance(a, "--max-rel-l2", v, &a->max_l2);
+	if (opt_value(argc, argv, i, "--json", false, &bad)) {
+		a->json = true;
+		return 1;
+	}
+	if ((v = opt_value(argc, argv, i, "--keep", true, &bad))) {
+		a->keep = v;
+		return 1;
+	}
+	if ((r = parse_target(argc, argv, i, &a->target)) != 0)
+		return r;
+	return bad ? -1 : 0;
 }
 
 int cmd_check(int argc, char **argv)
@@ -884,18 +923,21 @@ int cmd_check(int argc, char **argv)
 	struct run_sig sig;
 	const char **names = NULL;
 	char model[4200];
-	const char *dir = NULL, *keep = NULL;
-	struct target target = { "cpu", "native", "sm_90" };
+	const char *dir = NULL, *keep;
+	struct check_args ca = {
+		.rtol = 1e-3, .atol = 1e-7, .max_l2 = -1, .target = { "cpu", "native", "sm_90" }
+	};
+	struct cmd_args args = { "check", check_help, &mo, check_opt, &ca, &dir, .folder = true };
+	struct target target;
 	char *work = NULL;
-	double rtol = 1e-3, atol = 1e-7, max_l2 = -1, compile_ms = 0, run_ms = 0;
-	bool tolerance_given = false;
-	bool json = false, bad = false, passed = false;
+	double rtol, atol, max_l2, compile_ms = 0, run_ms = 0;
+	bool json, passed = false;
 	struct cg_stats cs = { 0 };
 	struct loaded l = { 0 };
 	struct cmp *worst = NULL;
 	const void **in = NULL;
 	size_t *in_bytes = NULL;
-	int status = EXIT_INPUT, nsets, nout = 0;
+	int status = EXIT_INPUT, nsets, nout = 0, parsed;
 	const char *error = NULL;
 
 	ir_ctx_init(&ctx);
@@ -906,53 +948,23 @@ int cmd_check(int argc, char **argv)
 		ir_error(&ctx, "out of memory");
 		goto out;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &mo, check_help);
-		if (r == 2) {
-			status = 0;
-			goto out;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "--rtol", true, &bad))) {
-			if (!tolerance("--rtol", v, &rtol))
-				goto usage;
-			tolerance_given = true;
-		} else if ((v = opt_value(argc, argv, &i, "--atol", true, &bad))) {
-			if (!tolerance("--atol", v, &atol))
-				goto usage;
-			tolerance_given = true;
-		} else if ((v = opt_value(argc, argv, &i, "--max-rel-l2", true, &bad))) {
-			if (!tolerance("--max-rel-l2", v, &max_l2))
-				goto usage;
-			tolerance_given = true;
-		} else if (opt_value(argc, argv, &i, "--json", false, &bad))
-			json = true;
-		else if ((v = opt_value(argc, argv, &i, "--keep", true, &bad)))
-			keep = v;
-		else if ((r = parse_target(argc, argv, &i, &target)) != 0) {
-			if (r < 0)
-				goto usage;
-		} else if (bad)
-			goto usage;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			usage_error("check: unknown option '%s'", argv[i]);
-			goto usage;
-		} else if (!dir) {
-			dir = argv[i];
-		} else {
-			usage_error("check: more than one folder given");
-			goto usage;
-		}
+	if ((parsed = parse_args(argc, argv, &args)) == 2) {
+		status = 0;
+		goto out;
 	}
+	if (parsed < 0)
+		goto usage;
+	rtol = ca.rtol;
+	atol = ca.atol;
+	max_l2 = ca.max_l2;
+	keep = ca.keep;
+	target = ca.target;
 	if (!dir) {
 		usage_error("check: no test folder given");
 		goto usage;
 	}
-	if (mo.mixed && !tolerance_given)
+	json = ca.json;
+	if (mo.mixed && !ca.tolerance_given)
 		max_l2 = mo.amp.half == IR_BF16 ? 5e-2 : 1e-2;
 	diag.echo = !json;
 	snprintf(model, sizeof model, "%s/model.onnx", dir);

@@ -2,11 +2,17 @@
  * cli.h - what the onnxc subcommands share: option parsing, loading a model
  * (ONNX or IR text) with its shape bindings, and the exit-status convention.
  * One file per subcommand family (cmd_*.c); main.c dispatches.
+ *
+ * cli/ owns the onnxc executable: the subcommands and what only they need
+ * (run's build cache run_cache.c, the declared inputs model_inputs.c, the
+ * protobuf scanner pb_scan.c). It is the top of the build and may include
+ * every library's header (ir/, frontend/, passes/, codegen/, runtime/);
+ * nothing outside cli/ includes it.
  */
 #ifndef ONNXC_CLI_H
 #define ONNXC_CLI_H
 
-#include "fe.h"
+#include "frontend/fe.h"
 #include "passes/amp.h"
 #include "passes/passes.h"
 
@@ -53,23 +59,28 @@ static inline int64_t model_max_memory(const struct model_opts *mo)
  * 1024). false when s is not one or is not positive. */
 bool parse_size(const char *s, int64_t *out);
 
-/* Parses --shape, --dim, --const, --verify, --dump-after and the precision
- * options (--precision, --half, --amp-policy, --gpu, --keep-fp32,
- * --force-half, --amp-lists, --no-tc-pad): 1 if argv[*i] was one, 0 if not,
- * -1 after a usage error. */
-int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo);
-
 /*
- * What every command's option loop starts with: --help / -h (prints help
- * and the precision options' help) and the model options. Returns 1 when
- * argv[*i] was one of them, 0 when not, -1 after a usage error, 2 after
- * printing the help.
+ * The option loop every command runs (parse_args), on each argument left to
+ * right: --help / -h (prints help, then the precision options' help); the
+ * model options (--shape, --dim, --const, --max-memory, --verify,
+ * --dump-after, and --precision, --half, --amp-policy, --gpu, --keep-fp32,
+ * --force-half, --amp-lists, --no-tc-pad); the command's own (own: 1 if
+ * argv[*i] was one, 0 if not, -1 after a usage error); else an unknown
+ * option (a usage error) or the command's one operand, stored in *operand
+ * (a second one is an error). Returns 0 to go on, 2 after printing the help
+ * (the command then exits 0), -1 after a usage error.
  */
-int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help);
-/* What it ends with: arg is an unknown option (a usage error) or the
- * command's one operand, stored in *operand (a second one is an error).
- * false after a usage error. */
-bool operand_arg(const char *cmd, const char *arg, const char **operand);
+typedef int (*cmd_opt_fn)(int argc, char **argv, int *i, void *ud);
+struct cmd_args {
+	const char *cmd;  /* what usage errors start with: "compile" */
+	const char *help; /* --help's text */
+	struct model_opts *mo;
+	cmd_opt_fn own; /* NULL: none */
+	void *ud;       /* own's */
+	const char **operand;
+	bool folder; /* the operand is a test folder (check), not a model */
+};
+int parse_args(int argc, char **argv, const struct cmd_args *a);
 void free_model_opts(struct model_opts *mo);
 
 bool is_ir_text(const char *path);
@@ -78,11 +89,11 @@ bool is_ir_text(const char *path);
 bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *mo);
 /* Whether the graph input is one mo makes a constant (--const). */
 bool model_opts_const(const struct model_opts *mo, const char *input);
-/* Imports an ONNX model or parses IR text, then runs the import pipeline.
- * NULL after diagnostics. */
+/* Imports an ONNX model (then runs the pipeline's import stage) or parses
+ * IR text. NULL after diagnostics. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo);
 /* Prepares a loaded module for what consumes it (code generation, export,
- * reports): runs the code generation pipeline, then mixed precision when
+ * reports): runs the pipeline's codegen stage, mixed precision last when
  * asked. false after diagnostics. */
 bool prepare_model(struct ir_module *m, struct model_opts *mo);
 /* The help lines for the precision options. */

@@ -143,56 +143,24 @@ static int parse_precision_opt(int argc, char **argv, int *i, struct model_opts 
 	return r;
 }
 
-/* The node named name, or NULL. */
-static bool has_node(const struct ir_module *m, const char *name)
-{
-	IR_FOR_EACH_NODE(m, n)
-	if (!strcmp(n->name, name))
-		return true;
-	return false;
-}
-
+/* The pipeline's codegen stage, with mixed precision when asked (the amp
+ * pass then resolves the pins, the --gpu profile and the lists). */
 bool prepare_model(struct ir_module *m, struct model_opts *mo)
 {
-	struct ir_ctx *ctx = m->ctx;
-	int errors = ctx->nerrors;
+	struct pass_mixed mixed = { .amp = &mo->amp,
+		                    .gpu = mo->gpu_arg,
+		                    .profile = &mo->gpu,
+		                    .lists = mo->lists_arg,
+		                    .result = &mo->amp_result };
+	struct pass_options po = mo->passes;
 	if (mo->amp_flag && !mo->mixed) {
-		ir_error(ctx, "%s applies to --precision mixed only", mo->amp_flag);
+		ir_error(m->ctx, "%s applies to --precision mixed only", mo->amp_flag);
 		return false;
 	}
-	if (!pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, &mo->passes))
-		return false;
-	if (!mo->mixed)
-		return true;
 	mo->amp.keep_fp32 = mo->keep;
 	mo->amp.force_half = mo->force;
-	for (int i = 0; i < mo->amp.nkeep; i++)
-		if (!has_node(m, mo->keep[i]))
-			ir_error(ctx, "--keep-fp32: the model has no node named '%s'", mo->keep[i]);
-	for (int i = 0; i < mo->amp.nforce; i++)
-		if (!has_node(m, mo->force[i]))
-			ir_error(ctx, "--force-half: the model has no node named '%s'",
-			         mo->force[i]);
-	if (mo->gpu_arg) {
-		if (!cost_load_profile(ctx, mo->gpu_arg, &mo->gpu))
-			return false;
-		mo->amp.gpu = &mo->gpu;
-	}
-	if (mo->lists_arg && !amp_read_lists(ctx, mo->lists_arg, &mo->amp))
-		return false;
-	if (ctx->nerrors != errors || !pass_amp(m, &mo->amp, &mo->amp_result))
-		return false;
-	if (ir_verify(m)) {
-		ir_error(ctx, "internal error: the IR is invalid after the mixed-precision pass");
-		return false;
-	}
-	if (mo->passes.dump_after &&
-	    (!strcmp(mo->passes.dump_after, "amp") || !strcmp(mo->passes.dump_after, "all"))) {
-		FILE *f = mo->passes.dump ? mo->passes.dump : stderr;
-		fprintf(f, "# after pass amp\n");
-		ir_print(m, f);
-	}
-	return true;
+	po.mixed = mo->mixed ? &mixed : NULL;
+	return pass_pipeline(m, PASS_STAGE_CODEGEN, &po);
 }
 
 /* FNV-1a of a file's bytes (0 if unreadable). */
@@ -276,7 +244,9 @@ bool parse_size(const char *s, int64_t *out)
 	return true;
 }
 
-int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
+/* The model options: 1 if argv[*i] was one, 0 if not, -1 after a usage
+ * error. */
+static int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 {
 	bool bad = false;
 	const char *v;
@@ -347,7 +317,7 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 		return 1;
 	}
 	if ((v = opt_value(argc, argv, i, "--dump-after", true, &bad))) {
-		if (strcmp(v, "all") && strcmp(v, "amp") && !pass_find(v)) {
+		if (strcmp(v, "all") && !pass_find(v)) {
 			usage_error("--dump-after: no pass named '%s'", v);
 			return -1;
 		}
@@ -357,7 +327,9 @@ int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 	return bad ? -1 : 0;
 }
 
-int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help)
+/* 1 if argv[*i] was --help (printed: then 2) or a model option, 0 if not,
+ * -1 after a usage error. */
+static int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char *help)
 {
 	if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
 		fputs(help, stdout);
@@ -367,18 +339,39 @@ int common_opt(int argc, char **argv, int *i, struct model_opts *mo, const char 
 	return parse_model_opt(argc, argv, i, mo);
 }
 
-bool operand_arg(const char *cmd, const char *arg, const char **operand)
+/* arg is an unknown option or the command's operand: false after a usage
+ * error. */
+static bool operand_arg(const struct cmd_args *a, const char *arg)
 {
 	if (arg[0] == '-' && arg[1]) {
-		usage_error("%s: unknown option '%s'", cmd, arg);
+		usage_error("%s: unknown option '%s'", a->cmd, arg);
 		return false;
 	}
-	if (*operand) {
-		usage_error("%s: more than one model given ('%s' and '%s')", cmd, *operand, arg);
+	if (*a->operand && a->folder) {
+		usage_error("%s: more than one folder given", a->cmd);
 		return false;
 	}
-	*operand = arg;
+	if (*a->operand) {
+		usage_error("%s: more than one model given ('%s' and '%s')", a->cmd, *a->operand,
+		            arg);
+		return false;
+	}
+	*a->operand = arg;
 	return true;
+}
+
+int parse_args(int argc, char **argv, const struct cmd_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		int r = common_opt(argc, argv, &i, a->mo, a->help);
+		if (!r && a->own)
+			r = a->own(argc, argv, &i, a->ud);
+		if (r < 0 || r == 2)
+			return r;
+		if (!r && !operand_arg(a, argv[i]))
+			return -1;
+	}
+	return 0;
 }
 
 void free_model_opts(struct model_opts *mo)
@@ -445,7 +438,7 @@ bool model_opts_fit(const char *cmd, const char *path, const struct model_opts *
 	return true;
 }
 
-/* Imports an ONNX model or parses IR text, then runs the import pipeline. */
+/* Imports an ONNX model (then the import stage runs) or parses IR text. */
 struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_opts *mo)
 {
 	struct ir_module *m;
@@ -460,7 +453,7 @@ struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_
 	if (!m)
 		return NULL;
 	ctx->file = path;
-	if (!pass_run(m, pass_import_pipeline, pass_import_pipeline_len, &mo->passes)) {
+	if (!pass_pipeline(m, PASS_STAGE_IMPORT, &mo->passes)) {
 		ir_module_free(m);
 		return NULL;
 	}

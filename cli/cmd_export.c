@@ -40,38 +40,44 @@ static bool parse_opset(const char *v, int64_t *opset)
 	return true;
 }
 
+/* What export's own options set. */
+struct export_args {
+	const char *out;
+	struct fe_export_options *eo;
+};
+
+static int export_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct export_args *a = ud;
+	bool bad = false;
+	const char *v;
+	if ((v = opt_value(argc, argv, i, "-o", true, &bad)))
+		a->out = v;
+	else if ((v = opt_value(argc, argv, i, "--opset", true, &bad)))
+		return parse_opset(v, &a->eo->opset) ? 1 : -1;
+	else
+		return bad ? -1 : 0;
+	return 1;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct model_opts mo = { 0 };
 	struct fe_export_options eo = { .opset = FE_EXPORT_DEFAULT_OPSET };
+	struct export_args ea = { .eo = &eo };
 	struct ir_ctx ctx;
 	struct ir_module *m;
-	const char *input = NULL, *out = NULL;
-	bool bad = false;
-	int status = 0;
+	const char *input = NULL, *out;
+	struct cmd_args args = { "export", export_help, &mo, export_opt, &ea, &input };
+	int status = 0, r = parse_args(argc, argv, &args);
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &mo, export_help);
-		if (r == 2) {
-			free_model_opts(&mo);
-			return 0;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "-o", true, &bad))) {
-			out = v;
-		} else if ((v = opt_value(argc, argv, &i, "--opset", true, &bad))) {
-			if (!parse_opset(v, &eo.opset))
-				goto usage;
-		} else if (bad) {
-			goto usage;
-		} else if (!operand_arg("export", argv[i], &input)) {
-			goto usage;
-		}
+	if (r == 2) {
+		free_model_opts(&mo);
+		return 0;
 	}
+	if (r < 0)
+		goto usage;
+	out = ea.out;
 	if (!input || !out) {
 		usage_error(!input ? "export: no model given" : "export: no output file (-o)");
 		goto usage;

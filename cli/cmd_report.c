@@ -208,42 +208,51 @@ static void print_dot(FILE *f, const struct ir_module *m)
 	fprintf(f, "}\n");
 }
 
+/* What report's own options set. */
+struct report_args {
+	const char *out;
+	bool json, dot;
+};
+
+static int report_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct report_args *a = ud;
+	bool bad = false;
+	const char *v;
+	if (opt_value(argc, argv, i, "--json", false, &bad))
+		a->json = true;
+	else if (opt_value(argc, argv, i, "--dot", false, &bad))
+		a->dot = true;
+	else if ((v = opt_value(argc, argv, i, "-o", true, &bad)))
+		a->out = v;
+	else
+		return bad ? -1 : 0;
+	return 1;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	struct model_opts mo = { 0 };
+	struct model_opts mo = { .mixed = true };
+	struct report_args ra = { 0 };
 	struct cg_options co = { .name = "model", .target = "cpu", .cpu = "native" };
 	struct cg_stats st;
 	struct ir_ctx ctx;
 	struct ir_module *m = NULL;
-	const char *input = NULL, *out = NULL;
-	bool json = false, dot = false, bad = false;
-	int status = EXIT_INPUT;
+	const char *input = NULL, *out;
+	struct cmd_args args = { "report", report_help, &mo, report_opt, &ra, &input };
+	bool json, dot;
+	int status = EXIT_INPUT, r = parse_args(argc, argv, &args);
 	FILE *f = NULL;
 
-	mo.mixed = true;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &mo, report_help);
-		if (r == 2) {
-			free_model_opts(&mo);
-			return 0;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if (opt_value(argc, argv, &i, "--json", false, &bad))
-			json = true;
-		else if (opt_value(argc, argv, &i, "--dot", false, &bad))
-			dot = true;
-		else if ((v = opt_value(argc, argv, &i, "-o", true, &bad)))
-			out = v;
-		else if (bad)
-			goto usage;
-		else if (!operand_arg("report", argv[i], &input)) {
-			goto usage;
-		}
+	if (r == 2) {
+		free_model_opts(&mo);
+		return 0;
 	}
+	if (r < 0)
+		goto usage;
+	out = ra.out;
+	json = ra.json;
+	dot = ra.dot;
 	if (!input) {
 		usage_error("report: no model given");
 		goto usage;

@@ -53,36 +53,45 @@ static void print_summary(const struct ir_module *m, FILE *f)
 	fprintf(f, "\n");
 }
 
+/* What ir's own options set. */
+struct ir_args {
+	const char *out;
+	bool summary;
+};
+
+static int ir_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct ir_args *a = ud;
+	bool bad = false;
+	const char *v;
+	if ((v = opt_value(argc, argv, i, "-o", true, &bad)))
+		a->out = v;
+	else if (opt_value(argc, argv, i, "--summary", false, &bad))
+		a->summary = true;
+	else
+		return bad ? -1 : 0;
+	return 1;
+}
+
 int cmd_ir(int argc, char **argv)
 {
 	struct model_opts mo = { 0 };
+	struct ir_args ia = { 0 };
 	struct ir_ctx ctx;
-	const char *input = NULL, *out = NULL;
-	bool summary = false, bad = false;
+	const char *input = NULL, *out;
+	struct cmd_args args = { "ir", ir_help, &mo, ir_opt, &ia, &input };
+	bool summary;
 	struct ir_module *m;
-	int status = 0;
+	int status = 0, r = parse_args(argc, argv, &args);
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &mo, ir_help);
-		if (r == 2) {
-			free_model_opts(&mo);
-			return 0;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "-o", true, &bad))) {
-			out = v;
-		} else if (opt_value(argc, argv, &i, "--summary", false, &bad)) {
-			summary = true;
-		} else if (bad) {
-			goto usage;
-		} else if (!operand_arg("ir", argv[i], &input)) {
-			goto usage;
-		}
+	if (r == 2) {
+		free_model_opts(&mo);
+		return 0;
 	}
+	if (r < 0)
+		goto usage;
+	out = ia.out;
+	summary = ia.summary;
 	if (!input) {
 		usage_error("ir: no model given");
 		goto usage;

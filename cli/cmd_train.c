@@ -116,8 +116,9 @@ static bool parse_double(const char *opt, const char *v, double *out, double min
 }
 
 /* The train-specific options: 1 matched, 0 not, -1 usage error. */
-static int train_opt(int argc, char **argv, int *i, struct train_cli *c)
+static int train_opt(int argc, char **argv, int *i, void *ud)
 {
+	struct train_cli *c = ud;
 	bool bad = false;
 	const char *v;
 	if ((v = opt_value(argc, argv, i, "-o", true, &bad)))
@@ -203,12 +204,15 @@ static struct ir_module *build_step(struct ir_ctx *ctx, struct train_cli *c, boo
                                     struct train_step *s)
 {
 	struct train_options to = c->to;
+	struct pass_options po = c->mo.passes;
 	struct ir_module *m = load_model(ctx, c->input, &c->mo);
 	to.eval = eval;
+	po.train = &to;
+	po.step = s;
 	if (!m)
 		return NULL;
 	ctx->file = c->input;
-	if (!train_build(m, &to, s) || ir_verify(m)) {
+	if (!pass_pipeline(m, PASS_STAGE_TRAIN, &po)) {
 		ir_module_free(m);
 		return NULL;
 	}
@@ -579,7 +583,6 @@ static bool compile_one(struct ir_module *m, struct train_cli *c, const char *na
 	co.embed_weights = true;
 	co.quiet = true;
 	co.max_memory = model_max_memory(&c->mo);
-	co.max_memory = model_max_memory(&c->mo);
 	return prepare_model(m, &c->mo) && cg_compile(m, &co, stats);
 }
 
@@ -699,23 +702,19 @@ out:
 int cmd_train(int argc, char **argv)
 {
 	struct train_cli c = { 0 };
+	struct cmd_args args = { "train", train_help, &c.mo, train_opt, &c, &c.input };
 	char name[128];
-	int status;
+	int status, r;
 	c.co = (struct cg_options){ .target = "cpu", .cpu = "native", .arch = "sm_90" };
 	c.to.bn_momentum = 0.1f;
 	rt_train_config_default(&c.cfg);
 	c.mo.fe.training = true;
-	for (int i = 1; i < argc; i++) {
-		int r = common_opt(argc, argv, &i, &c.mo, train_help);
-		if (r == 2) {
-			status = 0;
-			goto done;
-		}
-		if (r < 0 || (!r && (r = train_opt(argc, argv, &i, &c)) < 0))
-			goto usage;
-		if (!r && !operand_arg("train", argv[i], &c.input))
-			goto usage;
+	if ((r = parse_args(argc, argv, &args)) == 2) {
+		status = 0;
+		goto done;
 	}
+	if (r < 0)
+		goto usage;
 	if (!c.input || !c.co.out_dir) {
 		usage_error("train: %s",
 		            !c.input ? "no model given" : "no output folder given (-o OUTDIR)");

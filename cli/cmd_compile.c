@@ -86,55 +86,63 @@ static void print_amp(const struct model_opts *mo, const struct cg_stats *s)
 	       r->predicted_us_fp32 / 1e3);
 }
 
+/* What compile's own options set. */
+struct compile_args {
+	struct cg_options *co;
+	const char *depfile;
+};
+
+static int compile_opt(int argc, char **argv, int *i, void *ud)
+{
+	struct compile_args *c = ud;
+	struct cg_options *co = c->co;
+	bool bad = false;
+	const char *v;
+	if ((v = opt_value(argc, argv, i, "-o", true, &bad)))
+		co->out_dir = v;
+	else if ((v = opt_value(argc, argv, i, "--name", true, &bad)))
+		co->name = v;
+	else if ((v = opt_value(argc, argv, i, "--target", true, &bad)))
+		co->target = v;
+	else if ((v = opt_value(argc, argv, i, "--arch", true, &bad)))
+		co->arch = v;
+	else if ((v = opt_value(argc, argv, i, "--cpu", true, &bad)))
+		co->cpu = v;
+	else if ((v = opt_value(argc, argv, i, "--depfile", true, &bad)))
+		c->depfile = v;
+	else if (opt_value(argc, argv, i, "--embed-weights", false, &bad))
+		co->embed_weights = true;
+	else if (opt_value(argc, argv, i, "--emit-llvm", false, &bad))
+		co->emit_llvm = true;
+	else if (opt_value(argc, argv, i, "--quiet", false, &bad) ||
+	         opt_value(argc, argv, i, "-q", false, &bad))
+		co->quiet = true;
+	else
+		return bad ? -1 : 0;
+	return 1;
+}
+
 int cmd_compile(int argc, char **argv)
 {
 	struct model_opts mo = { 0 };
 	struct cg_options co = { .target = "cpu", .cpu = "native", .arch = "sm_90" };
+	struct compile_args ca = { .co = &co };
 	struct cg_stats stats;
 	struct ir_ctx ctx;
 	struct ir_module *m;
-	const char *input = NULL, *depfile = NULL;
+	const char *input = NULL, *depfile;
+	struct cmd_args args = { "compile", compile_help, &mo, compile_opt, &ca, &input };
 	struct deps deps = { .paths = NULL };
 	char name[128];
-	bool bad = false;
-	int status = 0;
+	int status = 0, r = parse_args(argc, argv, &args);
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int r = common_opt(argc, argv, &i, &mo, compile_help);
-		if (r == 2) {
-			free_model_opts(&mo);
-			return 0;
-		}
-		if (r < 0)
-			goto usage;
-		if (r)
-			continue;
-		if ((v = opt_value(argc, argv, &i, "-o", true, &bad)))
-			co.out_dir = v;
-		else if ((v = opt_value(argc, argv, &i, "--name", true, &bad)))
-			co.name = v;
-		else if ((v = opt_value(argc, argv, &i, "--target", true, &bad)))
-			co.target = v;
-		else if ((v = opt_value(argc, argv, &i, "--arch", true, &bad)))
-			co.arch = v;
-		else if ((v = opt_value(argc, argv, &i, "--cpu", true, &bad)))
-			co.cpu = v;
-		else if ((v = opt_value(argc, argv, &i, "--depfile", true, &bad)))
-			depfile = v;
-		else if (opt_value(argc, argv, &i, "--embed-weights", false, &bad))
-			co.embed_weights = true;
-		else if (opt_value(argc, argv, &i, "--emit-llvm", false, &bad))
-			co.emit_llvm = true;
-		else if (opt_value(argc, argv, &i, "--quiet", false, &bad) ||
-		         opt_value(argc, argv, &i, "-q", false, &bad))
-			co.quiet = true;
-		else if (bad)
-			goto usage;
-		else if (!operand_arg("compile", argv[i], &input)) {
-			goto usage;
-		}
+	if (r == 2) {
+		free_model_opts(&mo);
+		return 0;
 	}
+	if (r < 0)
+		goto usage;
+	depfile = ca.depfile;
 	if (!input || !co.out_dir) {
 		usage_error("compile: %s",
 		            !input ? "no model given" : "no output folder given (-o OUTDIR)");
