@@ -9,8 +9,9 @@
  * library's expansions ignore, and a layer pastes them into its own names
  * (QBE's per-target columns in its ops.h are the model). So a row names a
  * hook for every layer or the build fails: a token the layer does not define
- * is an undeclared identifier where it expands the table. What a layer does
- * not do for an op is an explicit named entry, never a gap.
+ * is an undeclared identifier where it expands the table (a link error for
+ * infer, whose declarations infer.h generates from the rows). What a layer
+ * does not do for an op is an explicit named entry, never a gap.
  *
  * Columns:
  *   id       enum suffix (IR_OP_<id>)
