@@ -9,7 +9,9 @@
  * Slice's starts/ends/axes/steps, Split's sizes, ReduceSum's axes, ...),
  * Clip's bounds and Pad's value into scalars of the data's type, and
  * attributes under their ONNX names. The table ex_ops has one entry per IR
- * op, its writer; most copy inputs and attributes one to one (ex_plain).
+ * op, its writer, named by the export column of ir/ops.h (or the reason
+ * the op has no ONNX form); most copy inputs and attributes one to one
+ * (ex_plain).
  * Before a node is written, the op must exist at the target opset and take
  * the node's element types (export_types.h, generated from ONNX's operator
  * schemas). Whatever cannot be expressed at the target opset - a LayerNorm
@@ -670,116 +672,43 @@ static bool ex_mish(struct ex *ex, const struct ir_node *n)
  * opset 18: every Reduce* takes axes as an input, Split gains num_outputs,
  * Pad gains axes, Resize gains axes and antialias, and Mish exists.
  */
-static const struct ex_op ex_ops[IR_OP_COUNT] = {
-	[IR_OP_NEG] = { ex_plain },
-	[IR_OP_ABS] = { ex_plain },
-	[IR_OP_SIGN] = { ex_plain },
-	[IR_OP_RELU] = { ex_plain },
-	[IR_OP_FLOOR] = { ex_plain },
-	[IR_OP_CEIL] = { ex_plain },
-	[IR_OP_ROUND] = { ex_plain },
-	[IR_OP_SQRT] = { ex_plain },
-	[IR_OP_RECIPROCAL] = { ex_plain },
-	[IR_OP_EXP] = { ex_plain },
-	[IR_OP_LOG] = { ex_plain },
-	[IR_OP_ERF] = { ex_plain },
-	[IR_OP_TANH] = { ex_plain },
-	[IR_OP_SIGMOID] = { ex_plain },
-	[IR_OP_SIN] = { ex_plain },
-	[IR_OP_COS] = { ex_plain },
-	[IR_OP_TAN] = { ex_plain },
-	[IR_OP_ASIN] = { ex_plain },
-	[IR_OP_ACOS] = { ex_plain },
-	[IR_OP_ATAN] = { ex_plain },
-	[IR_OP_SINH] = { ex_plain },
-	[IR_OP_COSH] = { ex_plain },
-	[IR_OP_ASINH] = { ex_plain },
-	[IR_OP_ACOSH] = { ex_plain },
-	[IR_OP_ATANH] = { ex_plain },
-	[IR_OP_SOFTPLUS] = { ex_plain },
-	[IR_OP_SOFTSIGN] = { ex_plain },
-	[IR_OP_MISH] = { ex_mish, "Softplus" },
-	[IR_OP_HARD_SWISH] = { ex_plain },
-	[IR_OP_LEAKY_RELU] = { ex_plain },
-	[IR_OP_ELU] = { ex_plain },
-	[IR_OP_CELU] = { ex_plain },
-	[IR_OP_SELU] = { ex_plain },
-	[IR_OP_THRESHOLDED_RELU] = { ex_plain },
-	[IR_OP_HARD_SIGMOID] = { ex_plain },
-	[IR_OP_SHRINK] = { ex_plain },
-	[IR_OP_CLIP] = { ex_clip },
-	[IR_OP_NOT] = { ex_plain },
-	[IR_OP_ISNAN] = { ex_plain },
-	[IR_OP_ISINF] = { ex_plain },
-	[IR_OP_CAST] = { ex_plain },
-	[IR_OP_COPY] = { ex_plain },
-	[IR_OP_ADD] = { ex_plain },
-	[IR_OP_SUB] = { ex_plain },
-	[IR_OP_MUL] = { ex_plain },
-	[IR_OP_DIV] = { ex_plain },
-	[IR_OP_POW] = { ex_plain },
-	[IR_OP_MIN] = { ex_plain },
-	[IR_OP_MAX] = { ex_plain },
-	[IR_OP_MOD] = { ex_plain },
-	[IR_OP_PRELU] = { ex_plain },
-	[IR_OP_EQUAL] = { ex_plain },
-	[IR_OP_LESS] = { ex_plain },
-	[IR_OP_LESS_EQUAL] = { ex_plain },
-	[IR_OP_GREATER] = { ex_plain },
-	[IR_OP_GREATER_EQUAL] = { ex_plain },
-	[IR_OP_AND] = { ex_plain },
-	[IR_OP_OR] = { ex_plain },
-	[IR_OP_XOR] = { ex_plain },
-	[IR_OP_WHERE] = { ex_plain },
-	[IR_OP_DROPOUT] = { NULL, NULL,
-	                    "training-mode dropout draws its mask from onnxc's own random "
-	                    "stream, which ONNX's Dropout cannot express" },
-	[IR_OP_MATMUL] = { ex_plain },
-	[IR_OP_GEMM] = { ex_plain },
-	[IR_OP_CONV] = { ex_conv },
-	[IR_OP_CONV_TRANSPOSE] = { ex_conv },
-	[IR_OP_BATCH_NORM] = { ex_plain },
-	[IR_OP_LAYER_NORM] = { ex_plain },
-	[IR_OP_INSTANCE_NORM] = { ex_plain },
-	[IR_OP_LRN] = { ex_plain },
-	[IR_OP_SOFTMAX] = { ex_plain },
-	[IR_OP_LOG_SOFTMAX] = { ex_plain },
-	[IR_OP_HARDMAX] = { ex_plain },
-	[IR_OP_MAX_POOL] = { ex_plain },
-	[IR_OP_AVG_POOL] = { ex_plain },
-	[IR_OP_LP_POOL] = { ex_plain },
-	[IR_OP_GLOBAL_AVG_POOL] = { ex_plain },
-	[IR_OP_GLOBAL_MAX_POOL] = { ex_plain },
-	[IR_OP_GLOBAL_LP_POOL] = { ex_plain },
-	[IR_OP_REDUCE_SUM] = { ex_reduce_axes_input },
-	[IR_OP_REDUCE_MEAN] = { ex_plain },
-	[IR_OP_REDUCE_MAX] = { ex_plain },
-	[IR_OP_REDUCE_MIN] = { ex_plain },
-	[IR_OP_REDUCE_PROD] = { ex_plain },
-	[IR_OP_REDUCE_L1] = { ex_plain },
-	[IR_OP_REDUCE_L2] = { ex_plain },
-	[IR_OP_REDUCE_SUM_SQUARE] = { ex_plain },
-	[IR_OP_REDUCE_LOG_SUM] = { ex_plain },
-	[IR_OP_REDUCE_LOG_SUM_EXP] = { ex_plain },
-	[IR_OP_ARGMAX] = { ex_plain },
-	[IR_OP_ARGMIN] = { ex_plain },
-	[IR_OP_CUMSUM] = { ex_cumsum },
-	[IR_OP_RESHAPE] = { ex_reshape },
-	[IR_OP_TRANSPOSE] = { ex_plain },
-	[IR_OP_CONCAT] = { ex_plain },
-	[IR_OP_SPLIT] = { ex_split },
-	[IR_OP_SLICE] = { ex_slice },
-	[IR_OP_GATHER] = { ex_plain },
-	[IR_OP_GATHER_ELEMENTS] = { ex_plain },
-	[IR_OP_SCATTER_ELEMENTS] = { ex_scatter_elements },
-	[IR_OP_EXPAND] = { ex_expand },
-	[IR_OP_TILE] = { ex_tile },
-	[IR_OP_PAD] = { ex_pad },
-	[IR_OP_DEPTH_TO_SPACE] = { ex_plain },
-	[IR_OP_SPACE_TO_DEPTH] = { ex_plain },
-	[IR_OP_TRILU] = { ex_trilu },
-	[IR_OP_RESIZE] = { ex_resize },
+/* The writers the export column of ops.h names (ex_op_<export>). */
+static const struct ex_op ex_op_plain = { ex_plain };
+static const struct ex_op ex_op_clip = { ex_clip };
+static const struct ex_op ex_op_conv = { ex_conv };
+static const struct ex_op ex_op_cumsum = { ex_cumsum };
+static const struct ex_op ex_op_expand = { ex_expand };
+static const struct ex_op ex_op_pad = { ex_pad };
+static const struct ex_op ex_op_reduce_axes_input = { ex_reduce_axes_input };
+static const struct ex_op ex_op_reshape = { ex_reshape };
+static const struct ex_op ex_op_resize = { ex_resize };
+static const struct ex_op ex_op_scatter_elements = { ex_scatter_elements };
+static const struct ex_op ex_op_slice = { ex_slice };
+static const struct ex_op ex_op_split = { ex_split };
+static const struct ex_op ex_op_tile = { ex_tile };
+static const struct ex_op ex_op_trilu = { ex_trilu };
+/* Mish exists from opset 18: it is written as its definition, and takes
+ * what Softplus takes. */
+static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };
+static const struct ex_op ex_op_refuse_dropout = {
+	NULL, NULL,
+	"training-mode dropout draws its mask from onnxc's own random stream, which ONNX's "
+	"Dropout cannot express"
 };
+
+static const struct ex_op *const ex_ops[IR_OP_COUNT] = {
+#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp, why, inf, fold, ex, grad, lo, sch) \
+	[IR_OP_##id] = &ex_op_##ex,
+#include "ir/ops.h"
+#undef IR_OP
+};
+
+bool fe_export_writes(enum ir_op op, const char **refusal)
+{
+	if (refusal)
+		*refusal = ex_ops[op]->write ? NULL : ex_ops[op]->refuse;
+	return ex_ops[op]->write != NULL;
+}
 
 /* ------------------------------------------------------------------------ */
 /* The model                                                                */
@@ -837,7 +766,7 @@ static bool ex_type_ok(struct ex *ex, const struct ir_node *n, const char *op, b
  */
 static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 {
-	const char *op = ex_ops[n->op].types_as ? ex_ops[n->op].types_as : ir_ops[n->op].onnx;
+	const char *op = ex_ops[n->op]->types_as ? ex_ops[n->op]->types_as : ir_ops[n->op].onnx;
 	int first;
 	const struct ex_types *t = ex_types_find(op, ex->opset, &first);
 	bool ok = true;
@@ -862,9 +791,9 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 
 static bool ex_write_node(struct ex *ex, const struct ir_node *n)
 {
-	if (ex_ops[n->op].refuse)
-		return ex_node_error(ex, n, "%s", ex_ops[n->op].refuse);
-	return ex_check_op(ex, n) && ex_ops[n->op].write(ex, n);
+	if (ex_ops[n->op]->refuse)
+		return ex_node_error(ex, n, "%s", ex_ops[n->op]->refuse);
+	return ex_check_op(ex, n) && ex_ops[n->op]->write(ex, n);
 }
 
 /* Every constant becomes an initializer; one without data cannot. */
@@ -999,10 +928,6 @@ bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_expor
 	int64_t opset = o && o->opset ? o->opset : FE_EXPORT_DEFAULT_OPSET;
 	bool ok;
 
-	for (int op = 0; op < IR_OP_COUNT; op++)
-		if (!ex_ops[op].write && !ex_ops[op].refuse)
-			ir_panic(__FILE__, __LINE__, "no ONNX writer for IR op '%s'",
-			         ir_ops[op].name);
 	if (opset < FE_EXPORT_MIN_OPSET || opset > FE_EXPORT_MAX_OPSET) {
 		ir_error(ctx, "cannot export to opset %lld (onnxc writes opsets %d to %d)",
 		         (long long)opset, FE_EXPORT_MIN_OPSET, FE_EXPORT_MAX_OPSET);

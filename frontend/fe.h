@@ -117,6 +117,12 @@ struct fe_export_options {
  * at the opset, constants without data, an unwritable file. */
 bool fe_export_onnx(struct ir_module *m, const char *path, const struct fe_export_options *o);
 
+/* Whether export has a writer for op (the export column of ir/ops.h). When
+ * it has none, *refusal (if refusal is not NULL) is why: the error exporting
+ * such a node reports; NULL there is a gap in the table (a unit test checks
+ * there is none). */
+bool fe_export_writes(enum ir_op op, const char **refusal);
+
 /* ------------------------------------------------------------------------ */
 /* Internal                                                                 */
 /* ------------------------------------------------------------------------ */

@@ -307,6 +307,25 @@ int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what)
 	return axis < 0 ? axis + rank : axis;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Normalizes axes in place: non-negative, sorted, unique. Returns count or -1. */
+int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank)
+{
+	for (int i = 0; i < n; i++)
+		if ((axes[i] = fe_axis(nd, axes[i], rank, "axis")) < 0)
+			return -1;
+	qsort(axes, (size_t)n, sizeof *axes, cmp_i64);
+	for (int i = 1; i < n; i++)
+		if (axes[i] == axes[i - 1])
+			return fe_fail(nd, "axis %lld is listed twice", (long long)axes[i]), -1;
+	return n;
+}
+
 static bool name_taken(void *ud, const char *s)
 {
 	struct fe *fe = ud;
@@ -432,6 +451,15 @@ struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *c
 	if (!fe_finish(nd, n))
 		return NULL;
 	return n->out[0];
+}
+
+struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
+                            int k)
+{
+	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
+	struct ir_node *n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v)

@@ -10,7 +10,6 @@
  */
 #include "fe.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static bool bind1(struct fe_node *nd, struct ir_value *y)
@@ -473,25 +472,6 @@ static bool imp_softmax(struct fe_node *nd)
 /* ------------------------------------------------------------------------ */
 /* Reductions                                                               */
 /* ------------------------------------------------------------------------ */
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Normalizes axes in place: non-negative, sorted, unique. Returns count or -1. */
-int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank)
-{
-	for (int i = 0; i < n; i++)
-		if ((axes[i] = fe_axis(nd, axes[i], rank, "axis")) < 0)
-			return -1;
-	qsort(axes, (size_t)n, sizeof *axes, cmp_i64);
-	for (int i = 1; i < n; i++)
-		if (axes[i] == axes[i - 1])
-			return fe_fail(nd, "axis %lld is listed twice", (long long)axes[i]), -1;
-	return n;
-}
 
 static bool imp_reduce(struct fe_node *nd)
 {

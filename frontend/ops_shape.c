@@ -24,15 +24,6 @@ static bool bind1(struct fe_node *nd, struct ir_value *y)
 	return true;
 }
 
-struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
-                            int k)
-{
-	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
-	struct ir_node *n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
-	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Constants and shape queries                                              */
 /* ------------------------------------------------------------------------ */

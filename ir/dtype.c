@@ -6,9 +6,10 @@
  * INT64_MAX, for instance) must never pass through double, so callers pick the
  * representation by dtype (ir_dtypes[t].is_float).
  */
-#include "ir.h"
+#include "dtype.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const struct ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {

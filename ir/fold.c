@@ -5,8 +5,9 @@
  * slow on purpose, that the compiled kernels are tested against. Floats are
  * computed in double and rounded once when stored, integers in int64 (never
  * through double, so INT64_MAX survives). The evaluators live in a table
- * indexed by the op enum; this file holds the driver and the elementwise
- * ops, the other families are in eval_*.c (see eval.h).
+ * indexed by the op enum, generated from the fold column of ops.h; this file
+ * holds the driver and the elementwise ops, the other families are in
+ * eval_*.c (see eval.h).
  *
  * Two drivers use them. The importer folds as it builds (ir_fold_node), so
  * exporters' shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat ->
@@ -395,68 +396,21 @@ static bool eval_eltwise(struct fold *f)
 /* Driver                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Elementwise ops (and copy) all go to eval_eltwise; see evaluator(). */
+/* Every op's evaluator, named by the fold column of its row (ops.h):
+ * elementwise ops and copy share eval_eltwise. */
 static const eval_fn evaluators[IR_OP_COUNT] = {
-	[IR_OP_MATMUL] = eval_matmul,
-	[IR_OP_GEMM] = eval_gemm,
-	[IR_OP_CONV] = eval_conv,
-	[IR_OP_CONV_TRANSPOSE] = eval_conv,
-	[IR_OP_BATCH_NORM] = eval_batch_norm,
-	[IR_OP_LAYER_NORM] = eval_layer_norm,
-	[IR_OP_INSTANCE_NORM] = eval_instance_norm,
-	[IR_OP_LRN] = eval_lrn,
-	[IR_OP_SOFTMAX] = eval_softmax,
-	[IR_OP_LOG_SOFTMAX] = eval_softmax,
-	[IR_OP_HARDMAX] = eval_softmax,
-	[IR_OP_MAX_POOL] = eval_pool,
-	[IR_OP_AVG_POOL] = eval_pool,
-	[IR_OP_LP_POOL] = eval_pool,
-	[IR_OP_GLOBAL_AVG_POOL] = eval_global_pool,
-	[IR_OP_GLOBAL_MAX_POOL] = eval_global_pool,
-	[IR_OP_GLOBAL_LP_POOL] = eval_global_pool,
-	[IR_OP_REDUCE_SUM] = eval_reduce,
-	[IR_OP_REDUCE_MEAN] = eval_reduce,
-	[IR_OP_REDUCE_MAX] = eval_reduce,
-	[IR_OP_REDUCE_MIN] = eval_reduce,
-	[IR_OP_REDUCE_PROD] = eval_reduce,
-	[IR_OP_REDUCE_L1] = eval_reduce,
-	[IR_OP_REDUCE_L2] = eval_reduce,
-	[IR_OP_REDUCE_SUM_SQUARE] = eval_reduce,
-	[IR_OP_REDUCE_LOG_SUM] = eval_reduce,
-	[IR_OP_REDUCE_LOG_SUM_EXP] = eval_reduce,
-	[IR_OP_ARGMAX] = eval_arg,
-	[IR_OP_ARGMIN] = eval_arg,
-	[IR_OP_CUMSUM] = eval_cumsum,
-	[IR_OP_RESHAPE] = eval_reshape,
-	[IR_OP_TRANSPOSE] = eval_transpose,
-	[IR_OP_CONCAT] = eval_concat,
-	[IR_OP_SPLIT] = eval_split,
-	[IR_OP_SLICE] = eval_slice,
-	[IR_OP_GATHER] = eval_gather,
-	[IR_OP_GATHER_ELEMENTS] = eval_gather_elements,
-	[IR_OP_SCATTER_ELEMENTS] = eval_scatter_elements,
-	[IR_OP_EXPAND] = eval_expand,
-	[IR_OP_TILE] = eval_tile,
-	[IR_OP_PAD] = eval_pad,
-	[IR_OP_DEPTH_TO_SPACE] = eval_depth_space,
-	[IR_OP_SPACE_TO_DEPTH] = eval_depth_space,
-	[IR_OP_TRILU] = eval_trilu,
-	[IR_OP_RESIZE] = eval_resize,
+#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp, why, inf, fold, ex, grad, lo, sch) \
+	[IR_OP_##id] = eval_##fold,
+#include "ops.h"
+#undef IR_OP
 };
 
-static eval_fn evaluator(enum ir_op op)
-{
-	if (ir_ops[op].kind == IR_KIND_ELTWISE || op == IR_OP_COPY)
-		return eval_eltwise;
-	return evaluators[op];
-}
-
-bool ir_can_fold(enum ir_op op) { return evaluator(op) != NULL; }
+bool ir_can_fold(enum ir_op op) { return evaluators[op] != NULL; }
 
 /* Can n be evaluated now: an evaluator, and data for every input? */
 bool ir_fold_ready(const struct ir_node *n)
 {
-	if (!evaluator(n->op))
+	if (!evaluators[n->op])
 		return false;
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i]->kind != IR_VAL_CONST || !n->in[i]->data)
@@ -476,7 +430,7 @@ static int fold(struct ir_module *m, struct ir_node *n, char *err, size_t errlen
 	for (int i = 0; i < n->nout; i++)
 		f.out[i] =
 		        eval_alloc(&f, (size_t)ir_type_elems(&n->out[i]->type) * esize(n->out[i]));
-	if (!evaluator(n->op)(&f)) {
+	if (!evaluators[n->op](&f)) {
 		for (int i = 0; i < n->nout; i++)
 			eval_free(&f, f.out[i]);
 		return -1;

@@ -405,17 +405,17 @@ char *ir_arena_printf(struct ir_arena *a, const char *fmt, ...)
 /* ------------------------------------------------------------------------ */
 
 const struct ir_op_info ir_ops[IR_OP_COUNT] = {
-#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp_, sch, inf) \
-	[IR_OP_##id] = { .name = nm,                                   \
-		         .onnx = ox,                                   \
-		         .min_in = imin,                               \
-		         .max_in = imax,                               \
-		         .min_out = omin,                              \
-		         .max_out = omax,                              \
-		         .kind = IR_KIND_##knd,                        \
-		         .amp = IR_AMP_##amp_,                         \
-		         .schema = sch,                                \
-		         .infer = inf },
+#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp_, why, inf, fold, ex, grad, lo, sch) \
+	[IR_OP_##id] = { .name = nm,                                                            \
+		         .onnx = ox,                                                            \
+		         .min_in = imin,                                                        \
+		         .max_in = imax,                                                        \
+		         .min_out = omin,                                                       \
+		         .max_out = omax,                                                       \
+		         .kind = IR_KIND_##knd,                                                 \
+		         .amp = IR_AMP_##amp_,                                                  \
+		         .schema = sch,                                                         \
+		         .infer = ir_infer_##inf },
 #include "ops.h"
 #undef IR_OP
 };

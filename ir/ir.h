@@ -1,5 +1,6 @@
 /*
- * ir.h - the onnxc tensor IR, all of it in one header.
+ * ir.h - the onnxc tensor IR, all of it in one header (with dtype.h, the data
+ * types and tensor types, which it includes).
  *
  * A module is a graph in SSA form. Every tensor is a value that is defined
  * exactly once: as a graph input, as a constant (a weight, owned by the
@@ -37,7 +38,6 @@
 #include <stdio.h>
 
 #define ONNXC_VERSION "0.1.0"
-#define IR_MAX_RANK   8  /* ONNX has no limit; no exporter we know goes past 6 */
 #define IR_INLINE_MAX 16 /* constants up to this many elements print inline */
 
 /* ------------------------------------------------------------------------ */
@@ -176,81 +176,7 @@ void ir_map_put(struct ir_map *mp, const char *key, void *val);
 const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep,
                           bool (*taken)(void *ud, const char *name), void *ud);
 
-/* ------------------------------------------------------------------------ */
-/* Data types.                                                              */
-/* ------------------------------------------------------------------------ */
-
-/*   id     text    ONNX code  bytes  float  int  signed */
-#define IR_DTYPES(X)                    \
-	X(F32, "f32", 1, 4, 1, 0, 1)    \
-	X(F16, "f16", 10, 2, 1, 0, 1)   \
-	X(BF16, "bf16", 16, 2, 1, 0, 1) \
-	X(F64, "f64", 11, 8, 1, 0, 1)   \
-	X(I8, "i8", 3, 1, 0, 1, 1)      \
-	X(I16, "i16", 5, 2, 0, 1, 1)    \
-	X(I32, "i32", 6, 4, 0, 1, 1)    \
-	X(I64, "i64", 7, 8, 0, 1, 1)    \
-	X(U8, "u8", 2, 1, 0, 1, 0)      \
-	X(U16, "u16", 4, 2, 0, 1, 0)    \
-	X(U32, "u32", 12, 4, 0, 1, 0)   \
-	X(U64, "u64", 13, 8, 0, 1, 0)   \
-	X(BOOL, "bool", 9, 1, 0, 0, 0)
-
-enum ir_dtype {
-	IR_DT_NONE = 0,
-#define X(id, ...) IR_##id,
-	IR_DTYPES(X)
-#undef X
-	        IR_DTYPE_COUNT
-};
-
-struct ir_dtype_info {
-	const char *name;
-	int onnx; /* TensorProto.DataType */
-	int size; /* bytes per element */
-	bool is_float, is_int, is_signed;
-};
-extern const struct ir_dtype_info ir_dtypes[IR_DTYPE_COUNT];
-
-static inline int ir_dtype_size(enum ir_dtype t) { return ir_dtypes[t].size; }
-static inline const char *ir_dtype_name(enum ir_dtype t) { return ir_dtypes[t].name; }
-enum ir_dtype ir_dtype_from_onnx(int onnx_code); /* IR_DT_NONE if unsupported */
-enum ir_dtype ir_dtype_from_name(const char *s, size_t n);
-const char *ir_onnx_dtype_name(int onnx_code); /* "FLOAT", "STRING", ... */
-
-/* Element access in a common representation: for folding and printing. */
-double ir_load_f64(enum ir_dtype t, const void *p, size_t i);
-int64_t ir_load_i64(enum ir_dtype t, const void *p, size_t i);
-void ir_store_f64(enum ir_dtype t, void *p, size_t i, double v);
-void ir_store_i64(enum ir_dtype t, void *p, size_t i, int64_t v);
-
-/* IEEE binary16 and bfloat16, round to nearest even (NaN stays NaN). */
-uint16_t ir_f32_to_f16(float f);
-float ir_f16_to_f32(uint16_t h);
-uint16_t ir_f32_to_bf16(float f);
-float ir_bf16_to_f32(uint16_t h);
-
-/* ------------------------------------------------------------------------ */
-/* Types: a dtype and a static shape.                                       */
-/* ------------------------------------------------------------------------ */
-
-struct ir_type {
-	enum ir_dtype dtype;
-	int rank;
-	int64_t dims[IR_MAX_RANK];
-};
-
-/* Element count; -1 if it overflows int64 (importers reject that first). */
-int64_t ir_type_elems(const struct ir_type *t);
-/* Element count of dims[0..rank), -1 on overflow or a negative dim. */
-int64_t ir_dims_elems(const int64_t *dims, int rank);
-/* Size in bytes; -1 if it overflows int64. Every value of a module has a
- * size (the verifier checks it), so later stages multiply freely. */
-int64_t ir_type_bytes(const struct ir_type *t);
-bool ir_type_eq(const struct ir_type *a, const struct ir_type *b);
-/* "f32[1,3,224,224]" into buf; returns buf. */
-char *ir_type_str(const struct ir_type *t, char *buf, size_t n);
-#define IR_TYPE_STR_MAX (16 + IR_MAX_RANK * 21)
+#include "dtype.h"
 
 /* ------------------------------------------------------------------------ */
 /* Ops.                                                                     */
@@ -550,9 +476,6 @@ bool ir_can_fold(enum ir_op op);
  */
 bool ir_input_to_const(struct ir_module *m, struct ir_value *v, const void *data);
 int ir_fold_all(struct ir_module *m, char *err, size_t errlen);
-
-/* Numpy broadcasting of two shapes; false if incompatible. */
-bool ir_broadcast(const struct ir_type *a, const struct ir_type *b, struct ir_type *out);
 
 #define IR_FOR_EACH_NODE(m, n) for (struct ir_node *n = (m)->first; n; n = n->next)
 

@@ -62,6 +62,10 @@ struct amp_result {
 /* Why op has its class in the op table (one line). */
 const char *amp_class_reason(enum ir_op op);
 
+/* The string attribute whose value refines op's class (NULL: none), and in
+ * *cls the class its listed values give (passes/amp_classify.c). */
+const char *amp_class_attr(enum ir_op op, enum ir_amp *cls);
+
 /* Parses an --amp-lists file ("allow: MatMul, Conv" lines; ONNX or IR op
  * names) into o's overrides. false after reporting. */
 bool amp_read_lists(struct ir_ctx *ctx, const char *path, struct amp_options *o);

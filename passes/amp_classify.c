@@ -1,10 +1,11 @@
 /*
  * amp_classify.c - the mixed-precision class of every node.
  *
- * The class comes from the op table (ir/ops.h; amp_class_reason below says
- * why for each op, and `onnxc ops --markdown` prints it into docs/ops.md),
- * refined where a node's attributes change the answer, and overridden by
- * the user:
+ * The class comes from the op table (ir/ops.h; the row's why column names
+ * the amp_why below that says why, which `onnxc ops --markdown` prints into
+ * docs/ops.md), refined where a node's attributes change the answer (the
+ * same amp_why names the attribute and its values), and overridden by the
+ * user:
  *   - Resize is clear in nearest mode (it only moves values) and infer when
  *     it interpolates;
  *   - ScatterElements is clear when it places values (reduction none, max,
@@ -54,6 +55,118 @@ static const struct ir_value *beyond_f16(const struct ir_node *n)
 	return NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Why each op has its class                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The why column of ops.h names one of these per op (amp_<why>): the reason
+ * `onnxc ops` prints for the row's class, and where a node's string
+ * attribute changes the answer, which attribute, the values that do, and
+ * the class they give.
+ */
+struct amp_why {
+	const char *reason;
+	const char *attr;      /* NULL: the row's class holds for every node */
+	const char *values[2]; /* attr's values that give cls instead */
+	enum ir_amp cls;
+};
+
+#define MOVES   "only moves or selects values: exact in any precision"
+#define CHEAP   "exact or nearly so in half, cheap: follows its neighbours"
+#define BOUNDED "bounded or well-conditioned output: half where its inputs are"
+#define WIDE    "its output range or error grows fast: FP16 overflows or loses it"
+#define REDUCES "sums many terms: kept in FP32 as in Micikevicius et al."
+#define BOOL    "compares values: exact on half inputs"
+#define ONE_OP  "rounding error of one operation: TensorFlow lists it infer"
+#define TC      "Tensor Cores with FP32 accumulation: the reason to use half"
+
+static const struct amp_why amp_moves = { MOVES }, amp_cheap = { CHEAP }, amp_bounded = { BOUNDED },
+                            amp_wide = { WIDE }, amp_reduces = { REDUCES }, amp_compares = { BOOL },
+                            amp_one_rounding = { ONE_OP }, amp_tensor_cores = { TC };
+static const struct amp_why amp_sqrt = { "halves exponents: no overflow, error within half's own" };
+static const struct amp_why amp_reciprocal = {
+	"relative error stays that of half; TensorFlow lists it infer"
+};
+static const struct amp_why amp_exp = {
+	"overflows FP16 beyond 11.1; TensorFlow, TVM and autocast keep it FP32"
+};
+static const struct amp_why amp_log = {
+	"near 1 its result loses all of half's digits; autocast keeps it FP32"
+};
+static const struct amp_why amp_act_tf = { "an activation: TensorFlow lists it infer" };
+static const struct amp_why amp_act = { "an activation: half where its input is" };
+static const struct amp_why amp_piecewise = {
+	"piecewise polynomial activation: half where its input is"
+};
+static const struct amp_why amp_clamps = {
+	"clamps: exact in half (TensorFlow: ClipByValue clear)"
+};
+static const struct amp_why amp_cast = {
+	"existing casts are repainted to the precision around them or folded"
+};
+static const struct amp_why amp_pow = { "overflows FP16 easily; TensorFlow and TVM keep it FP32" };
+static const struct amp_why amp_mod = { "loses all precision for large quotients: FP32" };
+static const struct amp_why amp_dropout = {
+	"scales by 1/(1-ratio) or zeroes: as exact as a multiply"
+};
+static const struct amp_why amp_batch_norm = {
+	"statistics and scale stay FP32 inside onnxc's kernel"
+};
+static const struct amp_why amp_layer_norm = {
+	"onnxc's kernel keeps mean and variance in FP32 (stash_type 1)"
+};
+static const struct amp_why amp_instance_norm = {
+	"onnxc's kernel keeps mean and variance in FP32"
+};
+static const struct amp_why amp_lrn = { "a sum of squares raised to a power: overflows FP16" };
+static const struct amp_why amp_softmax = { "onnxc's kernel computes max, exp and sum in FP32" };
+static const struct amp_why amp_avg_pool = { "a small window averaged in FP32 inside the kernel" };
+static const struct amp_why amp_powers = { "powers of the inputs overflow FP16" };
+static const struct amp_why amp_accumulates = { "onnxc's kernel accumulates in FP32" };
+static const struct amp_why amp_prod = { "TensorFlow lists Prod infer" };
+/* many updates may land on one element, and half would round after each */
+static const struct amp_why amp_scatter = {
+	"clear when it places values (none, max, min); deny when it adds or multiplies them "
+	"(sums many terms)",
+	"reduction",
+	{ "add", "mul" },
+	IR_AMP_DENY
+};
+static const struct amp_why amp_resize = {
+	"infer when it interpolates; clear in nearest mode (it only moves)",
+	"mode",
+	{ "nearest" },
+	IR_AMP_CLEAR
+};
+
+static const struct amp_why *const whys[IR_OP_COUNT] = {
+#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp, why, inf, fold, ex, grad, lo, sch) \
+	[IR_OP_##id] = &amp_##why,
+#include "ir/ops.h"
+#undef IR_OP
+};
+
+const char *amp_class_reason(enum ir_op op) { return whys[op]->reason; }
+
+const char *amp_class_attr(enum ir_op op, enum ir_amp *cls)
+{
+	if (cls)
+		*cls = whys[op]->cls;
+	return whys[op]->attr;
+}
+
+/* n's class by its row, refined by the attribute its why names. */
+static enum ir_amp row_class(const struct ir_node *n)
+{
+	const struct amp_why *w = whys[n->op];
+	if (w->attr)
+		for (int i = 0; i < 2 && w->values[i]; i++)
+			if (!strcmp(ir_attr_s(n, w->attr), w->values[i]))
+				return w->cls;
+	return ir_ops[n->op].amp;
+}
+
 static bool named(const char *name, const char *const *list, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -67,13 +180,7 @@ void amp_classify(struct ir_module *m, const struct amp_options *o, struct amp_r
 	IR_FOR_EACH_NODE(m, n)
 	{
 		struct amp_node *a = &r->nodes[n->id];
-		enum ir_amp c = o->override[n->op] ? o->override_class[n->op] : ir_ops[n->op].amp;
-		if (!o->override[n->op] && n->op == IR_OP_RESIZE)
-			c = strcmp(ir_attr_s(n, "mode"), "nearest") ? IR_AMP_INFER : IR_AMP_CLEAR;
-		if (!o->override[n->op] && n->op == IR_OP_SCATTER_ELEMENTS &&
-		    (!strcmp(ir_attr_s(n, "reduction"), "add") ||
-		     !strcmp(ir_attr_s(n, "reduction"), "mul")))
-			c = IR_AMP_DENY; /* accumulates many updates per element */
+		enum ir_amp c = o->override[n->op] ? o->override_class[n->op] : row_class(n);
 		a->cls = c;
 		a->paintable = paintable(n) && c != IR_AMP_SPECIAL;
 		a->prec = AMP_FP32;
@@ -91,129 +198,6 @@ void amp_classify(struct ir_module *m, const struct amp_options *o, struct amp_r
 		}
 	}
 }
-
-/* ------------------------------------------------------------------------ */
-/* Why each op has its class                                                */
-/* ------------------------------------------------------------------------ */
-
-#define MOVES   "only moves or selects values: exact in any precision"
-#define CHEAP   "exact or nearly so in half, cheap: follows its neighbours"
-#define BOUNDED "bounded or well-conditioned output: half where its inputs are"
-#define WIDE    "its output range or error grows fast: FP16 overflows or loses it"
-#define REDUCES "sums many terms: kept in FP32 as in Micikevicius et al."
-#define BOOL    "compares values: exact on half inputs"
-
-static const char *const reasons[IR_OP_COUNT] = {
-	[IR_OP_NEG] = CHEAP,
-	[IR_OP_ABS] = CHEAP,
-	[IR_OP_SIGN] = CHEAP,
-	[IR_OP_RELU] = CHEAP,
-	[IR_OP_FLOOR] = CHEAP,
-	[IR_OP_CEIL] = CHEAP,
-	[IR_OP_ROUND] = CHEAP,
-	[IR_OP_SQRT] = "halves exponents: no overflow, error within half's own",
-	[IR_OP_RECIPROCAL] = "relative error stays that of half; TensorFlow lists it infer",
-	[IR_OP_EXP] = "overflows FP16 beyond 11.1; TensorFlow, TVM and autocast keep it FP32",
-	[IR_OP_LOG] = "near 1 its result loses all of half's digits; autocast keeps it FP32",
-	[IR_OP_ERF] = BOUNDED,
-	[IR_OP_TANH] = BOUNDED,
-	[IR_OP_SIGMOID] = BOUNDED,
-	[IR_OP_SIN] = BOUNDED,
-	[IR_OP_COS] = BOUNDED,
-	[IR_OP_TAN] = WIDE,
-	[IR_OP_ASIN] = WIDE,
-	[IR_OP_ACOS] = WIDE,
-	[IR_OP_ATAN] = BOUNDED,
-	[IR_OP_SINH] = WIDE,
-	[IR_OP_COSH] = WIDE,
-	[IR_OP_ASINH] = WIDE,
-	[IR_OP_ACOSH] = WIDE,
-	[IR_OP_ATANH] = WIDE,
-	[IR_OP_SOFTPLUS] = "an activation: TensorFlow lists it infer",
-	[IR_OP_SOFTSIGN] = BOUNDED,
-	[IR_OP_MISH] = "an activation: half where its input is",
-	[IR_OP_HARD_SWISH] = "piecewise polynomial activation: half where its input is",
-	[IR_OP_LEAKY_RELU] = "an activation: TensorFlow lists it infer",
-	[IR_OP_ELU] = "an activation: TensorFlow lists it infer",
-	[IR_OP_CELU] = "an activation: half where its input is",
-	[IR_OP_SELU] = "an activation: TensorFlow lists it infer",
-	[IR_OP_THRESHOLDED_RELU] = CHEAP,
-	[IR_OP_HARD_SIGMOID] = BOUNDED,
-	[IR_OP_SHRINK] = CHEAP,
-	[IR_OP_CLIP] = "clamps: exact in half (TensorFlow: ClipByValue clear)",
-	[IR_OP_NOT] = BOOL,
-	[IR_OP_ISNAN] = BOOL,
-	[IR_OP_ISINF] = BOOL,
-	[IR_OP_CAST] = "existing casts are repainted to the precision around them or folded",
-	[IR_OP_COPY] = MOVES,
-	[IR_OP_ADD] = "rounding error of one operation: TensorFlow lists it infer",
-	[IR_OP_SUB] = "rounding error of one operation: TensorFlow lists it infer",
-	[IR_OP_MUL] = "rounding error of one operation: TensorFlow lists it infer",
-	[IR_OP_DIV] = "rounding error of one operation: TensorFlow lists it infer",
-	[IR_OP_POW] = "overflows FP16 easily; TensorFlow and TVM keep it FP32",
-	[IR_OP_MIN] = CHEAP,
-	[IR_OP_MAX] = CHEAP,
-	[IR_OP_MOD] = "loses all precision for large quotients: FP32",
-	[IR_OP_PRELU] = "an activation: half where its input is",
-	[IR_OP_EQUAL] = BOOL,
-	[IR_OP_LESS] = BOOL,
-	[IR_OP_LESS_EQUAL] = BOOL,
-	[IR_OP_GREATER] = BOOL,
-	[IR_OP_GREATER_EQUAL] = BOOL,
-	[IR_OP_AND] = BOOL,
-	[IR_OP_OR] = BOOL,
-	[IR_OP_XOR] = BOOL,
-	[IR_OP_WHERE] = MOVES,
-	[IR_OP_DROPOUT] = "scales by 1/(1-ratio) or zeroes: as exact as a multiply",
-	[IR_OP_MATMUL] = "Tensor Cores with FP32 accumulation: the reason to use half",
-	[IR_OP_GEMM] = "Tensor Cores with FP32 accumulation: the reason to use half",
-	[IR_OP_CONV] = "Tensor Cores with FP32 accumulation: the reason to use half",
-	[IR_OP_CONV_TRANSPOSE] = "Tensor Cores with FP32 accumulation: the reason to use half",
-	[IR_OP_BATCH_NORM] = "statistics and scale stay FP32 inside onnxc's kernel",
-	[IR_OP_LAYER_NORM] = "onnxc's kernel keeps mean and variance in FP32 (stash_type 1)",
-	[IR_OP_INSTANCE_NORM] = "onnxc's kernel keeps mean and variance in FP32",
-	[IR_OP_LRN] = "a sum of squares raised to a power: overflows FP16",
-	[IR_OP_SOFTMAX] = "onnxc's kernel computes max, exp and sum in FP32",
-	[IR_OP_LOG_SOFTMAX] = "onnxc's kernel computes max, exp and sum in FP32",
-	[IR_OP_HARDMAX] = MOVES,
-	[IR_OP_MAX_POOL] = MOVES,
-	[IR_OP_AVG_POOL] = "a small window averaged in FP32 inside the kernel",
-	[IR_OP_LP_POOL] = "powers of the inputs overflow FP16",
-	[IR_OP_GLOBAL_AVG_POOL] = "onnxc's kernel accumulates in FP32",
-	[IR_OP_GLOBAL_MAX_POOL] = MOVES,
-	[IR_OP_GLOBAL_LP_POOL] = "powers of the inputs overflow FP16",
-	[IR_OP_REDUCE_SUM] = REDUCES,
-	[IR_OP_REDUCE_MEAN] = REDUCES,
-	[IR_OP_REDUCE_MAX] = MOVES,
-	[IR_OP_REDUCE_MIN] = MOVES,
-	[IR_OP_REDUCE_PROD] = "TensorFlow lists Prod infer",
-	[IR_OP_REDUCE_L1] = REDUCES,
-	[IR_OP_REDUCE_L2] = REDUCES,
-	[IR_OP_REDUCE_SUM_SQUARE] = REDUCES,
-	[IR_OP_REDUCE_LOG_SUM] = REDUCES,
-	[IR_OP_REDUCE_LOG_SUM_EXP] = REDUCES,
-	[IR_OP_ARGMAX] = MOVES,
-	[IR_OP_ARGMIN] = MOVES,
-	[IR_OP_CUMSUM] = REDUCES,
-	[IR_OP_RESHAPE] = MOVES,
-	[IR_OP_TRANSPOSE] = MOVES,
-	[IR_OP_CONCAT] = MOVES,
-	[IR_OP_SPLIT] = MOVES,
-	[IR_OP_SLICE] = MOVES,
-	[IR_OP_GATHER] = MOVES,
-	[IR_OP_GATHER_ELEMENTS] = MOVES,
-	[IR_OP_SCATTER_ELEMENTS] = "clear when it places values (none, max, min); deny when it "
-	                           "adds or multiplies them (sums many terms)",
-	[IR_OP_EXPAND] = MOVES,
-	[IR_OP_TILE] = MOVES,
-	[IR_OP_PAD] = MOVES,
-	[IR_OP_DEPTH_TO_SPACE] = MOVES,
-	[IR_OP_SPACE_TO_DEPTH] = MOVES,
-	[IR_OP_TRILU] = MOVES,
-	[IR_OP_RESIZE] = "infer when it interpolates; clear in nearest mode (it only moves)",
-};
-
-const char *amp_class_reason(enum ir_op op) { return reasons[op]; }
 
 /* ------------------------------------------------------------------------ */
 /* --amp-lists                                                              */
