@@ -14,6 +14,9 @@
  * length (one NAME_run of 25,000 lines took cc 75 s at -O2), and bounded
  * functions keep it linear in the steps. A part returns the first failing
  * call's status, which NAME_run returns in turn.
+ *
+ * What is here is the same for every target; the target (target.h) writes
+ * the file's frame around it and the parts of a call that differ (emit.h).
  */
 #include "emit.h"
 
