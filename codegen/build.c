@@ -11,7 +11,7 @@
  * be loaded with dlopen. Commands run through fork/exec
  * with argument vectors: no shell, so no quoting problems with paths.
  */
-#include "plan.h"
+#include "target.h"
 
 #include <errno.h>
 #include <spawn.h>
@@ -27,7 +27,7 @@ extern char **environ;
 #error "the build defines ONNXC_RT_INCLUDE_DIR and ONNXC_INSTALL_REL_LIB"
 #endif
 
-static bool exists(const char *path)
+bool cg_exists(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0;
@@ -47,14 +47,14 @@ bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char *
 			*slash = 0;
 		snprintf(inc, sizeof inc, "%s/%s", exe, ONNXC_INSTALL_REL_INC);
 		snprintf(lib, sizeof lib, "%s/%s/libonnxc_rt.a", exe, ONNXC_INSTALL_REL_LIB);
-		if (exists(inc) && exists(lib)) {
+		if (cg_exists(inc) && cg_exists(lib)) {
 			*include_dir = inc;
 			*library = lib;
 			return true;
 		}
 	}
 	/* the build tree */
-	if (exists(ONNXC_RT_INCLUDE_DIR) && exists(ONNXC_RT_LIBRARY)) {
+	if (cg_exists(ONNXC_RT_INCLUDE_DIR) && cg_exists(ONNXC_RT_LIBRARY)) {
 		*include_dir = ONNXC_RT_INCLUDE_DIR;
 		*library = ONNXC_RT_LIBRARY;
 		return true;
@@ -62,14 +62,6 @@ bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char *
 	ir_error(ctx, "cannot find the onnxc runtime (onnxc_rt.h and libonnxc_rt.a) next to onnxc "
 	              "or in the build tree");
 	return false;
-}
-
-/* libonnxc_rt_cuda.a: beside libonnxc_rt.a (built or installed alike). */
-static char *rtc_library(struct ir_arena *a, const char *rtlib)
-{
-	const char *slash = strrchr(rtlib, '/');
-	return ir_arena_printf(a, "%.*slibonnxc_rt_cuda.a", slash ? (int)(slash - rtlib + 1) : 0,
-	                       rtlib);
 }
 
 /* Runs argv (in the folder cwd, unless NULL); reports a failure naming the
@@ -126,35 +118,13 @@ static char *cc_from(struct ir_arena *a, const char *dir)
 
 /*
  * The libraries a model links after its own objects, appended to argv at k
- * (room for at most nargs entries in all); returns the new k. The CUDA
- * runtime next to the CPU one; the CUDA libraries where the toolkit was at
- * build time, and in the folders ONNXC_CUDA_LIBDIRS names (colon-separated:
- * cuDNN from a Python wheel, say).
+ * (room for at most nargs entries in all); returns the new k: the target's
+ * runtime, then BLAS and the system's.
  */
-static int link_libraries(struct ir_arena *a, const struct cg_options *o, const char *rtlib,
+static int link_libraries(struct ir_arena *a, const struct cg_target *t, const char *rtlib,
                           char **argv, int k, int nargs)
 {
-	if (cg_target_cuda(o)) {
-		const char *dirs = getenv("ONNXC_CUDA_LIBDIRS");
-		argv[k++] = rtc_library(a, rtlib);
-		argv[k++] = (char *)rtlib;
-		argv[k++] = "-L" ONNXC_CUDA_LIBDIR;
-		argv[k++] = "-Wl,-rpath," ONNXC_CUDA_LIBDIR;
-		for (const char *d = dirs; d && *d && k < nargs - 12;) {
-			size_t len = strcspn(d, ":");
-			if (len) {
-				argv[k++] = ir_arena_printf(a, "-L%.*s", (int)len, d);
-				argv[k++] = ir_arena_printf(a, "-Wl,-rpath,%.*s", (int)len, d);
-			}
-			d += len + (d[len] == ':');
-		}
-		argv[k++] = "-lcudnn";
-		argv[k++] = "-lcublasLt";
-		argv[k++] = "-lcudart";
-		argv[k++] = "-lstdc++";
-	} else {
-		argv[k++] = (char *)rtlib;
-	}
+	k = t->link_runtime(a, rtlib, argv, k, nargs);
 	argv[k++] = "-L" ONNXC_BLAS_LIBDIR;
 	argv[k++] = "-lopenblas";
 	argv[k++] = "-lpthread";
@@ -209,14 +179,8 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 	char *incflag;
 	if (!cg_runtime_paths(ctx, &inc, &rtlib))
 		return false;
-	if (cg_target_cuda(p->opt) && p->opt->shared && !exists(rtc_library(a, rtlib))) {
-		ir_error(ctx,
-		         "the CUDA runtime (libonnxc_rt_cuda.a) is not next to %s: this onnxc "
-		         "was built without the CUDA toolkit; it compiles for --target cuda but "
-		         "cannot link or run",
-		         rtlib);
+	if (p->opt->shared && !p->target->check_runtime(ctx, a, rtlib, false))
 		return false;
-	}
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	{
 		/* a sanitizer build of onnxc links a sanitized runtime: the
@@ -269,7 +233,7 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		argv[k++] = obj;
 		for (int i = 0; i < nobjects; i++)
 			argv[k++] = (char *)objects[i];
-		k = link_libraries(a, p->opt, rtlib, argv, k, nargs);
+		k = link_libraries(a, p->target, rtlib, argv, k, nargs);
 		if (ONNXC_SANITIZE_FLAGS[0])
 			argv[k++] = ONNXC_SANITIZE_FLAGS;
 		argv[k] = NULL;
@@ -282,6 +246,7 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_options *o,
                       const char *name)
 {
+	const struct cg_target *t = cg_find_target(o->target);
 	const char *dir = o->out_dir, *inc, *rtlib;
 	char *src = ir_arena_printf(a, "%s/%s_train.c", dir, name);
 	char *obj = ir_arena_printf(a, "%s/%s_train.o", dir, name);
@@ -292,14 +257,12 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 	FILE *f;
 	if (!cg_runtime_paths(ctx, &inc, &rtlib))
 		return false;
-	if (cg_target_cuda(o) && !exists(rtc_library(a, rtlib))) {
-		ir_error(ctx,
-		         "the CUDA runtime (libonnxc_rt_cuda.a) is not next to %s: this onnxc "
-		         "was built without the CUDA toolkit and cannot link a CUDA training "
-		         "program",
-		         rtlib);
+	if (!t) {
+		ir_error(ctx, "unknown target '%s' (onnxc targets cpu, cuda)", o->target);
 		return false;
 	}
+	if (!t->check_runtime(ctx, a, rtlib, true))
+		return false;
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	dirflag = ir_arena_printf(a, "-I%s", dir);
 	if (!(f = fopen(main_src, "w"))) {
@@ -355,7 +318,7 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 			cmd[k++] = lib;
 			cmd[k++] = step;
 			cmd[k++] = eval;
-			k = link_libraries(a, o, rtlib, cmd, k, nargs);
+			k = link_libraries(a, t, rtlib, cmd, k, nargs);
 			if (ONNXC_SANITIZE_FLAGS[0])
 				cmd[k++] = ONNXC_SANITIZE_FLAGS;
 			cmd[k] = NULL;

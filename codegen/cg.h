@@ -10,22 +10,32 @@
  *               one arena planned by liveness (reusing memory after a value's
  *               last use, in place where an elementwise kernel allows)
  *   llvm.c      the fused kernels, built with the LLVM C API into one module
- *               and emitted as a native object (the only file that includes
- *               LLVM headers)
+ *               and emitted as a native object or PTX (the only file that
+ *               includes LLVM headers)
  *   emit_c.c    NAME.h (the API users program against) and NAME.c
- *               (readable straight-line calls into the runtime)
+ *               (readable straight-line calls into the runtime, one per
+ *               library call of libcalls.h or kernel); emit_desc.c its
+ *               descriptors
  *   weights.c   NAME.weights (or an object embedding them)
  *   build.c     cc and ar: libNAME.a, or a shared object for onnxc run/check
  *
- * A target (struct cg_target) names what differs between CPU and CUDA; the
- * pipeline above is the same for both.
+ * A target (struct cg_target, target.h: target_cpu.c, target_cuda.c)
+ * holds what differs between CPU and CUDA: option checks, the kernels'
+ * form, the runtime NAME.c calls, what links; the pipeline above and the
+ * kernel plan are the same for both.
+ *
+ * codegen/ owns everything from a verified, normalised IR module to the
+ * files of a compiled model. It includes the IR (ir/), the passes it runs
+ * before lowering (passes/), the runtime's public headers for the
+ * descriptors it fills (runtime/onnxc_rt.h) and, in llvm.c only, LLVM; it
+ * never includes frontend/ or the command line, and the runtime never
+ * includes it. This header is its public face; plan.h, target.h, emit.h
+ * and libcalls.h are internal.
  */
 #ifndef ONNXC_CG_H
 #define ONNXC_CG_H
 
 #include "ir/ir.h"
-
-#include <string.h>
 
 struct cg_options {
 	const char *name; /* C identifier prefix; also file names */
@@ -41,10 +51,9 @@ struct cg_options {
 	int64_t max_memory; /* refuse a plan whose arena + weights exceed it (0: no limit) */
 };
 
-static inline bool cg_target_cuda(const struct cg_options *o)
-{
-	return o->target && !strcmp(o->target, "cuda");
-}
+/* Does o name the CUDA target? For the command line, which names the PTX
+ * in depfiles; codegen itself asks its target (target.h). */
+bool cg_target_cuda(const struct cg_options *o);
 
 /* The architectures --target cuda accepts ("sm_80, sm_86, ..."), and
  * whether arch is one of them. */

@@ -6,6 +6,7 @@
  * precision): the caller ran that stage once, and no pass runs here again.
  */
 #include "plan.h"
+#include "target.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,26 +45,14 @@ void cg_default_name(const char *path, char *out, size_t n)
 		snprintf(out, n, "model");
 }
 
-const char *cg_cuda_archs(void) { return "sm_80, sm_86, sm_89, sm_90, sm_90a"; }
+const struct cg_target *const cg_targets[] = { &cg_cpu_target, &cg_cuda_target, NULL };
 
-bool cg_valid_arch(const char *arch)
+const struct cg_target *cg_find_target(const char *name)
 {
-	static const char *const archs[] = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a" };
-	for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
-		if (!strcmp(arch, archs[i]))
-			return true;
-	return false;
-}
-
-static bool write_file(struct ir_ctx *ctx, const char *path, const void *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	bool ok = f && fwrite(data, 1, n, f) == n;
-	if (f && fclose(f) != 0)
-		ok = false;
-	if (!ok)
-		ir_error(ctx, "cannot write %s", path);
-	return ok;
+	for (int i = 0; cg_targets[i]; i++)
+		if (!strcmp(name ? name : "cpu", cg_targets[i]->name))
+			return cg_targets[i];
+	return NULL;
 }
 
 static bool make_dir(struct ir_ctx *ctx, const char *dir)
@@ -125,10 +114,21 @@ static bool within_memory_limit(const struct cg_plan *p)
 	return false;
 }
 
+/* The target the options name, for the plan. */
+static bool find_target(struct cg_plan *p)
+{
+	if ((p->target = cg_find_target(p->opt->target)))
+		return true;
+	ir_error(p->m->ctx, "unknown target '%s' (onnxc targets cpu, cuda)", p->opt->target);
+	return false;
+}
+
 bool cg_analyze(struct ir_module *m, const struct cg_options *opt, struct cg_stats *stats)
 {
 	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
 	memset(stats, 0, sizeof *stats);
+	if (!find_target(&p))
+		return false;
 	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	plan_stats(&p, stats);
@@ -140,21 +140,17 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	struct cg_plan p = { .m = m, .opt = opt, .arena = &m->arena };
 	struct ir_arena *a = &m->arena;
 	const char *dir = opt->out_dir, *n = opt->name;
-	const char *objs[2];
+	const char *objs[3];
 	int nobjs = 0;
 	double t0 = now_ms(), t1, t2, t3;
 	struct cg_stats st = { 0 };
-	size_t ptx_bytes = 0;
 
 	if (!cg_valid_name(n)) {
 		ir_error(m->ctx, "'%s' is not a valid C identifier for --name", n);
 		return false;
 	}
-	if (cg_target_cuda(opt) && !cg_valid_arch(opt->arch)) {
-		ir_error(m->ctx, "unknown CUDA architecture '%s' (onnxc targets %s)",
-		         opt->arch ? opt->arch : "", cg_cuda_archs());
+	if (!find_target(&p) || !p.target->check_options(m->ctx, opt))
 		return false;
-	}
 	if (!cg_lower(&p) || !cg_plan_memory(&p) || !within_memory_limit(&p))
 		return false;
 	if (cg_check_memory(&p))
@@ -164,30 +160,12 @@ bool cg_compile(struct ir_module *m, const struct cg_options *opt, struct cg_sta
 	t1 = now_ms();
 	if (!make_dir(m->ctx, dir))
 		return false;
-	if (cg_target_cuda(opt)) {
-		/* the kernels as PTX: a file for tools (ptxas, cuobjdump) and an
-		 * object embedding it, NUL-terminated, as NAME_ptx */
-		char *ptx;
-		size_t size;
-		if (!cg_llvm_emit_ptx(&p, opt->arch, &ptx, &size,
-		                      opt->emit_llvm
-		                              ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n)
-		                              : NULL) ||
-		    !write_file(m->ctx, ir_arena_printf(a, "%s/%s_kernels.ptx", dir, n), ptx, size))
-			return false;
-		objs[nobjs++] = ir_arena_printf(a, "%s/%s_ptx.o", dir, n);
-		if (!cg_llvm_emit_blob(&p, objs[0], ir_arena_printf(a, "%s_ptx", n), ptx, size + 1))
-			return false;
-		ptx_bytes = size;
-	} else {
-		objs[nobjs++] = ir_arena_printf(a, "%s/%s_kernels.o", dir, n);
-		if (!cg_llvm_emit(&p, objs[0],
-		                  opt->emit_llvm ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n)
-		                                 : NULL))
-			return false;
-	}
+	if (!p.target->emit_kernels(
+	            &p, opt->emit_llvm ? ir_arena_printf(a, "%s/%s_kernels.ll", dir, n) : NULL,
+	            objs, &nobjs))
+		return false;
 	if (!cg_emit_header(&p, ir_arena_printf(a, "%s/%s.h", dir, n)) ||
-	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n), ptx_bytes))
+	    !cg_emit_source(&p, ir_arena_printf(a, "%s/%s.c", dir, n)))
 		return false;
 	if (opt->embed_weights) {
 		/* written as the weights file is, then assembled into the object */

@@ -17,13 +17,15 @@
  *      function (the table at the end), which fills the runtime descriptor.
  *      Reshapes emit nothing: they alias their source.
  *
- * Lowering never fails on a valid module: every IR op has a runtime path.
+ * Lowering fails on a valid module only where the target cannot run a step
+ * (its support hooks, target.h, name the node and the target): every IR op
+ * has a runtime path on every target today.
  * Empty tensors produce no step. Every walk is a loop over the node list or
  * over a kernel's bounded expressions, and every table is indexed by node
  * or value id, so lowering is linear in the module, whatever its depth.
  */
 #include "passes/amp.h"
-#include "plan.h"
+#include "target.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1118,49 +1120,55 @@ static bool lower_kernel(struct lower *l, struct ir_node *root)
 /* Half precision around library kernels                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Library kernels that compute on their elements (the others move bytes and
- * take any element type). */
+/* Library kernels that compute on their elements (libcalls.h's elems
+ * YDTYPE and DTYPE; the others move bytes and take any element type). */
 static bool computes(enum cg_lib lib)
 {
+	/* clang-format off */
 	switch (lib) {
-	case CG_LIB_COPY:
-	case CG_LIB_GATHER:
-	case CG_LIB_GATHER_ELEMENTS:
-	case CG_LIB_SCATTER_ELEMENTS:
-	case CG_LIB_PAD:
-	case CG_LIB_TILE:
-	case CG_LIB_TRILU: return false;
-	default: return true;
+#define CG_ELEMS_YDTYPE true
+#define CG_ELEMS_DTYPE  true
+#define CG_ELEMS_BYTES  false
+#define CG_LIB(id, desc, fn, args, elems, ...) case CG_LIB_##id: return CG_ELEMS_##elems;
+#include "libcalls.h"
+	case CG_LIB_COUNT: break;
 	}
+	/* clang-format on */
+	ir_panic(__FILE__, __LINE__, "no library call %d", (int)lib);
 }
 
-/* The dtype and ydtype fields of a computing step's descriptor. */
+/* The dtype and ydtype fields of a computing step's descriptor (ydtype
+ * NULL for a call writing int64). */
 static void desc_dtypes(struct cg_step *s, int **dt, int **ydt)
 {
+	/* clang-format off */
 	switch (s->lib) {
-#define CASE(lib, f)                   \
-	case lib:                      \
-		*dt = &s->d.f.dtype;   \
-		*ydt = &s->d.f.ydtype; \
-		break;
-		CASE(CG_LIB_GEMM, gemm)
-		CASE(CG_LIB_CONV, conv)
-		CASE(CG_LIB_CONV_TRANSPOSE, conv)
-		CASE(CG_LIB_POOL, pool)
-		CASE(CG_LIB_SOFTMAX, softmax)
-		CASE(CG_LIB_LAYERNORM, layernorm)
-		CASE(CG_LIB_INSTNORM, instnorm)
-		CASE(CG_LIB_LRN, lrn)
-		CASE(CG_LIB_REDUCE, reduce)
-		CASE(CG_LIB_CUMSUM, cumsum)
-		CASE(CG_LIB_RESIZE, resize)
-#undef CASE
-	case CG_LIB_ARG:
-		*dt = &s->d.arg.dtype;
-		*ydt = NULL; /* writes int64 */
-		break;
-	default: ir_panic(__FILE__, __LINE__, "library %d has no dtype", (int)s->lib);
+#define CG_DTYPES_YDTYPE(m) *dt = &s->d.m.dtype; *ydt = &s->d.m.ydtype; return;
+#define CG_DTYPES_DTYPE(m)  *dt = &s->d.m.dtype; *ydt = NULL; return;
+#define CG_DTYPES_BYTES(m)  break;
+#define CG_LIB(id, desc, fn, args, elems, ...) case CG_LIB_##id: CG_DTYPES_##elems(CG_MEMBER_##desc)
+#include "libcalls.h"
+	case CG_LIB_COUNT: break;
 	}
+	/* clang-format on */
+	ir_panic(__FILE__, __LINE__, "library %d has no dtype", (int)s->lib);
+}
+
+/* Does the CPU runtime's call for s take a workspace (libcalls.h's cpu
+ * RT_WS)? If so, *bytes is its size for s's descriptor. */
+static bool cpu_workspace(const struct cg_step *s, int64_t *bytes)
+{
+	/* clang-format off */
+	switch (s->lib) {
+#define CG_WS_RT(fn, m)    return false;
+#define CG_WS_NONE(fn, m)  return false;
+#define CG_WS_RT_WS(fn, m) *bytes = (int64_t)rt_##fn##_workspace(&s->d.m); return true;
+#define CG_LIB(id, desc, fn, args, elems, cpu, ...) case CG_LIB_##id: CG_WS_##cpu(fn, CG_MEMBER_##desc)
+#include "libcalls.h"
+	case CG_LIB_COUNT: break;
+	}
+	/* clang-format on */
+	ir_panic(__FILE__, __LINE__, "no library call %d", (int)s->lib);
 }
 
 int cg_step_ydtype(const struct cg_step *s)
@@ -1179,8 +1187,9 @@ static void compute_in_f32(struct cg_step *s)
 	*dt = RT_F32;
 }
 
-/* The CUDA target: a step whose result (a cast absorbed) differs in type
- * from what it reads says so in ydtype; the libraries convert. */
+/* A target whose libraries read and write half tensors (half_libraries):
+ * a step whose result (a cast absorbed) differs in type from what it reads
+ * says so in ydtype; the libraries convert. */
 static void set_ydtype(struct cg_step *s)
 {
 	int *dt, *ydt;
@@ -1217,6 +1226,7 @@ static struct ir_value *f32_copy(struct lower *l, struct ir_value *v)
 static void stage_half(struct lower *l, struct cg_step *s)
 {
 	bool any = false;
+	int64_t ws;
 	if (s->is_kernel || !computes(s->lib))
 		return;
 	for (int i = 0; i < s->nargs; i++)
@@ -1224,10 +1234,8 @@ static void stage_half(struct lower *l, struct cg_step *s)
 	if (!any)
 		return;
 	compute_in_f32(s);
-	if (s->lib == CG_LIB_CONV)
-		s->ws_bytes = (int64_t)rt_conv_workspace(&s->d.conv);
-	else if (s->lib == CG_LIB_CONV_TRANSPOSE)
-		s->ws_bytes = (int64_t)rt_conv_transpose_workspace(&s->d.conv);
+	if (cpu_workspace(s, &ws))
+		s->ws_bytes = ws; /* for the FP32 descriptor */
 	s->stages = ir_arena_alloc(ARENA(l), sizeof *s->stages * (size_t)s->nargs);
 	for (int i = 0; i < s->nargs; i++) {
 		struct cg_stage *st;
@@ -1311,11 +1319,40 @@ struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v)
 	return v;
 }
 
+/* Can p's target run step s? If not, says so naming the node and the
+ * target. */
+static bool target_runs(const struct cg_plan *p, const struct cg_step *s)
+{
+	const struct cg_target *t = p->target;
+	struct ir_ctx *ctx = p->m->ctx;
+	if (!s->is_kernel) {
+		if (t->supports_lib(s->lib))
+			return true;
+		ir_node_error(ctx, s->node->name, ir_ops[s->node->op].name,
+		              "the %s target has no library call for it", t->name);
+		return false;
+	}
+	for (int i = 0; i < s->k->nx; i++) {
+		const struct ir_node *n = s->k->x[i].node;
+		if (s->k->x[i].kind == KX_OP && !t->supports_op(n->op)) {
+			ir_node_error(ctx, n->name, ir_ops[n->op].name,
+			              "the %s target cannot compute it in a generated kernel",
+			              t->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 bool cg_lower(struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
 	struct lower l = { .p = p };
 	int ids = m->next_node_id + 1, pos = 0, nvals;
+	bool ok = true;
+	if (!p->target)
+		p->target = cg_find_target(p->opt->target);
+	IR_ASSERT(p->target);
 	l.pos = ir_arena_alloc(&m->arena, sizeof *l.pos * (size_t)ids);
 	l.group = ir_arena_alloc(&m->arena, sizeof *l.group * (size_t)ids);
 	l.absorbed = ir_arena_alloc(&m->arena, sizeof *l.absorbed * (size_t)ids);
@@ -1392,7 +1429,8 @@ bool cg_lower(struct cg_plan *p)
 		}
 	}
 	for (int i = 0; i < p->nsteps; i++) {
-		if (cg_target_cuda(p->opt))
+		ok &= target_runs(p, &p->steps[i]);
+		if (p->target->half_libraries)
 			set_ydtype(&p->steps[i]);
 		else
 			stage_half(&l, &p->steps[i]);
@@ -1405,7 +1443,7 @@ bool cg_lower(struct cg_plan *p)
 		memcpy(v, p->vals, sizeof *v * (size_t)nvals);
 		p->vals = v;
 	}
-	return true;
+	return ok;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -69,28 +69,22 @@ struct cg_kernel {
 /* Steps                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* The runtime library calls, from the rows of libcalls.h. */
 enum cg_lib {
-	CG_LIB_GEMM,
-	CG_LIB_CONV,
-	CG_LIB_CONV_TRANSPOSE,
-	CG_LIB_POOL,
-	CG_LIB_SOFTMAX,
-	CG_LIB_LAYERNORM,
-	CG_LIB_INSTNORM,
-	CG_LIB_LRN,
-	CG_LIB_REDUCE,
-	CG_LIB_ARG,
-	CG_LIB_CUMSUM,
-	CG_LIB_COPY,
-	CG_LIB_GATHER,
-	CG_LIB_GATHER_ELEMENTS,
-	CG_LIB_SCATTER_ELEMENTS,
-	CG_LIB_PAD,
-	CG_LIB_TILE,
-	CG_LIB_TRILU,
-	CG_LIB_RESIZE,
+#define CG_LIB(id, ...) CG_LIB_##id,
+#include "libcalls.h"
 	CG_LIB_COUNT
 };
+
+/* A row's desc column: D(m) declares union cg_desc's member m (a struct
+ * rt_<m>_desc), AS(m) uses the member another row declares. */
+#define CG_MEMBER_D(m)  m
+#define CG_MEMBER_AS(m) m
+#define CG_UNION_D(m)   struct rt_##m##_desc m;
+#define CG_UNION_AS(m)
+#define CG_UNPAREN(...) __VA_ARGS__
+#define CG_STR(x)       #x
+#define CG_XSTR(x)      CG_STR(x)
 
 struct cg_stage {
 	int arg;           /* index into args */
@@ -99,24 +93,8 @@ struct cg_stage {
 };
 
 union cg_desc {
-	struct rt_gemm_desc gemm;
-	struct rt_conv_desc conv;
-	struct rt_pool_desc pool;
-	struct rt_softmax_desc softmax;
-	struct rt_layernorm_desc layernorm;
-	struct rt_instnorm_desc instnorm;
-	struct rt_lrn_desc lrn;
-	struct rt_reduce_desc reduce;
-	struct rt_arg_desc arg;
-	struct rt_cumsum_desc cumsum;
-	struct rt_copy_desc copy;
-	struct rt_gather_desc gather;
-	struct rt_gather_elements_desc gather_elements;
-	struct rt_scatter_elements_desc scatter_elements;
-	struct rt_pad_desc pad;
-	struct rt_tile_desc tile;
-	struct rt_trilu_desc trilu;
-	struct rt_resize_desc resize;
+#define CG_LIB(id, desc, ...) CG_UNION_##desc
+#include "libcalls.h"
 };
 
 struct cg_step {
@@ -172,6 +150,9 @@ struct cg_val {
 struct cg_plan {
 	struct ir_module *m;
 	const struct cg_options *opt;
+	/* what runs the plan; cg_lower sets it from opt->target when a plan
+	 * made by hand (the tests) leaves it NULL */
+	const struct cg_target *target;
 	struct ir_arena *arena; /* the module's arena */
 	struct cg_step *steps;
 	int nsteps, cap_steps;
@@ -182,6 +163,7 @@ struct cg_plan {
 	int cast_kernels, casts_fused; /* cg_stats */
 	int64_t plan_work; /* placed blocks the memory planner looked at (tests bound it) */
 	uint64_t model_id;
+	size_t kernel_bytes; /* the generated kernels' code NAME.c embeds (CUDA: the PTX) */
 };
 
 /* lower.c */
@@ -210,9 +192,9 @@ int cg_check_memory(const struct cg_plan *p);
 /* llvm.c: writes path (an object file for the CPU target). */
 bool cg_llvm_emit(const struct cg_plan *p, const char *path, const char *ll_path);
 
-/* emit_c.c */
+/* emit_c.c: NAME.h, and NAME.c in the frame of p->target's emit_source */
 bool cg_emit_header(const struct cg_plan *p, const char *path);
-bool cg_emit_source(const struct cg_plan *p, const char *path, size_t ptx_bytes);
+bool cg_emit_source(const struct cg_plan *p, const char *path);
 
 /* weights.c */
 bool cg_write_weights(const struct cg_plan *p, const char *path);
@@ -229,6 +211,7 @@ bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *sy
                        const void *data, size_t size);
 
 /* build.c */
+bool cg_exists(const char *path);
 bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects);
 /* An object in OUTDIR defining symbol as the bytes of file (a file in
  * OUTDIR), 64-byte aligned, made by the assembler's .incbin: the bytes go

@@ -11,11 +11,14 @@
  * by the model - fused kernels no larger than CG_MAX_KERNEL_OPS, planning
  * work linear in the steps, launch code in functions of bounded length, no
  * recursion as deep as the chain (100,000 nodes, under ASan too) - and a
- * checker that catches an in-place pair moved apart.
+ * checker that catches an in-place pair moved apart. And the tables only
+ * a run can check: every target has every hook (target.h), every library
+ * call of libcalls.h a function and distinct tensors, and a step a target
+ * cannot run is refused naming the node and the target.
  *
  * usage: test_codegen [MODEL.onnx[:dim=N,...]...]
  */
-#include "codegen/plan.h"
+#include "codegen/emit.h"
 #include "frontend/fe.h"
 #include "passes/passes.h"
 #include "testutil.h"
@@ -205,7 +208,7 @@ static void test_long_chain(void)
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);
-	CHECK(cg_emit_source(&p, path, 0));
+	CHECK(cg_emit_source(&p, path));
 	CHECK(longest_function(path) < 2000);
 	unlink(path);
 	ir_module_free(m);
@@ -415,6 +418,98 @@ static void test_wider_not_in_place(void)
 	ir_module_free(m);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Targets and library calls                                                */
+/* ------------------------------------------------------------------------ */
+
+static void test_targets(void)
+{
+	int n = 0;
+	for (const struct cg_target *const *t = cg_targets; *t; t++, n++) {
+		const struct cg_target *g = *t;
+		test_current = g->name;
+		CHECK(g->name && g->rt_prefix && g->rt_ctx);
+		CHECK(g->check_options && g->supports_lib && g->supports_op && g->emit_kernels);
+		CHECK(g->emit_lib_args && g->emit_launch && g->emit_source);
+		CHECK(g->check_runtime && g->link_runtime);
+		CHECK(cg_find_target(g->name) == g);
+		/* every call and op runs on every target today (docs/cuda.md) */
+		for (int l = 0; l < CG_LIB_COUNT; l++)
+			CHECK(g->supports_lib((enum cg_lib)l));
+		for (int o = 0; o < IR_OP_COUNT; o++)
+			CHECK(g->supports_op((enum ir_op)o));
+	}
+	test_current = "targets";
+	CHECK_EQ(n, 2);
+	CHECK(cg_find_target(NULL) == &cg_cpu_target);
+	CHECK(cg_find_target("tpu") == NULL);
+}
+
+static void test_lib_calls(void)
+{
+	for (int l = 0; l < CG_LIB_COUNT; l++) {
+		const struct cg_lib_call *c = &cg_lib_calls[l];
+		unsigned seen = 0;
+		CHECK(c->fn && *c->fn && c->args && c->nargs > 0);
+		for (int i = 0; i < c->nargs; i++) {
+			CHECK(c->args[i] >= 0 && c->args[i] < 8 && !(seen >> c->args[i] & 1));
+			seen |= 1u << c->args[i];
+		}
+	}
+}
+
+static bool never_lib(enum cg_lib lib)
+{
+	(void)lib;
+	return false;
+}
+
+static bool never_op(enum ir_op op)
+{
+	(void)op;
+	return false;
+}
+
+/* Lowers x -> softmax (a library call) -> sigmoid (a kernel) for t; the
+ * diagnostics it gives, in d. */
+static bool lower_for(const struct cg_target *t, struct diag_buf *d)
+{
+	struct ir_ctx ctx;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct cg_plan p = { .opt = &co, .target = t };
+	struct ir_value *x;
+	struct ir_module *m;
+	bool ok;
+	ctx_collect(&ctx, d);
+	m = new_module(&ctx, &x);
+	ir_add_output(m, node1(m, IR_OP_SIGMOID, node1(m, IR_OP_SOFTMAX, x, NULL), NULL));
+	p.m = m;
+	p.arena = &m->arena;
+	ok = pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL) && cg_lower(&p);
+	ir_module_free(m);
+	return ok;
+}
+
+/* A step the target cannot run is an error naming the node and the target. */
+static void test_unsupported(void)
+{
+	struct cg_target t = cg_cpu_target;
+	struct diag_buf d;
+	t.name = "test";
+	CHECK(lower_for(&t, &d));
+	CHECK_EQ((int)d.len, 0);
+	t.supports_lib = never_lib;
+	CHECK(!lower_for(&t, &d));
+	CHECK(strstr(d.text, "error: node '") &&
+	      strstr(d.text, "(softmax): the test target has no library call for it"));
+	t = cg_cpu_target;
+	t.name = "test";
+	t.supports_op = never_op;
+	CHECK(!lower_for(&t, &d));
+	CHECK(strstr(d.text, "(sigmoid): the test target cannot compute it in a generated kernel"));
+	CHECK(!strstr(d.text, "softmax"));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -430,6 +525,11 @@ int main(int argc, char **argv)
 		test_alias_chain();
 		test_current = "wider not in place";
 		test_wider_not_in_place();
+		test_targets();
+		test_current = "library calls";
+		test_lib_calls();
+		test_current = "unsupported";
+		test_unsupported();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
