@@ -11,8 +11,9 @@
  * of what it is asked to do is simpler than its descriptor: a transpose of
  * [N, C, H, W] to [N, H, W, C] is a 3-D copy once H and W are merged, a
  * slice of the last dim is a 2-D copy, an expand is a copy with zero strides.
- * So a copy is first simplified (rt_xfer_simplify, rt_index_move.h): size-1 dims are dropped and
- * neighbours that are contiguous with each other on both sides are merged.
+ * So a copy is first simplified (rt_xfer_simplify, rt_index_move.h):
+ * size-1 dims are dropped and neighbours that are contiguous with each
+ * other on both sides are merged.
  * Because a copy may visit its index space in any order, the dims can also
  * be reordered. What remains is executed as a grid of 2-D blocks over the
  * last two dims, the other dims ("outer") enumerated by an odometer:
