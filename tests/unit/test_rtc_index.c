@@ -1,9 +1,9 @@
 /*
  * test_rtc_index.c - the CUDA kernels' index arithmetic
- * (runtime/cuda/rtc_index.h) against the CPU runtime, on a machine without
- * a GPU.
+ * (runtime/cuda/rtc_index*.h, over the runtime's shared rt_index*.h)
+ * against the CPU runtime, on a machine without a GPU.
  *
- * The kernels address memory only through rtc_index.h. Here the same
+ * The kernels address memory only through those headers. Here the same
  * functions run on the host: each test builds random descriptors, runs the
  * CPU kernel (rt_pool, rt_reduce, rt_copy, ...) and an emulation that
  * visits the outputs the way the CUDA kernels do - the same plans, flat
