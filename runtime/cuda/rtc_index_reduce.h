@@ -33,13 +33,16 @@ RT_HOST int rtc_red_canon(const struct rt_reduce_desc *d, struct rtc_red *r)
 	return 1;
 }
 
-/* Offset of multi-index number j over dims (dividers dv) with strides st. */
+/* Offset of multi-index number j over dims (dividers dv) with strides st:
+ * rt_red_offset's, with a digit per dim decoded by rtc_digit (the small
+ * test stays inside the loop: hoisting it lets nvcc version every loop
+ * that calls this, a quarter more code for the same results). */
 RT_HD int64_t rtc_red_offset(int small, int64_t j, const int64_t *dims, const struct rtc_div *dv,
                              const int64_t *st, int n)
 {
 	int64_t off = 0;
-	if (n == 1 || !small)
-		return rt_red_offset(j, dims, st, n);
+	if (n == 1)
+		return j * st[0];
 	for (int i = n - 1; i >= 0; i--)
 		off += rtc_digit(small, dv[i], dims[i], &j) * st[i];
 	return off;
