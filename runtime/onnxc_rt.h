@@ -9,8 +9,9 @@
  * decisions at run time and allocates nothing while running.
  *
  * No global state: all state hangs off a struct rt_ctx, one per model
- * instance (its threads, its status message). Kernels return 0 or an
- * RT_ERR_* status; they never abort on bad data.
+ * instance (its threads). Kernels return 0 or an RT_ERR_* status; they
+ * never abort on bad data. docs/runtime.md is the contract between the
+ * generated code and the runtime: descriptors, memory, threads, errors.
  *
  * Dtype codes are ONNX TensorProto codes (RT_F32 = 1, ...), a stable public
  * numbering. Shapes are int64. Tensors are dense row-major unless a
@@ -28,7 +29,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Status codes (docs/runtime.md). Stable: never renumbered.                */
+/* Status codes (docs/api.md#status-codes). Stable: never renumbered.       */
 /* ------------------------------------------------------------------------ */
 
 enum rt_status {
@@ -482,7 +483,7 @@ int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x,
 /* ------------------------------------------------------------------------ */
 
 /*
- * The weights file (docs/runtime.md): a 64-byte header - magic "ONNXCWT1",
+ * The weights file (docs/api.md#the-weights-file): a 64-byte header - magic "ONNXCWT1",
  * u64 format version 1, u64 model id, u64 data size, then zeros - followed
  * by the data. The model id is a hash over the weights and the plan, so a
  * weights file of another model (or another compile of a changed model) is

@@ -11,8 +11,9 @@
  * of what it is asked to do is simpler than its descriptor: a transpose of
  * [N, C, H, W] to [N, H, W, C] is a 3-D copy once H and W are merged, a
  * slice of the last dim is a 2-D copy, an expand is a copy with zero strides.
- * So a copy is first simplified (xfer_simplify): size-1 dims are dropped and
- * neighbours that are contiguous with each other on both sides are merged.
+ * So a copy is first simplified (rt_xfer_simplify, rt_index_move.h):
+ * size-1 dims are dropped and neighbours that are contiguous with each
+ * other on both sides are merged.
  * Because a copy may visit its index space in any order, the dims can also
  * be reordered. What remains is executed as a grid of 2-D blocks over the
  * last two dims, the other dims ("outer") enumerated by an odometer:
@@ -46,6 +47,7 @@
  * of their element size).
  */
 #include "onnxc_rt.h"
+#include "rt_index_move.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -64,14 +66,10 @@ typedef uint16_t __attribute__((may_alias)) u16a;
 typedef uint32_t __attribute__((may_alias)) u32a;
 typedef uint64_t __attribute__((may_alias)) u64a;
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Chunks of at least GRAIN_BYTES for work items of item_bytes each. */
 static int64_t grain_for(int64_t item_bytes)
 {
-	return item_bytes >= GRAIN_BYTES ? 1 : ceil_div(GRAIN_BYTES, max64(item_bytes, 1));
+	return item_bytes >= GRAIN_BYTES ? 1 : rt_ceil_div(GRAIN_BYTES, rt_max64(item_bytes, 1));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -288,63 +286,14 @@ struct xfer {
 	char *y;       /* at the first destination element */
 };
 
-/*
- * Drops size-1 dims and merges each dim into its outer neighbour when the
- * two are contiguous with each other in source and destination alike.
- * Returns the element count (0: nothing to copy).
- */
-static int64_t xfer_simplify(struct xfer *t)
-{
-	int k = 0;
-	int64_t total = 1;
-	for (int d = 0; d < t->rank; d++) {
-		if (t->n[d] == 0)
-			return 0;
-		total *= t->n[d];
-		if (t->n[d] == 1)
-			continue;
-		if (k > 0 && t->ss[k - 1] == t->ss[d] * t->n[d] &&
-		    t->ds[k - 1] == t->ds[d] * t->n[d]) {
-			t->n[k - 1] *= t->n[d];
-			t->ss[k - 1] = t->ss[d];
-			t->ds[k - 1] = t->ds[d];
-			continue;
-		}
-		t->n[k] = t->n[d];
-		t->ss[k] = t->ss[d];
-		t->ds[k] = t->ds[d];
-		k++;
-	}
-	t->rank = k;
-	return total;
-}
-
-/*
- * A transpose: the innermost dim is contiguous on one side only, and some
- * other dim is contiguous on the other side. Moves that dim next to the
- * innermost (the copy's order is free) and says whether it found one.
- */
+/* A transpose (rt_xfer_transpose_dim): moves its dim next to the
+ * innermost and says whether it found one. */
 static bool xfer_pick_transpose(struct xfer *t)
 {
-	int last = t->rank - 1, j;
-	bool src_side = t->ds[last] == 1 && t->ss[last] != 1 && t->ss[last] != 0;
-	bool dst_side = t->ss[last] == 1 && t->ds[last] != 1 && t->ds[last] != 0;
-	if (t->rank < 2 || !(src_side || dst_side))
-		return false;
-	for (j = last - 1; j >= 0; j--)
-		if ((src_side ? t->ss[j] : t->ds[j]) == 1)
-			break;
+	int in_x, j = rt_xfer_transpose_dim(t->rank, t->ss, t->ds, &in_x);
 	if (j < 0)
 		return false;
-	int64_t n = t->n[j], ss = t->ss[j], ds = t->ds[j];
-	for (int d = j; d < last - 1; d++) {
-		t->n[d] = t->n[d + 1];
-		t->ss[d] = t->ss[d + 1];
-		t->ds[d] = t->ds[d + 1];
-	}
-	t->n[last - 1] = n;
-	t->ss[last - 1] = ss;
-	t->ds[last - 1] = ds;
+	rt_xfer_move_dim(t->rank, t->n, t->ss, t->ds, j);
 	return true;
 }
 
@@ -398,7 +347,7 @@ static void copy_range(void *arg, int64_t begin, int64_t end)
 		int64_t r0 = rest / p->ncp * p->rlen, c0 = rest % p->ncp * p->clen;
 		copy_block(es, p->t.y + (o.dof + r0 * p->dr + c0 * p->dc) * es, p->dr, p->dc,
 		           p->t.x + (o.so + r0 * p->sr + c0 * p->sc) * es, p->sr, p->sc,
-		           min64(p->rlen, p->rows - r0), min64(p->clen, p->cols - c0));
+		           rt_min64(p->rlen, p->rows - r0), rt_min64(p->clen, p->cols - c0));
 		if (++rest == per_outer) {
 			rest = 0;
 			odo_next(&o, &p->t);
@@ -412,20 +361,20 @@ static void plan_blocks(struct copy_plan *p, bool transpose)
 	int64_t es = p->t.esize, row_bytes = p->cols * es;
 	if (transpose) {
 		/* about TILE*TILE elements, longer along a dim when the other is short */
-		p->clen = min64(p->cols, TILE);
-		p->rlen = min64(p->rows, TILE * TILE / p->clen);
-		p->clen = min64(p->cols, TILE * TILE / p->rlen);
+		p->clen = rt_min64(p->cols, TILE);
+		p->rlen = rt_min64(p->rows, TILE * TILE / p->clen);
+		p->clen = rt_min64(p->cols, TILE * TILE / p->rlen);
 	} else if (row_bytes >= ITEM_BYTES) {
 		p->rlen = 1;
-		p->clen = max64(1, ITEM_BYTES / es);
+		p->clen = rt_max64(1, ITEM_BYTES / es);
 	} else {
 		p->rlen = ITEM_BYTES / row_bytes;
 		p->clen = p->cols;
 	}
-	p->rlen = min64(p->rlen, p->rows);
-	p->clen = min64(p->clen, p->cols);
-	p->nrp = ceil_div(p->rows, p->rlen);
-	p->ncp = ceil_div(p->cols, p->clen);
+	p->rlen = rt_min64(p->rlen, p->rows);
+	p->clen = rt_min64(p->clen, p->cols);
+	p->nrp = rt_ceil_div(p->rows, p->rlen);
+	p->ncp = rt_ceil_div(p->cols, p->clen);
 }
 
 static void xfer_run(struct rt_ctx *ctx, const struct xfer *t0)
@@ -434,12 +383,7 @@ static void xfer_run(struct rt_ctx *ctx, const struct xfer *t0)
 	struct xfer *t = &p.t;
 	int64_t blocks = 1;
 	bool transpose;
-	if (xfer_simplify(t) == 0)
-		return;
-	if (t->rank == 0) { /* a single element */
-		t->rank = 1;
-		t->n[0] = t->ss[0] = t->ds[0] = 1;
-	}
+	t->rank = rt_xfer_simplify(t->rank, t->n, t->ss, t->ds);
 	transpose = xfer_pick_transpose(t);
 	p.cols = t->n[t->rank - 1];
 	p.sc = t->ss[t->rank - 1];
@@ -455,32 +399,13 @@ static void xfer_run(struct rt_ctx *ctx, const struct xfer *t0)
 	rt_parallel(ctx, blocks, grain_for(p.rlen * p.clen * t->esize), copy_range, &p);
 }
 
-/* Element counts of valid dims, -1 for a negative dim or an overflow. */
-static int64_t count_elems(const int64_t *dims, int rank)
-{
-	int64_t n = 1;
-	for (int d = 0; d < rank; d++)
-		if (dims[d] < 0 || __builtin_mul_overflow(n, dims[d], &n))
-			return -1;
-	return n;
-}
-
-static void dense_strides(const int64_t *dims, int rank, int64_t *strides)
-{
-	int64_t s = 1;
-	for (int d = rank - 1; d >= 0; d--) {
-		strides[d] = s;
-		s *= dims[d];
-	}
-}
-
 int rt_copy(struct rt_ctx *ctx, const struct rt_copy_desc *d, const void *x, void *y)
 {
 	struct xfer t = { .esize = d->esize, .rank = d->rank };
 	int64_t total;
 	if (d->esize < 1 || d->rank < 0 || d->rank > 8)
 		return RT_ERR_ARGUMENT;
-	total = count_elems(d->dims, d->rank);
+	total = rt_count(d->dims, d->rank);
 	if (total < 0)
 		return RT_ERR_ARGUMENT;
 	if (total == 0)
@@ -490,7 +415,7 @@ int rt_copy(struct rt_ctx *ctx, const struct rt_copy_desc *d, const void *x, voi
 	memcpy(t.n, d->dims, sizeof *t.n * (size_t)d->rank);
 	memcpy(t.ss, d->strides, sizeof *t.ss * (size_t)d->rank);
 	if (d->dst_dense)
-		dense_strides(d->dims, d->rank, t.ds);
+		rt_dense_strides(d->dims, d->rank, t.ds);
 	else
 		memcpy(t.ds, d->dst_strides, sizeof *t.ds * (size_t)d->rank);
 	t.x = (const char *)x + d->offset * d->esize;
@@ -503,10 +428,10 @@ int rt_tile(struct rt_ctx *ctx, const struct rt_tile_desc *d, const void *x, voi
 {
 	struct xfer t = { .esize = d->esize, .rank = 2 * d->rank, .x = x, .y = y };
 	int64_t xs[8], out[16];
-	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || count_elems(d->in_dims, d->rank) < 0 ||
-	    count_elems(d->repeats, d->rank) < 0)
+	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || rt_count(d->in_dims, d->rank) < 0 ||
+	    rt_count(d->repeats, d->rank) < 0)
 		return RT_ERR_ARGUMENT;
-	dense_strides(d->in_dims, d->rank, xs);
+	rt_dense_strides(d->in_dims, d->rank, xs);
 	/* output dim k is [repeats[k], in_dims[k]]; repeats read the same input */
 	for (int k = 0; k < d->rank; k++) {
 		out[2 * k] = t.n[2 * k] = d->repeats[k];
@@ -514,13 +439,13 @@ int rt_tile(struct rt_ctx *ctx, const struct rt_tile_desc *d, const void *x, voi
 		t.ss[2 * k] = 0;
 		t.ss[2 * k + 1] = xs[k];
 	}
-	if (count_elems(out, t.rank) < 0)
+	if (rt_count(out, t.rank) < 0)
 		return RT_ERR_ARGUMENT;
-	if (count_elems(out, t.rank) == 0)
+	if (rt_count(out, t.rank) == 0)
 		return RT_OK;
 	if (!x || !y)
 		return RT_ERR_ARGUMENT;
-	dense_strides(out, t.rank, t.ds);
+	rt_dense_strides(out, t.rank, t.ds);
 	xfer_run(ctx, &t);
 	return RT_OK;
 }
@@ -584,7 +509,7 @@ static void gather_range(void *arg, int64_t begin, int64_t end)
 	int64_t es = d->esize, row = d->inner * es, off[IDX_BLOCK];
 	for (int64_t it = begin; it < end; it++) {
 		int64_t o = it / g->nblk, j0 = it % g->nblk * IDX_BLOCK;
-		int64_t n = min64(IDX_BLOCK, d->nidx - j0);
+		int64_t n = rt_min64(IDX_BLOCK, d->nidx - j0);
 		const char *src = g->x + o * d->axis * row;
 		char *dst = g->y + (o * d->nidx + j0) * row;
 		load_offsets(g->idx, d->index_dtype, j0, n, d->axis, d->inner, off);
@@ -605,7 +530,7 @@ int rt_gather(struct rt_ctx *ctx, const struct rt_gather_desc *d, const void *x,
 	        ydims[3] = { d->outer, d->nidx, d->inner };
 	int status;
 	if (d->esize < 1 || (d->index_dtype != RT_I32 && d->index_dtype != RT_I64) ||
-	    count_elems(xdims, 3) < 0 || count_elems(ydims, 3) < 0)
+	    rt_count(xdims, 3) < 0 || rt_count(ydims, 3) < 0)
 		return RT_ERR_ARGUMENT;
 	if (d->nidx && !indices)
 		return RT_ERR_ARGUMENT;
@@ -615,9 +540,10 @@ int rt_gather(struct rt_ctx *ctx, const struct rt_gather_desc *d, const void *x,
 		return RT_OK;
 	if (!x || !y)
 		return RT_ERR_ARGUMENT;
-	g.nblk = ceil_div(d->nidx, IDX_BLOCK);
+	g.nblk = rt_ceil_div(d->nidx, IDX_BLOCK);
 	rt_parallel(ctx, d->outer * g.nblk,
-	            grain_for(min64(d->nidx, IDX_BLOCK) * d->inner * d->esize), gather_range, &g);
+	            grain_for(rt_min64(d->nidx, IDX_BLOCK) * d->inner * d->esize), gather_range,
+	            &g);
 	return RT_OK;
 }
 
@@ -643,7 +569,7 @@ static void gather_el_range(void *arg, int64_t begin, int64_t end)
 	int64_t off[IDX_BLOCK], axis_n = d->data_dims[d->axis];
 	for (int64_t it = begin; it < end; it++) {
 		int64_t row = it / g->nblk, c0 = it % g->nblk * IDX_BLOCK, base = 0, r = row;
-		int64_t n = min64(IDX_BLOCK, g->cols - c0), first = row * g->cols + c0;
+		int64_t n = rt_min64(IDX_BLOCK, g->cols - c0), first = row * g->cols + c0;
 		for (int k = last - 1; k >= 0; k--) {
 			if (k != d->axis)
 				base += r % d->index_dims[k] * g->xs[k];
@@ -664,8 +590,7 @@ int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc 
 	int status;
 	if (d->esize < 1 || (d->index_dtype != RT_I32 && d->index_dtype != RT_I64) || d->rank < 1 ||
 	    d->rank > 8 || d->axis < 0 || d->axis >= d->rank ||
-	    count_elems(d->data_dims, d->rank) < 0 ||
-	    (total = count_elems(d->index_dims, d->rank)) < 0)
+	    rt_count(d->data_dims, d->rank) < 0 || (total = rt_count(d->index_dims, d->rank)) < 0)
 		return RT_ERR_ARGUMENT;
 	/* positions beyond the data outside the axis have nothing to read */
 	for (int k = 0; k < d->rank; k++)
@@ -679,10 +604,10 @@ int rt_gather_elements(struct rt_ctx *ctx, const struct rt_gather_elements_desc 
 		return RT_OK;
 	if (!x || !y)
 		return RT_ERR_ARGUMENT;
-	dense_strides(d->data_dims, d->rank, g.xs);
+	rt_dense_strides(d->data_dims, d->rank, g.xs);
 	g.cols = d->index_dims[d->rank - 1];
-	g.nblk = ceil_div(g.cols, IDX_BLOCK);
-	rt_parallel(ctx, total / g.cols * g.nblk, grain_for(min64(g.cols, IDX_BLOCK) * d->esize),
+	g.nblk = rt_ceil_div(g.cols, IDX_BLOCK);
+	rt_parallel(ctx, total / g.cols * g.nblk, grain_for(rt_min64(g.cols, IDX_BLOCK) * d->esize),
 	            gather_el_range, &g);
 	return RT_OK;
 }
@@ -821,7 +746,7 @@ static void scatter_range(void *arg, int64_t begin, int64_t end)
 	int64_t ioff[IDX_BLOCK], off[IDX_BLOCK], dst[IDX_BLOCK];
 	for (int64_t it = begin; it < end; it++) {
 		int64_t o = it / g->nblk, i0 = it % g->nblk * IDX_BLOCK, base = 0, r = o;
-		int64_t n = min64(IDX_BLOCK, g->inner - i0), dig[8] = { 0 };
+		int64_t n = rt_min64(IDX_BLOCK, g->inner - i0), dig[8] = { 0 };
 		for (int k = axis - 1; k >= 0; k--) {
 			base += r % d->index_dims[k] * g->xs[k];
 			r /= d->index_dims[k];
@@ -863,8 +788,8 @@ int rt_scatter_elements(struct rt_ctx *ctx, const struct rt_scatter_elements_des
 	    d->rank > 8 || d->axis < 0 || d->axis >= d->rank || d->reduction < RT_SCATTER_NONE ||
 	    d->reduction > RT_SCATTER_MIN ||
 	    (d->reduction != RT_SCATTER_NONE && d->dtype == RT_BOOL) ||
-	    (nx = count_elems(d->data_dims, d->rank)) < 0 ||
-	    (total = count_elems(d->index_dims, d->rank)) < 0)
+	    (nx = rt_count(d->data_dims, d->rank)) < 0 ||
+	    (total = rt_count(d->index_dims, d->rank)) < 0)
 		return RT_ERR_ARGUMENT;
 	/* positions beyond the data outside the axis have nowhere to go */
 	for (int k = 0; k < d->rank; k++)
@@ -886,11 +811,11 @@ int rt_scatter_elements(struct rt_ctx *ctx, const struct rt_scatter_elements_des
 	}
 	if (total == 0)
 		return RT_OK;
-	dense_strides(d->data_dims, d->rank, g.xs);
+	rt_dense_strides(d->data_dims, d->rank, g.xs);
 	for (int k = 0; k < d->rank; k++)
 		*(k < d->axis ? &g.outer : k > d->axis ? &g.inner : &g.na) *= d->index_dims[k];
-	g.nblk = ceil_div(g.inner, IDX_BLOCK);
-	rt_parallel(ctx, g.outer * g.nblk, grain_for(min64(g.inner, IDX_BLOCK) * g.na * g.es),
+	g.nblk = rt_ceil_div(g.inner, IDX_BLOCK);
+	rt_parallel(ctx, g.outer * g.nblk, grain_for(rt_min64(g.inner, IDX_BLOCK) * g.na * g.es),
 	            scatter_range, &g);
 	return RT_OK;
 }
@@ -908,63 +833,13 @@ struct pad_job {
 	const unsigned char *value;
 };
 
-/* The input coordinate of padded coordinate i (in [0, n) unless constant
- * mode says outside: -1). Reflection is periodic so that any pad stays in
- * range; for pads smaller than n it is ONNX's single reflection. */
-static int64_t pad_source(int mode, int64_t i, int64_t n)
-{
-	if (i >= 0 && i < n)
-		return i;
-	if (mode == RT_PAD_CONSTANT || n == 0)
-		return -1;
-	if (mode == RT_PAD_EDGE || n == 1)
-		return i < 0 ? 0 : n - 1;
-	int64_t period = 2 * (n - 1);
-	i %= period;
-	if (i < 0)
-		i += period;
-	return i < n ? i : period - i;
-}
-
-/*
- * Merges dims the pad leaves alone into their outer neighbour (constant mode
- * only: there a padded slab of the merged dim is contiguous) and drops
- * untouched size-1 dims.
- */
-static void pad_simplify(struct pad_job *p)
-{
-	int k = 0;
-	for (int d = 0; d < p->rank; d++) {
-		bool untouched = p->out[d] == p->in[d] && p->pb[d] == 0;
-		if (untouched && p->in[d] == 1)
-			continue;
-		if (untouched && k > 0 && p->mode == RT_PAD_CONSTANT) {
-			p->in[k - 1] *= p->in[d];
-			p->out[k - 1] *= p->in[d];
-			p->pb[k - 1] *= p->in[d];
-			continue;
-		}
-		p->in[k] = p->in[d];
-		p->out[k] = p->out[d];
-		p->pb[k] = p->pb[d];
-		k++;
-	}
-	if (k == 0) { /* all of it untouched: one plain row */
-		p->in[0] = p->out[0] = 1;
-		p->pb[0] = 0;
-		k = 1;
-	}
-	p->rank = k;
-	dense_strides(p->in, k, p->xs);
-}
-
 /* Edge or reflect border columns [lo, hi): a few elements, mapped one by one. */
 static void pad_border(const struct pad_job *p, char *dst, const char *src, int64_t lo, int64_t hi)
 {
 	int last = p->rank - 1, es = p->esize;
 	for (int64_t c = lo; c < hi; c++)
-		memcpy(dst + c * es, src + pad_source(p->mode, c - p->pb[last], p->in[last]) * es,
-		       (size_t)es);
+		memcpy(dst + c * es,
+		       src + rt_pad_source(p->mode, c - p->pb[last], p->in[last]) * es, (size_t)es);
 }
 
 /* Output columns [lo, hi) of one row: src is the input row, NULL when the
@@ -973,7 +848,7 @@ static void pad_columns(const struct pad_job *p, char *dst, const char *src, int
 {
 	int last = p->rank - 1, es = p->esize;
 	int64_t n = p->in[last], pb = p->pb[last];
-	int64_t m0 = min64(max64(pb, lo), hi), m1 = max64(min64(pb + n, hi), m0);
+	int64_t m0 = rt_min64(rt_max64(pb, lo), hi), m1 = rt_max64(rt_min64(pb + n, hi), m0);
 	if (!src) {
 		fill_elems(es, dst + lo * es, p->value, hi - lo);
 		return;
@@ -997,14 +872,14 @@ static void pad_range(void *arg, int64_t begin, int64_t end)
 		int64_t row = it / p->ncp, lo = it % p->ncp * p->clen, r = row, so = 0;
 		bool inside = true;
 		for (int k = last - 1; k >= 0; k--) {
-			int64_t i = pad_source(p->mode, r % p->out[k] - p->pb[k], p->in[k]);
+			int64_t i = rt_pad_source(p->mode, r % p->out[k] - p->pb[k], p->in[k]);
 			r /= p->out[k];
 			inside = inside && i >= 0;
 			so += i * p->xs[k];
 		}
 		pad_columns(p, p->y + row * p->cols * p->esize,
 		            inside && p->in[last] ? p->x + so * p->esize : NULL, lo,
-		            min64(lo + p->clen, p->cols));
+		            rt_min64(lo + p->clen, p->cols));
 	}
 }
 
@@ -1017,28 +892,20 @@ int rt_pad(struct rt_ctx *ctx, const struct rt_pad_desc *d, const void *x, void 
 		             .y = y,
 		             .value = d->value };
 	int64_t total;
-	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || d->mode < RT_PAD_CONSTANT ||
-	    d->mode > RT_PAD_EDGE || d->esize > 8) /* value holds 8 bytes */
+	if (rt_pad_shape(d, p.in, p.out, p.pb) != RT_OK)
 		return RT_ERR_ARGUMENT;
-	for (int k = 0; k < d->rank; k++) {
-		p.in[k] = d->in_dims[k];
-		p.pb[k] = d->pads[k];
-		if (p.in[k] < 0 || __builtin_add_overflow(p.in[k], d->pads[k], &p.out[k]) ||
-		    __builtin_add_overflow(p.out[k], d->pads[d->rank + k], &p.out[k]) ||
-		    p.out[k] < 0)
-			return RT_ERR_ARGUMENT;
-	}
-	if ((total = count_elems(p.out, d->rank)) <= 0 || count_elems(p.in, d->rank) < 0)
+	if ((total = rt_count(p.out, d->rank)) <= 0 || rt_count(p.in, d->rank) < 0)
 		return total < 0 ? RT_ERR_ARGUMENT : RT_OK;
 	if (!x || !y)
 		return RT_ERR_ARGUMENT;
 	/* edge or reflect padding of an empty input has nothing to repeat */
-	if (count_elems(p.in, d->rank) == 0)
+	if (rt_count(p.in, d->rank) == 0)
 		p.mode = RT_PAD_CONSTANT;
-	pad_simplify(&p);
+	p.rank = rt_pad_simplify(p.rank, p.mode, p.in, p.out, p.pb);
+	rt_dense_strides(p.in, p.rank, p.xs);
 	p.cols = p.out[p.rank - 1];
-	p.clen = min64(p.cols, max64(1, ITEM_BYTES / d->esize));
-	p.ncp = ceil_div(p.cols, p.clen);
+	p.clen = rt_min64(p.cols, rt_max64(1, ITEM_BYTES / d->esize));
+	p.ncp = rt_ceil_div(p.cols, p.clen);
 	rt_parallel(ctx, total / p.cols * p.ncp, grain_for(p.clen * d->esize), pad_range, &p);
 	return RT_OK;
 }
@@ -1058,14 +925,12 @@ static void trilu_range(void *arg, int64_t begin, int64_t end)
 	const struct trilu_job *j = arg;
 	const struct rt_trilu_desc *d = j->d;
 	int64_t es = d->esize, row = d->cols * es;
-	/* k beyond the matrix keeps all or nothing: clamping avoids overflow */
-	int64_t k = min64(max64(d->k, -d->rows - 1), d->cols + 1);
+	int64_t k = rt_trilu_k(d);
 	for (int64_t it = begin; it < end; it++) {
 		int64_t r = it % d->rows, c0, c1; /* keep columns [c0, c1) */
 		const char *x = j->x + it * row;
 		char *y = j->y + it * row;
-		c0 = d->upper ? min64(max64(r + k, 0), d->cols) : 0;
-		c1 = d->upper ? d->cols : min64(max64(r + k + 1, 0), d->cols);
+		rt_trilu_cols(d->upper, k, r, d->cols, &c0, &c1);
 		memset(y, 0, (size_t)(c0 * es));
 		if (x != y) /* in place, the kept part is already there */
 			memcpy(y + c0 * es, x + c0 * es, (size_t)((c1 - c0) * es));
@@ -1077,9 +942,9 @@ int rt_trilu(struct rt_ctx *ctx, const struct rt_trilu_desc *d, const void *x, v
 {
 	struct trilu_job j = { d, x, y };
 	int64_t dims[4] = { d->batch, d->rows, d->cols, d->esize };
-	if (d->esize < 1 || count_elems(dims, 4) < 0)
+	if (d->esize < 1 || rt_count(dims, 4) < 0)
 		return RT_ERR_ARGUMENT;
-	if (count_elems(dims, 3) == 0)
+	if (rt_count(dims, 3) == 0)
 		return RT_OK;
 	if (!x || !y)
 		return RT_ERR_ARGUMENT;

@@ -40,6 +40,7 @@
  * pairwise.
  */
 #include "onnxc_rt.h"
+#include "rt_index_pool.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -47,62 +48,14 @@
 #define TMPW  512   /* elements of the separable path's row buffer */
 #define GRAIN 16384 /* taps per parallel chunk, at least */
 
-/* What a window computes: max, or a sum of x, |x|, x^2 or |x|^p. */
-enum mode { M_MAX, M_AVG, M_ABS, M_SQ, M_POW };
-
-/* The geometry with three spatial dimensions (leading ones of size 1). */
-struct geom {
-	int64_t in[3], k[3], out[3], st[3], dil[3], pb[3], pe[3];
-	int64_t nin; /* input elements per channel */
-};
-
 struct pool_job {
-	struct geom g;
-	enum mode mode;
+	struct rt_pool_geom g;
+	int mode; /* enum rt_pool_mode */
 	int p, count_pad, storage_order;
 	const void *x;
 	void *y;
 	int64_t *idx;
 };
-
-/* The taps j in [j0, j1) of a window whose coordinates start + j*dil lie
- * in [lo, hi). */
-struct taps {
-	int64_t start, j0, j1;
-};
-
-static void taps_in(const struct geom *g, int d, int64_t o, int64_t lo, int64_t hi, struct taps *t)
-{
-	int64_t s = o * g->st[d] - g->pb[d], dil = g->dil[d], k = g->k[d], j0, j1;
-	if (dil == 1) { /* the usual case, without divisions */
-		j0 = lo - s > 0 ? lo - s : 0;
-		j1 = hi - s > 0 ? hi - s : 0;
-	} else {
-		j0 = s >= lo ? 0 : (lo - s + dil - 1) / dil;
-		j1 = s >= hi ? 0 : (hi - s + dil - 1) / dil;
-	}
-	t->start = s;
-	t->j0 = j0 < k ? j0 : k;
-	t->j1 = j1 < k ? j1 : k;
-	if (t->j1 < t->j0)
-		t->j1 = t->j0;
-}
-
-/* The valid taps of output o in dimension d. */
-static void valid_taps(const struct geom *g, int d, int64_t o, struct taps *t)
-{
-	taps_in(g, d, o, 0, g->in[d], t);
-}
-
-/* The divisor's share of dimension d for average pooling. */
-static int64_t tap_count(const struct pool_job *jb, int d, int64_t o, const struct taps *valid)
-{
-	struct taps t;
-	if (!jb->count_pad)
-		return valid->j1 - valid->j0;
-	taps_in(&jb->g, d, o, -jb->g.pb[d], jb->g.in[d] + jb->g.pe[d], &t);
-	return t.j1 - t.j0;
-}
 
 /*
  * What an output row u shares: its channel, the valid taps of its window in
@@ -110,30 +63,19 @@ static int64_t tap_count(const struct pool_job *jb, int d, int64_t o, const stru
  */
 struct row {
 	int64_t c;
-	struct taps t0, t1;
+	struct rt_pool_taps t0, t1;
 	int64_t cnt01;
 };
 
 static void row_of(const struct pool_job *jb, int64_t u, struct row *r)
 {
-	const struct geom *g = &jb->g;
+	const struct rt_pool_geom *g = &jb->g;
 	int64_t plane = g->out[0] * g->out[1], o0 = u % plane / g->out[1], o1 = u % g->out[1];
 	r->c = u / plane;
-	valid_taps(g, 0, o0, &r->t0);
-	valid_taps(g, 1, o1, &r->t1);
-	r->cnt01 = tap_count(jb, 0, o0, &r->t0) * tap_count(jb, 1, o1, &r->t1);
-}
-
-/* The flat index ONNX reports for input offset at of channel c. */
-static int64_t index_of(const struct pool_job *jb, int64_t c, int64_t at)
-{
-	const struct geom *g = &jb->g;
-	if (jb->storage_order) { /* column-major: the only case that needs divisions */
-		int64_t i2 = at % g->in[2], i1 = at / g->in[2] % g->in[1],
-		        i0 = at / (g->in[1] * g->in[2]);
-		at = i0 + g->in[0] * (i1 + g->in[1] * i2);
-	}
-	return c * g->nin + at;
+	rt_pool_valid_taps(g, 0, o0, &r->t0);
+	rt_pool_valid_taps(g, 1, o1, &r->t1);
+	r->cnt01 = rt_pool_tap_count(&jb->g, jb->count_pad, 0, o0, &r->t0) *
+	           rt_pool_tap_count(&jb->g, jb->count_pad, 1, o1, &r->t1);
 }
 
 /*
@@ -143,7 +85,7 @@ static int64_t index_of(const struct pool_job *jb, int64_t c, int64_t at)
  */
 static void interior(const struct pool_job *jb, int64_t q0, int64_t q1, int64_t *ia, int64_t *ib)
 {
-	const struct geom *g = &jb->g;
+	const struct rt_pool_geom *g = &jb->g;
 	int64_t s = g->st[2], pb = g->pb[2], last = g->in[2] - 1 + pb - (g->k[2] - 1) * g->dil[2];
 	int64_t a = pb > 0 ? (pb + s - 1) / s : 0, b = last >= 0 ? last / s + 1 : 0;
 	*ia = a > q0 ? a : q0;
@@ -170,206 +112,214 @@ static void interior(const struct pool_job *jb, int64_t q0, int64_t q1, int64_t 
  *   S##_sep     the separable path for output row u
  *   S##_direct  the direct path for output row u, with indices
  */
-#define POOL_FNS(S, T, LOWEST, ABS, POW, SQRT)                                                     \
-	static T S##_term(enum mode m, T v, int p)                                                 \
-	{                                                                                          \
-		switch (m) {                                                                       \
-		case M_ABS: return ABS(v);                                                         \
-		case M_SQ: return v * v;                                                           \
-		case M_POW: return (T)POW(ABS(v), p);                                              \
-		default: return v;                                                                 \
-		}                                                                                  \
-	}                                                                                          \
-	static T S##_finish(enum mode m, T acc, int64_t count, int p)                              \
-	{                                                                                          \
-		switch (m) {                                                                       \
-		case M_AVG: return acc / (T)count;                                                 \
-		case M_SQ: return (T)SQRT(acc);                                                    \
-		case M_POW: return (T)POW(acc, (T)1 / (T)p);                                       \
-		default: return acc;                                                               \
-		}                                                                                  \
-	}                                                                                          \
-	static void S##_vert(enum mode m, int p, T *restrict tmp, const T *restrict r, int64_t n)  \
-	{                                                                                          \
-		switch (m) {                                                                       \
-		case M_MAX:                                                                        \
-			for (int64_t i = 0; i < n; i++)                                            \
-				tmp[i] = MAX_OP(tmp[i], r[i]);                                     \
-			break;                                                                     \
-		case M_AVG:                                                                        \
-			for (int64_t i = 0; i < n; i++)                                            \
-				tmp[i] += r[i];                                                    \
-			break;                                                                     \
-		case M_SQ:                                                                         \
-			for (int64_t i = 0; i < n; i++)                                            \
-				tmp[i] += r[i] * r[i];                                             \
-			break;                                                                     \
-		default:                                                                           \
-			for (int64_t i = 0; i < n; i++)                                            \
-				tmp[i] += S##_term(m, r[i], p);                                    \
-		}                                                                                  \
-	}                                                                                          \
-	static T S##_edge(const struct pool_job *jb, const T *tmp, int64_t lo, int64_t o2,         \
-	                  int64_t cnt01)                                                           \
-	{                                                                                          \
-		const struct geom *g = &jb->g;                                                     \
-		struct taps t;                                                                     \
-		T acc = jb->mode == M_MAX ? LOWEST : 0;                                            \
-		int64_t b, dil = g->dil[2];                                                        \
-		valid_taps(g, 2, o2, &t);                                                          \
-		b = t.start - lo;                                                                  \
-		for (int64_t j = t.j0; j < t.j1; j++)                                              \
-			acc = jb->mode == M_MAX ? MAX_OP(acc, tmp[b + j * dil])                    \
-			                        : acc + tmp[b + j * dil];                          \
-		return S##_finish(jb->mode, acc, cnt01 * tap_count(jb, 2, o2, &t), jb->p);         \
-	}                                                                                          \
-	static void S##_inner(const struct pool_job *jb, const T *tmp, int64_t n, int64_t count,   \
-	                      T *restrict y)                                                       \
-	{                                                                                          \
-		const struct geom *g = &jb->g;                                                     \
-		int64_t s = g->st[2], d = g->dil[2];                                               \
-		T acc[TMPW];                                                                       \
-		for (int64_t i = 0; i < n; i++)                                                    \
-			acc[i] = tmp[i * s];                                                       \
-		for (int64_t j = 1; j < g->k[2]; j++) {                                            \
-			const T *r = tmp + j * d;                                                  \
-			if (jb->mode == M_MAX)                                                     \
-				for (int64_t i = 0; i < n; i++)                                    \
-					acc[i] = MAX_OP(acc[i], r[i * s]);                         \
-			else                                                                       \
-				for (int64_t i = 0; i < n; i++)                                    \
-					acc[i] += r[i * s];                                        \
-		}                                                                                  \
-		if (jb->mode == M_MAX)                                                             \
-			for (int64_t i = 0; i < n; i++)                                            \
-				y[i] = acc[i];                                                     \
-		else if (jb->mode == M_AVG)                                                        \
-			for (int64_t i = 0; i < n; i++)                                            \
-				y[i] = acc[i] / (T)count;                                          \
-		else                                                                               \
-			for (int64_t i = 0; i < n; i++)                                            \
-				y[i] = S##_finish(jb->mode, acc[i], count, jb->p);                 \
-	}                                                                                          \
-	static void S##_sep(const struct pool_job *jb, int64_t u)                                  \
-	{                                                                                          \
-		const struct geom *g = &jb->g;                                                     \
-		int64_t per = (TMPW - 1 - (g->k[2] - 1) * g->dil[2]) / g->st[2] + 1, ia, ib;       \
-		struct row rw;                                                                     \
-		T tmp[TMPW], init = jb->mode == M_MAX ? LOWEST : 0;                                \
-		T *y = (T *)jb->y + u * g->out[2];                                                 \
-		const T *x;                                                                        \
-		row_of(jb, u, &rw);                                                                \
-		x = (const T *)jb->x + rw.c * g->nin;                                              \
-		for (int64_t q0 = 0; q0 < g->out[2]; q0 += per) {                                  \
-			int64_t q1 = q0 + per < g->out[2] ? q0 + per : g->out[2];                  \
-			int64_t lo = q0 * g->st[2] - g->pb[2];                                     \
-			int64_t hi =                                                               \
-			        (q1 - 1) * g->st[2] - g->pb[2] + (g->k[2] - 1) * g->dil[2] + 1;    \
-			lo = lo > 0 ? lo : 0;                                                      \
-			hi = hi < g->in[2] ? hi : g->in[2];                                        \
-			hi = hi > lo ? hi : lo;                                                    \
-			for (int64_t i = 0; i < hi - lo; i++)                                      \
-				tmp[i] = init;                                                     \
-			for (int64_t j0 = rw.t0.j0; j0 < rw.t0.j1; j0++)                           \
-				for (int64_t j1 = rw.t1.j0; j1 < rw.t1.j1; j1++) {                 \
-					int64_t i0 = rw.t0.start + j0 * g->dil[0];                 \
-					int64_t i1 = rw.t1.start + j1 * g->dil[1];                 \
-					S##_vert(jb->mode, jb->p, tmp,                             \
-					         x + (i0 * g->in[1] + i1) * g->in[2] + lo,         \
-					         hi - lo);                                         \
-				}                                                                  \
-			interior(jb, q0, q1, &ia, &ib);                                            \
-			for (int64_t o2 = q0; o2 < ia; o2++)                                       \
-				y[o2] = S##_edge(jb, tmp, lo, o2, rw.cnt01);                       \
-			if (ib > ia)                                                               \
-				S##_inner(jb, tmp + ia * g->st[2] - g->pb[2] - lo, ib - ia,        \
-				          rw.cnt01 * g->k[2], y + ia);                             \
-			for (int64_t o2 = ib; o2 < q1; o2++)                                       \
-				y[o2] = S##_edge(jb, tmp, lo, o2, rw.cnt01);                       \
-		}                                                                                  \
-	}                                                                                          \
-	static void S##_max_run(const struct pool_job *jb, const struct row *rw, const T *x,       \
-	                        int64_t q, int64_t n, T *y, int64_t *idx)                          \
-	{                                                                                          \
-		const struct geom *g = &jb->g;                                                     \
-		int64_t s = g->st[2];                                                              \
-		int32_t at[RUN], o32[RUN];                                                         \
-		T best[RUN], v[RUN];                                                               \
-		for (int64_t l = 0; l < RUN; l++) /* lanes past n compute unused results */        \
-			v[l] = best[l] = LOWEST, at[l] = -1, o32[l] = (int32_t)(l * s);            \
-		for (int64_t j0 = rw->t0.j0; j0 < rw->t0.j1; j0++)                                 \
-			for (int64_t j1 = rw->t1.j0; j1 < rw->t1.j1; j1++)                         \
-				for (int64_t j2 = 0; j2 < g->k[2]; j2++) {                         \
-					int32_t off =                                              \
-					        (int32_t)(((rw->t0.start + j0 * g->dil[0]) *       \
-					                           g->in[1] +                      \
-					                   rw->t1.start + j1 * g->dil[1]) *        \
-					                          g->in[2] +                       \
-					                  q * s - g->pb[2] + j2 * g->dil[2]);      \
-					for (int64_t l = 0; l < n; l++)                            \
-						v[l] = x[off + l * s];                             \
-					for (int64_t l = 0; l < RUN; l++) {                        \
-						bool take =                                        \
-						        (at[l] < 0) | (v[l] > best[l]) |           \
-						        ((v[l] != v[l]) & (best[l] == best[l]));   \
-						best[l] = take ? v[l] : best[l];                   \
-						at[l] = take ? off + o32[l] : at[l];               \
-					}                                                          \
-				}                                                                  \
-		for (int64_t l = 0; l < n; l++)                                                    \
-			y[l] = best[l];                                                            \
-		if (idx)                                                                           \
-			for (int64_t l = 0; l < n; l++)                                            \
-				idx[l] = at[l] < 0 ? 0 : index_of(jb, rw->c, at[l]);               \
-	}                                                                                          \
-	static void S##_direct(const struct pool_job *jb, int64_t u)                               \
-	{                                                                                          \
-		const struct geom *g = &jb->g;                                                     \
-		struct row rw;                                                                     \
-		struct taps t2;                                                                    \
-		T *y = (T *)jb->y + u * g->out[2];                                                 \
-		int64_t *idx = jb->idx ? jb->idx + u * g->out[2] : NULL, ia = 0, ib = 0;           \
-		const T *x;                                                                        \
-		row_of(jb, u, &rw);                                                                \
-		x = (const T *)jb->x + rw.c * g->nin;                                              \
-		if (jb->mode == M_MAX && rw.t0.j1 > rw.t0.j0 && rw.t1.j1 > rw.t1.j0 &&             \
-		    g->nin + RUN * g->st[2] <= INT32_MAX) { /* offsets fit max_run's int32 */      \
-			interior(jb, 0, g->out[2], &ia, &ib);                                      \
-			for (int64_t q = ia; q < ib; q += RUN)                                     \
-				S##_max_run(jb, &rw, x, q, ib - q < RUN ? ib - q : RUN, y + q,     \
-				            idx ? idx + q : NULL);                                 \
-		}                                                                                  \
-		for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                       \
-			T best = LOWEST, sum = 0;                                                  \
-			if (o2 == ia && ib > ia) {                                                 \
-				o2 = ib - 1; /* done by S##_max_run */                             \
-				continue;                                                          \
-			}                                                                          \
-			int64_t at = -1;                                                           \
-			valid_taps(g, 2, o2, &t2);                                                 \
-			for (int64_t j0 = rw.t0.j0; j0 < rw.t0.j1; j0++)                           \
-				for (int64_t j1 = rw.t1.j0; j1 < rw.t1.j1; j1++)                   \
-					for (int64_t j2 = t2.j0; j2 < t2.j1; j2++) {               \
-						int64_t off = ((rw.t0.start + j0 * g->dil[0]) *    \
-						                       g->in[1] +                  \
-						               rw.t1.start + j1 * g->dil[1]) *     \
-						                      g->in[2] +                   \
-						              t2.start + j2 * g->dil[2];           \
-						T v = x[off];                                      \
-						bool take = (at < 0) | (v > best) |                \
-						            ((v != v) & (best == best));           \
-						if (jb->mode != M_MAX)                             \
-							sum += S##_term(jb->mode, v, jb->p);       \
-						best = take ? v : best;                            \
-						at = take ? off : at;                              \
-					}                                                          \
-			y[o2] = jb->mode == M_MAX                                                  \
-			                ? best                                                     \
-			                : S##_finish(jb->mode, sum,                                \
-			                             rw.cnt01 * tap_count(jb, 2, o2, &t2), jb->p); \
-			if (jb->idx)                                                               \
-				jb->idx[u * g->out[2] + o2] = at < 0 ? 0 : index_of(jb, rw.c, at); \
-		}                                                                                  \
+#define POOL_FNS(S, T, LOWEST, ABS, POW, SQRT)                                                   \
+	static T S##_term(int m, T v, int p)                                                     \
+	{                                                                                        \
+		switch (m) {                                                                     \
+		case RT_PM_ABS: return ABS(v);                                                   \
+		case RT_PM_SQ: return v * v;                                                     \
+		case RT_PM_POW: return (T)POW(ABS(v), p);                                        \
+		default: return v;                                                               \
+		}                                                                                \
+	}                                                                                        \
+	static T S##_finish(int m, T acc, int64_t count, int p)                                  \
+	{                                                                                        \
+		switch (m) {                                                                     \
+		case RT_PM_AVG: return acc / (T)count;                                           \
+		case RT_PM_SQ: return (T)SQRT(acc);                                              \
+		case RT_PM_POW: return (T)POW(acc, (T)1 / (T)p);                                 \
+		default: return acc;                                                             \
+		}                                                                                \
+	}                                                                                        \
+	static void S##_vert(int m, int p, T *restrict tmp, const T *restrict r, int64_t n)      \
+	{                                                                                        \
+		switch (m) {                                                                     \
+		case RT_PM_MAX:                                                                  \
+			for (int64_t i = 0; i < n; i++)                                          \
+				tmp[i] = MAX_OP(tmp[i], r[i]);                                   \
+			break;                                                                   \
+		case RT_PM_AVG:                                                                  \
+			for (int64_t i = 0; i < n; i++)                                          \
+				tmp[i] += r[i];                                                  \
+			break;                                                                   \
+		case RT_PM_SQ:                                                                   \
+			for (int64_t i = 0; i < n; i++)                                          \
+				tmp[i] += r[i] * r[i];                                           \
+			break;                                                                   \
+		default:                                                                         \
+			for (int64_t i = 0; i < n; i++)                                          \
+				tmp[i] += S##_term(m, r[i], p);                                  \
+		}                                                                                \
+	}                                                                                        \
+	static T S##_edge(const struct pool_job *jb, const T *tmp, int64_t lo, int64_t o2,       \
+	                  int64_t cnt01)                                                         \
+	{                                                                                        \
+		const struct rt_pool_geom *g = &jb->g;                                           \
+		struct rt_pool_taps t;                                                           \
+		T acc = jb->mode == RT_PM_MAX ? LOWEST : 0;                                      \
+		int64_t b, dil = g->dil[2];                                                      \
+		rt_pool_valid_taps(g, 2, o2, &t);                                                \
+		b = t.start - lo;                                                                \
+		for (int64_t j = t.j0; j < t.j1; j++)                                            \
+			acc = jb->mode == RT_PM_MAX ? MAX_OP(acc, tmp[b + j * dil])              \
+			                            : acc + tmp[b + j * dil];                    \
+		return S##_finish(jb->mode, acc,                                                 \
+		                  cnt01 * rt_pool_tap_count(&jb->g, jb->count_pad, 2, o2, &t),   \
+		                  jb->p);                                                        \
+	}                                                                                        \
+	static void S##_inner(const struct pool_job *jb, const T *tmp, int64_t n, int64_t count, \
+	                      T *restrict y)                                                     \
+	{                                                                                        \
+		const struct rt_pool_geom *g = &jb->g;                                           \
+		int64_t s = g->st[2], d = g->dil[2];                                             \
+		T acc[TMPW];                                                                     \
+		for (int64_t i = 0; i < n; i++)                                                  \
+			acc[i] = tmp[i * s];                                                     \
+		for (int64_t j = 1; j < g->k[2]; j++) {                                          \
+			const T *r = tmp + j * d;                                                \
+			if (jb->mode == RT_PM_MAX)                                               \
+				for (int64_t i = 0; i < n; i++)                                  \
+					acc[i] = MAX_OP(acc[i], r[i * s]);                       \
+			else                                                                     \
+				for (int64_t i = 0; i < n; i++)                                  \
+					acc[i] += r[i * s];                                      \
+		}                                                                                \
+		if (jb->mode == RT_PM_MAX)                                                       \
+			for (int64_t i = 0; i < n; i++)                                          \
+				y[i] = acc[i];                                                   \
+		else if (jb->mode == RT_PM_AVG)                                                  \
+			for (int64_t i = 0; i < n; i++)                                          \
+				y[i] = acc[i] / (T)count;                                        \
+		else                                                                             \
+			for (int64_t i = 0; i < n; i++)                                          \
+				y[i] = S##_finish(jb->mode, acc[i], count, jb->p);               \
+	}                                                                                        \
+	static void S##_sep(const struct pool_job *jb, int64_t u)                                \
+	{                                                                                        \
+		const struct rt_pool_geom *g = &jb->g;                                           \
+		int64_t per = (TMPW - 1 - (g->k[2] - 1) * g->dil[2]) / g->st[2] + 1, ia, ib;     \
+		struct row rw;                                                                   \
+		T tmp[TMPW], init = jb->mode == RT_PM_MAX ? LOWEST : 0;                          \
+		T *y = (T *)jb->y + u * g->out[2];                                               \
+		const T *x;                                                                      \
+		row_of(jb, u, &rw);                                                              \
+		x = (const T *)jb->x + rw.c * g->nin;                                            \
+		for (int64_t q0 = 0; q0 < g->out[2]; q0 += per) {                                \
+			int64_t q1 = q0 + per < g->out[2] ? q0 + per : g->out[2];                \
+			int64_t lo = q0 * g->st[2] - g->pb[2];                                   \
+			int64_t hi =                                                             \
+			        (q1 - 1) * g->st[2] - g->pb[2] + (g->k[2] - 1) * g->dil[2] + 1;  \
+			lo = lo > 0 ? lo : 0;                                                    \
+			hi = hi < g->in[2] ? hi : g->in[2];                                      \
+			hi = hi > lo ? hi : lo;                                                  \
+			for (int64_t i = 0; i < hi - lo; i++)                                    \
+				tmp[i] = init;                                                   \
+			for (int64_t j0 = rw.t0.j0; j0 < rw.t0.j1; j0++)                         \
+				for (int64_t j1 = rw.t1.j0; j1 < rw.t1.j1; j1++) {               \
+					int64_t i0 = rw.t0.start + j0 * g->dil[0];               \
+					int64_t i1 = rw.t1.start + j1 * g->dil[1];               \
+					S##_vert(jb->mode, jb->p, tmp,                           \
+					         x + (i0 * g->in[1] + i1) * g->in[2] + lo,       \
+					         hi - lo);                                       \
+				}                                                                \
+			interior(jb, q0, q1, &ia, &ib);                                          \
+			for (int64_t o2 = q0; o2 < ia; o2++)                                     \
+				y[o2] = S##_edge(jb, tmp, lo, o2, rw.cnt01);                     \
+			if (ib > ia)                                                             \
+				S##_inner(jb, tmp + ia * g->st[2] - g->pb[2] - lo, ib - ia,      \
+				          rw.cnt01 * g->k[2], y + ia);                           \
+			for (int64_t o2 = ib; o2 < q1; o2++)                                     \
+				y[o2] = S##_edge(jb, tmp, lo, o2, rw.cnt01);                     \
+		}                                                                                \
+	}                                                                                        \
+	static void S##_max_run(const struct pool_job *jb, const struct row *rw, const T *x,     \
+	                        int64_t q, int64_t n, T *y, int64_t *idx)                        \
+	{                                                                                        \
+		const struct rt_pool_geom *g = &jb->g;                                           \
+		int64_t s = g->st[2];                                                            \
+		int32_t at[RUN], o32[RUN];                                                       \
+		T best[RUN], v[RUN];                                                             \
+		for (int64_t l = 0; l < RUN; l++) /* lanes past n compute unused results */      \
+			v[l] = best[l] = LOWEST, at[l] = -1, o32[l] = (int32_t)(l * s);          \
+		for (int64_t j0 = rw->t0.j0; j0 < rw->t0.j1; j0++)                               \
+			for (int64_t j1 = rw->t1.j0; j1 < rw->t1.j1; j1++)                       \
+				for (int64_t j2 = 0; j2 < g->k[2]; j2++) {                       \
+					int32_t off =                                            \
+					        (int32_t)(((rw->t0.start + j0 * g->dil[0]) *     \
+					                           g->in[1] +                    \
+					                   rw->t1.start + j1 * g->dil[1]) *      \
+					                          g->in[2] +                     \
+					                  q * s - g->pb[2] + j2 * g->dil[2]);    \
+					for (int64_t l = 0; l < n; l++)                          \
+						v[l] = x[off + l * s];                           \
+					for (int64_t l = 0; l < RUN; l++) {                      \
+						bool take =                                      \
+						        (at[l] < 0) | (v[l] > best[l]) |         \
+						        ((v[l] != v[l]) & (best[l] == best[l])); \
+						best[l] = take ? v[l] : best[l];                 \
+						at[l] = take ? off + o32[l] : at[l];             \
+					}                                                        \
+				}                                                                \
+		for (int64_t l = 0; l < n; l++)                                                  \
+			y[l] = best[l];                                                          \
+		if (idx)                                                                         \
+			for (int64_t l = 0; l < n; l++)                                          \
+				idx[l] = at[l] < 0 ? 0                                           \
+				                   : rt_pool_index(&jb->g, jb->storage_order,    \
+				                                   rw->c, at[l]);                \
+	}                                                                                        \
+	static void S##_direct(const struct pool_job *jb, int64_t u)                             \
+	{                                                                                        \
+		const struct rt_pool_geom *g = &jb->g;                                           \
+		struct row rw;                                                                   \
+		struct rt_pool_taps t2;                                                          \
+		T *y = (T *)jb->y + u * g->out[2];                                               \
+		int64_t *idx = jb->idx ? jb->idx + u * g->out[2] : NULL, ia = 0, ib = 0;         \
+		const T *x;                                                                      \
+		row_of(jb, u, &rw);                                                              \
+		x = (const T *)jb->x + rw.c * g->nin;                                            \
+		if (jb->mode == RT_PM_MAX && rw.t0.j1 > rw.t0.j0 && rw.t1.j1 > rw.t1.j0 &&       \
+		    g->nin + RUN * g->st[2] <= INT32_MAX) { /* offsets fit max_run's int32 */    \
+			interior(jb, 0, g->out[2], &ia, &ib);                                    \
+			for (int64_t q = ia; q < ib; q += RUN)                                   \
+				S##_max_run(jb, &rw, x, q, ib - q < RUN ? ib - q : RUN, y + q,   \
+				            idx ? idx + q : NULL);                               \
+		}                                                                                \
+		for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                     \
+			T best = LOWEST, sum = 0;                                                \
+			if (o2 == ia && ib > ia) {                                               \
+				o2 = ib - 1; /* done by S##_max_run */                           \
+				continue;                                                        \
+			}                                                                        \
+			int64_t at = -1;                                                         \
+			rt_pool_valid_taps(g, 2, o2, &t2);                                       \
+			for (int64_t j0 = rw.t0.j0; j0 < rw.t0.j1; j0++)                         \
+				for (int64_t j1 = rw.t1.j0; j1 < rw.t1.j1; j1++)                 \
+					for (int64_t j2 = t2.j0; j2 < t2.j1; j2++) {             \
+						int64_t off =                                    \
+						        rt_pool_off(g, rw.t0.start, rw.t1.start, \
+						                    t2.start, j0, j1, j2);       \
+						T v = x[off];                                    \
+						bool take = (at < 0) | (v > best) |              \
+						            ((v != v) & (best == best));         \
+						if (jb->mode != RT_PM_MAX)                       \
+							sum += S##_term(jb->mode, v, jb->p);     \
+						best = take ? v : best;                          \
+						at = take ? off : at;                            \
+					}                                                        \
+			y[o2] = jb->mode == RT_PM_MAX                                            \
+			                ? best                                                   \
+			                : S##_finish(jb->mode, sum,                              \
+			                             rw.cnt01 * rt_pool_tap_count(&jb->g,        \
+			                                                          jb->count_pad, \
+			                                                          2, o2, &t2),   \
+			                             jb->p);                                     \
+			if (jb->idx)                                                             \
+				jb->idx[u * g->out[2] + o2] =                                    \
+				        at < 0 ? 0                                               \
+				               : rt_pool_index(&jb->g, jb->storage_order, rw.c,  \
+				                               at);                              \
+		}                                                                                \
 	}
 
 #define IABS(v) ((v) < 0 ? -(v) : (v))
@@ -418,46 +368,18 @@ static void pool_range(void *arg, int64_t b, int64_t e)
 /* Entry                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static bool valid_desc(const struct rt_pool_desc *d)
-{
-	if (d->nsp < 1 || d->nsp > 3 || d->n < 0 || d->c < 0 || d->kind < RT_POOL_MAX ||
-	    d->kind > RT_POOL_LP)
-		return false;
-	for (int i = 0; i < d->nsp; i++)
-		if (d->in[i] < 0 || d->out[i] < 0 || d->k[i] < 0 || d->stride[i] < 1 ||
-		    d->dil[i] < 1)
-			return false;
-	return true;
-}
-
-/* The descriptor's geometry, spatial dims right-aligned in three. */
-static void geom_of(const struct rt_pool_desc *d, struct geom *g)
-{
-	int off = 3 - d->nsp;
-	for (int i = 0; i < 3; i++) {
-		int s = i - off;
-		g->in[i] = s >= 0 ? d->in[s] : 1;
-		g->out[i] = s >= 0 ? d->out[s] : 1;
-		g->k[i] = s >= 0 ? d->k[s] : 1;
-		g->st[i] = s >= 0 ? d->stride[s] : 1;
-		g->dil[i] = s >= 0 ? d->dil[s] : 1;
-		g->pb[i] = s >= 0 ? d->pad_begin[s] : 0;
-		g->pe[i] = s >= 0 ? d->pad_end[s] : 0;
-	}
-	g->nin = g->in[0] * g->in[1] * g->in[2];
-}
-
 /* A global pool (one window covering each whole channel) as a reduction;
  * returns -1 when d is not one. */
-static int pool_global(struct rt_ctx *ctx, const struct rt_pool_desc *d, const struct geom *g,
-                       enum mode m, const void *x, void *y, const int64_t *indices)
+static int pool_global(struct rt_ctx *ctx, const struct rt_pool_desc *d,
+                       const struct rt_pool_geom *g, int m, const void *x, void *y,
+                       const int64_t *indices)
 {
 	struct rt_reduce_desc r = { d->dtype, 0, 2, { d->n * d->c, g->nin }, 2u };
-	static const int kinds[] = { [M_MAX] = RT_REDUCE_MAX,
-		                     [M_AVG] = RT_REDUCE_MEAN,
-		                     [M_ABS] = RT_REDUCE_L1,
-		                     [M_SQ] = RT_REDUCE_L2,
-		                     [M_POW] = -1 };
+	static const int kinds[] = { [RT_PM_MAX] = RT_REDUCE_MAX,
+		                     [RT_PM_AVG] = RT_REDUCE_MEAN,
+		                     [RT_PM_ABS] = RT_REDUCE_L1,
+		                     [RT_PM_SQ] = RT_REDUCE_L2,
+		                     [RT_PM_POW] = -1 };
 	if (indices || kinds[m] < 0)
 		return -1;
 	for (int i = 0; i < 3; i++)
@@ -476,15 +398,11 @@ int rt_pool(struct rt_ctx *ctx, const struct rt_pool_desc *d, const void *x, voi
 	struct pool_run run = { &jb, NULL };
 	int64_t rows, taps, grain;
 	int status;
-	if (!f || !valid_desc(d) ||
+	if (!f || !rt_pool_valid(d) ||
 	    (d->kind != RT_POOL_MAX && !(d->dtype == RT_F32 || d->dtype == RT_F64)))
 		return RT_ERR_ARGUMENT;
-	geom_of(d, &jb.g);
-	jb.mode = d->kind == RT_POOL_MAX   ? M_MAX
-	          : d->kind == RT_POOL_AVG ? M_AVG
-	          : d->p == 1              ? M_ABS
-	          : d->p == 2              ? M_SQ
-	                                   : M_POW;
+	rt_pool_geom_of(d, &jb.g);
+	jb.mode = rt_pool_mode_of(d);
 	jb.p = d->p;
 	jb.count_pad = d->count_include_pad;
 	jb.storage_order = d->storage_order;

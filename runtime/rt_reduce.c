@@ -41,6 +41,7 @@
  * arithmetic.
  */
 #include "onnxc_rt.h"
+#include "rt_index_reduce.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -54,19 +55,7 @@
 #define MAX_PIECES    64
 #define MAX_SPLIT_OUT 16
 
-/* ------------------------------------------------------------------------ */
-/* The canonical layout                                                     */
-/* ------------------------------------------------------------------------ */
-
-struct red {
-	int dtype, kind;
-	int rows;                 /* innermost block reduced (else kept) */
-	int nk, nr;               /* kept / reduced blocks other than the inner one */
-	int64_t kdims[8], kst[8]; /* kept blocks and their element strides in x */
-	int64_t rdims[8], rst[8]; /* reduced blocks (the segments) and strides */
-	int64_t inner;            /* length of the innermost block */
-	int64_t nout, nseg, nred; /* outputs, segments per output, elements per output */
-};
+/* The canonical layout (struct rt_red) is rt_index_reduce.h's. */
 
 /* Task t over rows of len cut into blocks of CW (nblocks a row): its row
  * *o and first column *c0; returns the block's width. */
@@ -75,76 +64,6 @@ static int64_t block_of(int64_t t, int64_t nblocks, int64_t len, int64_t *o, int
 	*o = t / nblocks;
 	*c0 = t % nblocks * CW;
 	return len - *c0 < CW ? len - *c0 : CW;
-}
-
-/* Offset of multi-index number j over dims with element strides st. */
-static int64_t offset_of(int64_t j, const int64_t *dims, const int64_t *st, int n)
-{
-	int64_t off = 0;
-	if (n == 1)
-		return j * st[0];
-	for (int i = n - 1; i >= 0; i--) {
-		off += j % dims[i] * st[i];
-		j /= dims[i];
-	}
-	return off;
-}
-
-static int64_t seg_off(const struct red *r, int64_t j)
-{
-	return r->nr ? offset_of(j, r->rdims, r->rst, r->nr) : 0;
-}
-
-/*
- * Fills r from the descriptor. Returns false when some dimension is 0; then
- * only nout (the number of outputs) is meaningful.
- */
-static bool canonicalize(const struct rt_reduce_desc *d, struct red *r)
-{
-	int64_t dims[8], st[8], s = 1;
-	bool red[8];
-	int n = 0;
-	memset(r, 0, sizeof *r);
-	r->dtype = d->dtype;
-	r->kind = d->kind;
-	r->nout = r->nred = 1;
-	for (int i = 0; i < d->rank; i++) {
-		bool ri = (d->axes_mask >> i) & 1;
-		if (ri)
-			r->nred *= d->dims[i];
-		else
-			r->nout *= d->dims[i];
-	}
-	if (r->nout == 0 || r->nred == 0)
-		return false;
-	for (int i = 0; i < d->rank; i++) {
-		bool ri = (d->axes_mask >> i) & 1;
-		if (d->dims[i] == 1)
-			continue;
-		if (n && red[n - 1] == ri) {
-			dims[n - 1] *= d->dims[i];
-			continue;
-		}
-		dims[n] = d->dims[i];
-		red[n++] = ri;
-	}
-	for (int i = n - 1; i >= 0; i--) {
-		st[i] = s;
-		s *= dims[i];
-	}
-	r->rows = n && red[n - 1];
-	r->inner = n ? dims[n - 1] : 1;
-	for (int i = 0; i < n - 1; i++) {
-		if (red[i]) {
-			r->rdims[r->nr] = dims[i];
-			r->rst[r->nr++] = st[i];
-		} else {
-			r->kdims[r->nk] = dims[i];
-			r->kst[r->nk++] = st[i];
-		}
-	}
-	r->nseg = r->rows ? r->nred / r->inner : r->nred;
-	return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -157,10 +76,8 @@ struct acc {
 	int64_t i;
 };
 
-enum prim { P_SUM, P_ABS, P_SQ, P_EXP, P_PROD, P_MAX, P_MIN, NPRIM };
-
 typedef struct acc (*rows_fn)(const void *x, int64_t n, struct acc shift);
-typedef void (*cols_fn)(const struct red *r, const void *x, int64_t j0, int64_t j1, int64_t w,
+typedef void (*cols_fn)(const struct rt_red *r, const void *x, int64_t j0, int64_t j1, int64_t w,
                         const struct acc *shift, struct acc *out);
 typedef struct acc (*comb_fn)(struct acc a, struct acc b);
 
@@ -170,7 +87,7 @@ struct prim_fns {
 	comb_fn comb;
 };
 
-/* Per-element transforms (m: the shift of P_EXP) and combining operators.
+/* Per-element transforms (m: the shift of RT_PRIM_EXP) and combining operators.
  * |x| is computed in A so that it cannot overflow for integers. */
 #define F_ID(v, m, A)   ((A)(v))
 #define F_ABS(v, m, A)  ((v) < 0 ? (A)0 - (A)(v) : (A)(v))
@@ -199,66 +116,66 @@ struct prim_fns {
  * reduction (NAME##_pw), a pairwise column reduction over segments
  * (NAME##_cw) and the type-erased wrappers the tables hold.
  */
-#define PRIM(NAME, T, A, F, OP, ID, K)                                                            \
-	static A NAME##_pw(const T *restrict x, int64_t n, A m)                                   \
-	{                                                                                         \
-		A lane[LANES], s = ID;                                                            \
-		int64_t i = 0;                                                                    \
-		if (n > PW_LEAF) {                                                                \
-			int64_t h = (n / 2) & ~(int64_t)(LANES - 1);                              \
-			A lo = NAME##_pw(x, h, m), hi = NAME##_pw(x + h, n - h, m);               \
-			return OP(lo, hi);                                                        \
-		}                                                                                 \
-		for (int j = 0; j < LANES; j++)                                                   \
-			lane[j] = ID;                                                             \
-		for (; i + LANES <= n; i += LANES)                                                \
-			for (int j = 0; j < LANES; j++)                                           \
-				lane[j] = OP(lane[j], F(x[i + j], m, A));                         \
-		for (; i < n; i++)                                                                \
-			s = OP(s, F(x[i], m, A));                                                 \
-		HALVE(lane, 8, OP);                                                               \
-		HALVE(lane, 4, OP);                                                               \
-		HALVE(lane, 2, OP);                                                               \
-		HALVE(lane, 1, OP);                                                               \
-		return OP(s, lane[0]);                                                            \
-	}                                                                                         \
-	static void NAME##_cw(const struct red *r, const T *x, int64_t j0, int64_t j1, int64_t w, \
-	                      const A *restrict m, A *restrict out)                               \
-	{                                                                                         \
-		if (j1 - j0 > COL_LEAF) {                                                         \
-			A tmp[CW];                                                                \
-			int64_t h = j0 + (j1 - j0) / 2;                                           \
-			NAME##_cw(r, x, j0, h, w, m, out);                                        \
-			NAME##_cw(r, x, h, j1, w, m, tmp);                                        \
-			for (int64_t c = 0; c < w; c++)                                           \
-				out[c] = OP(out[c], tmp[c]);                                      \
-			return;                                                                   \
-		}                                                                                 \
-		for (int64_t c = 0; c < w; c++)                                                   \
-			out[c] = ID;                                                              \
-		for (int64_t j = j0; j < j1; j++) {                                               \
-			const T *restrict s = x + seg_off(r, j);                                  \
-			for (int64_t c = 0; c < w; c++)                                           \
-				out[c] = OP(out[c], F(s[c], m[c], A));                            \
-		}                                                                                 \
-	}                                                                                         \
-	static struct acc NAME##_rows(const void *x, int64_t n, struct acc shift)                 \
-	{                                                                                         \
-		return MK_##K(NAME##_pw(x, n, (A)shift.f));                                       \
-	}                                                                                         \
-	static void NAME##_cols(const struct red *r, const void *x, int64_t j0, int64_t j1,       \
-	                        int64_t w, const struct acc *shift, struct acc *out)              \
-	{                                                                                         \
-		A m[CW] = { 0 }, o[CW];                                                           \
-		for (int64_t c = 0; shift && c < w; c++)                                          \
-			m[c] = (A)shift[c].f;                                                     \
-		NAME##_cw(r, x, j0, j1, w, m, o);                                                 \
-		for (int64_t c = 0; c < w; c++)                                                   \
-			out[c] = MK_##K(o[c]);                                                    \
-	}                                                                                         \
-	static struct acc NAME##_comb(struct acc a, struct acc b)                                 \
-	{                                                                                         \
-		return MK_##K(OP(GET_##K(a, A), GET_##K(b, A)));                                  \
+#define PRIM(NAME, T, A, F, OP, ID, K)                                                         \
+	static A NAME##_pw(const T *restrict x, int64_t n, A m)                                \
+	{                                                                                      \
+		A lane[LANES], s = ID;                                                         \
+		int64_t i = 0;                                                                 \
+		if (n > PW_LEAF) {                                                             \
+			int64_t h = (n / 2) & ~(int64_t)(LANES - 1);                           \
+			A lo = NAME##_pw(x, h, m), hi = NAME##_pw(x + h, n - h, m);            \
+			return OP(lo, hi);                                                     \
+		}                                                                              \
+		for (int j = 0; j < LANES; j++)                                                \
+			lane[j] = ID;                                                          \
+		for (; i + LANES <= n; i += LANES)                                             \
+			for (int j = 0; j < LANES; j++)                                        \
+				lane[j] = OP(lane[j], F(x[i + j], m, A));                      \
+		for (; i < n; i++)                                                             \
+			s = OP(s, F(x[i], m, A));                                              \
+		HALVE(lane, 8, OP);                                                            \
+		HALVE(lane, 4, OP);                                                            \
+		HALVE(lane, 2, OP);                                                            \
+		HALVE(lane, 1, OP);                                                            \
+		return OP(s, lane[0]);                                                         \
+	}                                                                                      \
+	static void NAME##_cw(const struct rt_red *r, const T *x, int64_t j0, int64_t j1,      \
+	                      int64_t w, const A *restrict m, A *restrict out)                 \
+	{                                                                                      \
+		if (j1 - j0 > COL_LEAF) {                                                      \
+			A tmp[CW];                                                             \
+			int64_t h = j0 + (j1 - j0) / 2;                                        \
+			NAME##_cw(r, x, j0, h, w, m, out);                                     \
+			NAME##_cw(r, x, h, j1, w, m, tmp);                                     \
+			for (int64_t c = 0; c < w; c++)                                        \
+				out[c] = OP(out[c], tmp[c]);                                   \
+			return;                                                                \
+		}                                                                              \
+		for (int64_t c = 0; c < w; c++)                                                \
+			out[c] = ID;                                                           \
+		for (int64_t j = j0; j < j1; j++) {                                            \
+			const T *restrict s = x + rt_red_seg_off(r, j);                        \
+			for (int64_t c = 0; c < w; c++)                                        \
+				out[c] = OP(out[c], F(s[c], m[c], A));                         \
+		}                                                                              \
+	}                                                                                      \
+	static struct acc NAME##_rows(const void *x, int64_t n, struct acc shift)              \
+	{                                                                                      \
+		return MK_##K(NAME##_pw(x, n, (A)shift.f));                                    \
+	}                                                                                      \
+	static void NAME##_cols(const struct rt_red *r, const void *x, int64_t j0, int64_t j1, \
+	                        int64_t w, const struct acc *shift, struct acc *out)           \
+	{                                                                                      \
+		A m[CW] = { 0 }, o[CW];                                                        \
+		for (int64_t c = 0; shift && c < w; c++)                                       \
+			m[c] = (A)shift[c].f;                                                  \
+		NAME##_cw(r, x, j0, j1, w, m, o);                                              \
+		for (int64_t c = 0; c < w; c++)                                                \
+			out[c] = MK_##K(o[c]);                                                 \
+	}                                                                                      \
+	static struct acc NAME##_comb(struct acc a, struct acc b)                              \
+	{                                                                                      \
+		return MK_##K(OP(GET_##K(a, A), GET_##K(b, A)));                               \
 	}
 
 #define FNS(NAME)                                     \
@@ -299,17 +216,20 @@ MINMAX_PRIMS(i8, int8_t, INT8_MIN, INT8_MAX)
 		FNS(S##_sum), FNS(S##_abs), FNS(S##_sq), FNS(S##_exp), FNS(S##_prod), \
 		        FNS(S##_max), FNS(S##_min)                                    \
 	}
-#define MINMAX_ONLY(S)                                         \
-	{                                                      \
-		[P_MAX] = FNS(S##_max), [P_MIN] = FNS(S##_min) \
+#define MINMAX_ONLY(S)                                                     \
+	{                                                                  \
+		[RT_PRIM_MAX] = FNS(S##_max), [RT_PRIM_MIN] = FNS(S##_min) \
 	}
 
 /* The primitives of a dtype, or NULL when it has no reductions. */
 static const struct prim_fns *prims_of(int dtype)
 {
-	static const struct prim_fns f32[NPRIM] = ALL_PRIMS(f32), f64[NPRIM] = ALL_PRIMS(f64),
-	                             i32[NPRIM] = ALL_PRIMS(i32), i64[NPRIM] = ALL_PRIMS(i64),
-	                             u8[NPRIM] = MINMAX_ONLY(u8), i8[NPRIM] = MINMAX_ONLY(i8);
+	static const struct prim_fns f32[RT_PRIM_COUNT] = ALL_PRIMS(f32),
+	                             f64[RT_PRIM_COUNT] = ALL_PRIMS(f64),
+	                             i32[RT_PRIM_COUNT] = ALL_PRIMS(i32),
+	                             i64[RT_PRIM_COUNT] = ALL_PRIMS(i64),
+	                             u8[RT_PRIM_COUNT] = MINMAX_ONLY(u8),
+	                             i8[RT_PRIM_COUNT] = MINMAX_ONLY(i8);
 	switch (dtype) {
 	case RT_F32: return f32;
 	case RT_F64: return f64;
@@ -321,42 +241,14 @@ static const struct prim_fns *prims_of(int dtype)
 	}
 }
 
-static enum prim prim_of(int kind)
-{
-	switch (kind) {
-	case RT_REDUCE_L1: return P_ABS;
-	case RT_REDUCE_L2:
-	case RT_REDUCE_SUM_SQUARE: return P_SQ;
-	case RT_REDUCE_PROD: return P_PROD;
-	case RT_REDUCE_MAX: return P_MAX;
-	case RT_REDUCE_MIN: return P_MIN;
-	case RT_REDUCE_LOG_SUM_EXP: return P_EXP;
-	default: return P_SUM;
-	}
-}
-
 /* ------------------------------------------------------------------------ */
 /* Final step and stores                                                    */
 /* ------------------------------------------------------------------------ */
 
 static bool is_float(int dtype) { return dtype == RT_F32 || dtype == RT_F64; }
 
-/* double -> int64 without undefined behaviour: NaN is 0, overflow
- * saturates (as the reference stores doubles into integers). */
-static int64_t to_i64(double v)
-{
-	if (v != v)
-		return 0;
-	if (v >= 9.2233720368547758e18)
-		return INT64_MAX;
-	if (v <= -9.2233720368547758e18)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
-/* LogSumExp's shift: the maximum, or 0 when that is infinite (then the
- * sum of exponentials is 0 or inf and the result -inf or inf, not NaN). */
-static struct acc lse_shift(struct acc max) { return isfinite(max.f) ? max : (struct acc){ 0, 0 }; }
+/* LogSumExp's shift (its integer part is never read). */
+static struct acc lse_shift(struct acc max) { return (struct acc){ rt_red_lse_shift(max.f), 0 }; }
 
 static void store(int dtype, void *y, int64_t at, double f, int64_t i)
 {
@@ -371,28 +263,16 @@ static void store(int dtype, void *y, int64_t at, double f, int64_t i)
 }
 
 /* Turns a primitive's result v (and LogSumExp's shift) into output at. */
-static void finish(const struct red *r, struct acc v, struct acc shift, void *y, int64_t at)
+static void finish(const struct rt_red *r, struct acc v, struct acc shift, void *y, int64_t at)
 {
 	double f = v.f;
 	int64_t i = v.i;
-	switch (r->kind) {
-	case RT_REDUCE_MEAN:
-		f /= (double)r->nred;
-		i = r->nred ? i / r->nred : 0;
-		break;
-	case RT_REDUCE_L2: f = sqrt(is_float(r->dtype) ? f : (double)i); break;
-	case RT_REDUCE_LOG_SUM: f = log(is_float(r->dtype) ? f : (double)i); break;
-	case RT_REDUCE_LOG_SUM_EXP: f = shift.f + log(f); break;
-	default: break;
-	}
-	if (r->kind == RT_REDUCE_L2 || r->kind == RT_REDUCE_LOG_SUM ||
-	    r->kind == RT_REDUCE_LOG_SUM_EXP)
-		i = to_i64(f);
+	rt_red_finish(r->kind, is_float(r->dtype), r->nred, shift.f, &f, &i);
 	store(r->dtype, y, at, f, i);
 }
 
 /* Outputs of an empty reduction: the identity, finished (mean 0/0 is NaN). */
-static void reduce_empty(const struct red *r, int64_t nout, void *y)
+static void reduce_empty(const struct rt_red *r, int64_t nout, void *y)
 {
 	struct acc v = { 0, 0 }, shift = { 0, 0 };
 	if (r->kind == RT_REDUCE_PROD)
@@ -410,44 +290,44 @@ static void reduce_empty(const struct red *r, int64_t nout, void *y)
 /* ------------------------------------------------------------------------ */
 
 struct rows_job {
-	const struct red *r;
+	const struct rt_red *r;
 	const struct prim_fns *p;
 	const char *x;
 	void *y;
 	int es;                  /* element size */
 	int64_t npieces;         /* pieces per output (>1 only with a single segment) */
-	enum prim prim;          /* the primitive of a pieces phase */
-	const struct acc *shift; /* per output, for a P_EXP pieces phase */
+	enum rt_red_prim prim;   /* the primitive of a pieces phase */
+	const struct acc *shift; /* per output, for a RT_PRIM_EXP pieces phase */
 	struct acc *part;        /* results per (output, piece) */
 };
 
 /* Primitive q over segments [j0, j1) of the output whose data start at x. */
-static struct acc segs(const struct rows_job *jb, enum prim q, const char *x, int64_t j0,
+static struct acc segs(const struct rows_job *jb, enum rt_red_prim q, const char *x, int64_t j0,
                        int64_t j1, struct acc shift)
 {
 	int64_t h;
 	if (j1 - j0 == 1)
-		return jb->p[q].rows(x + seg_off(jb->r, j0) * jb->es, jb->r->inner, shift);
+		return jb->p[q].rows(x + rt_red_seg_off(jb->r, j0) * jb->es, jb->r->inner, shift);
 	h = j0 + (j1 - j0) / 2;
 	return jb->p[q].comb(segs(jb, q, x, j0, h, shift), segs(jb, q, x, h, j1, shift));
 }
 
 static const char *out_base(const struct rows_job *jb, int64_t k)
 {
-	const struct red *r = jb->r;
-	return jb->x + (r->nk ? offset_of(k, r->kdims, r->kst, r->nk) : 0) * jb->es;
+	const struct rt_red *r = jb->r;
+	return jb->x + rt_red_kept_off(r, k) * jb->es;
 }
 
 /* Whole outputs [b, e): the primitive (after the max, for LogSumExp). */
 static void rows_whole(void *arg, int64_t b, int64_t e)
 {
 	const struct rows_job *jb = arg;
-	enum prim q = prim_of(jb->r->kind);
+	enum rt_red_prim q = rt_red_prim_of(jb->r->kind);
 	for (int64_t k = b; k < e; k++) {
 		const char *x = out_base(jb, k);
 		struct acc shift = { 0, 0 }, v;
-		if (q == P_EXP)
-			shift = lse_shift(segs(jb, P_MAX, x, 0, jb->r->nseg, shift));
+		if (q == RT_PRIM_EXP)
+			shift = lse_shift(segs(jb, RT_PRIM_MAX, x, 0, jb->r->nseg, shift));
 		v = segs(jb, q, x, 0, jb->r->nseg, shift);
 		finish(jb->r, v, shift, jb->y, k);
 	}
@@ -467,7 +347,7 @@ static void rows_pieces(void *arg, int64_t b, int64_t e)
 }
 
 /* Runs one pieces phase of primitive q and combines the pieces into res. */
-static void pieces_phase(struct rt_ctx *ctx, struct rows_job *jb, enum prim q,
+static void pieces_phase(struct rt_ctx *ctx, struct rows_job *jb, enum rt_red_prim q,
                          const struct acc *shift, struct acc *res)
 {
 	struct acc part[MAX_SPLIT_OUT * MAX_PIECES];
@@ -482,12 +362,12 @@ static void pieces_phase(struct rt_ctx *ctx, struct rows_job *jb, enum prim q,
 	}
 }
 
-static void reduce_rows(struct rt_ctx *ctx, const struct red *r, const struct prim_fns *p,
+static void reduce_rows(struct rt_ctx *ctx, const struct rt_red *r, const struct prim_fns *p,
                         const void *x, void *y)
 {
-	struct rows_job jb = { r, p, x, y, rt_dtype_size(r->dtype), 1, P_SUM, NULL, NULL };
+	struct rows_job jb = { r, p, x, y, rt_dtype_size(r->dtype), 1, RT_PRIM_SUM, NULL, NULL };
 	struct acc shift[MAX_SPLIT_OUT], v[MAX_SPLIT_OUT];
-	enum prim q = prim_of(r->kind);
+	enum rt_red_prim q = rt_red_prim_of(r->kind);
 	int64_t np = r->inner / GRAIN;
 	if (r->nseg > 1 || r->nout > MAX_SPLIT_OUT || np < 2) {
 		int64_t grain = GRAIN / r->nred;
@@ -497,8 +377,8 @@ static void reduce_rows(struct rt_ctx *ctx, const struct red *r, const struct pr
 	jb.npieces = np < MAX_PIECES ? np : MAX_PIECES;
 	for (int64_t k = 0; k < r->nout; k++)
 		shift[k] = (struct acc){ 0, 0 };
-	if (q == P_EXP) {
-		pieces_phase(ctx, &jb, P_MAX, NULL, shift);
+	if (q == RT_PRIM_EXP) {
+		pieces_phase(ctx, &jb, RT_PRIM_MAX, NULL, shift);
 		for (int64_t k = 0; k < r->nout; k++)
 			shift[k] = lse_shift(shift[k]);
 	}
@@ -512,7 +392,7 @@ static void reduce_rows(struct rt_ctx *ctx, const struct red *r, const struct pr
 /* ------------------------------------------------------------------------ */
 
 struct cols_job {
-	const struct red *r;
+	const struct rt_red *r;
 	const struct prim_fns *p;
 	const char *x;
 	void *y;
@@ -523,25 +403,25 @@ struct cols_job {
 static void cols_range(void *arg, int64_t b, int64_t e)
 {
 	const struct cols_job *jb = arg;
-	const struct red *r = jb->r;
-	enum prim q = prim_of(r->kind);
+	const struct rt_red *r = jb->r;
+	enum rt_red_prim q = rt_red_prim_of(r->kind);
 	struct acc shift[CW] = { { 0, 0 } }, v[CW];
 	for (int64_t t = b; t < e; t++) {
 		int64_t a, c0, w = block_of(t, jb->nchunks, r->inner, &a, &c0);
-		int64_t off = (r->nk ? offset_of(a, r->kdims, r->kst, r->nk) : 0) + c0;
+		int64_t off = rt_red_kept_off(r, a) + c0;
 		const char *x = jb->x + off * jb->es;
-		if (q == P_EXP) {
-			jb->p[P_MAX].cols(r, x, 0, r->nseg, w, NULL, shift);
+		if (q == RT_PRIM_EXP) {
+			jb->p[RT_PRIM_MAX].cols(r, x, 0, r->nseg, w, NULL, shift);
 			for (int64_t c = 0; c < w; c++)
 				shift[c] = lse_shift(shift[c]);
 		}
-		jb->p[q].cols(r, x, 0, r->nseg, w, q == P_EXP ? shift : NULL, v);
+		jb->p[q].cols(r, x, 0, r->nseg, w, q == RT_PRIM_EXP ? shift : NULL, v);
 		for (int64_t c = 0; c < w; c++)
 			finish(r, v[c], shift[c], jb->y, a * r->inner + c0 + c);
 	}
 }
 
-static void reduce_cols(struct rt_ctx *ctx, const struct red *r, const struct prim_fns *p,
+static void reduce_cols(struct rt_ctx *ctx, const struct rt_red *r, const struct prim_fns *p,
                         const void *x, void *y)
 {
 	struct cols_job jb = { r, p, x, y, rt_dtype_size(r->dtype), (r->inner + CW - 1) / CW };
@@ -552,14 +432,14 @@ static void reduce_cols(struct rt_ctx *ctx, const struct red *r, const struct pr
 int rt_reduce(struct rt_ctx *ctx, const struct rt_reduce_desc *d, const void *x, void *y)
 {
 	const struct prim_fns *p = prims_of(d->dtype);
-	struct red r;
+	struct rt_red r;
 	if (!p || d->rank < 0 || d->rank > 8 || d->kind < RT_REDUCE_SUM ||
-	    d->kind > RT_REDUCE_LOG_SUM_EXP || !p[prim_of(d->kind)].rows)
+	    d->kind > RT_REDUCE_LOG_SUM_EXP || !p[rt_red_prim_of(d->kind)].rows)
 		return RT_ERR_ARGUMENT;
 	for (int i = 0; i < d->rank; i++)
 		if (d->dims[i] < 0)
 			return RT_ERR_ARGUMENT;
-	if (!canonicalize(d, &r)) {
+	if (!rt_red_canon(d, &r)) {
 		reduce_empty(&r, r.nout, y);
 		return RT_OK;
 	}

@@ -2,23 +2,12 @@
  * rt_resize.c - ONNX Resize (opset 11-13 semantics) for f32.
  *
  * Resize is separable: along each dimension an output coordinate maps to a
- * source coordinate (the coordinate transformation mode), and from there to
- * a few input indices with weights - one tap for nearest, two for linear,
- * four for cubic. An output element is the sum, over every combination of
- * one tap per dimension, of the product of the taps' weights times the
- * input element they select. The coordinate and weight arithmetic follows
- * the ONNX reference implementation (onnx/reference/ops/op_resize.py) and
- * our reference interpreter (ir/eval_resize.c) step by step, in double, so
- * that nearest modes pick the same element even where rounding decides:
- *  - the "resized length" in the formulas is scale * input length, which
- *    may be fractional (align_corners, pytorch_half_pixel, tf_crop);
- *  - a source coordinate xo is split as i0 + ratio with ratio in (0, 1], so
- *    an integer coordinate is the second tap of the pair (i0, i0 + 1);
- *  - taps outside the input read the edge element, except that with
- *    exclude_outside (linear, cubic) their weights are dropped and the rest
- *    renormalized;
- *  - tf_crop_and_resize yields the extrapolation value for an output element
- *    whose source coordinate falls outside [0, length - 1] in any dimension.
+ * source coordinate and from there to a few input indices with weights -
+ * one tap for nearest, two for linear, four for cubic. That arithmetic,
+ * the ONNX reference's step by step in double, is rt_index_resize.h's,
+ * shared with the CUDA kernels. An output element is the sum, over every
+ * combination of one tap per dimension, of the product of the taps'
+ * weights times the input element they select.
  *
  * Execution. A dimension whose taps map every output coordinate to the same
  * input coordinate with weight 1 is an identity (the batch and channel dims
@@ -46,6 +35,7 @@
  * when the model gave sizes), used as given.
  */
 #include "onnxc_rt.h"
+#include "rt_index_resize.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -53,13 +43,6 @@
 
 #define COL_BLOCK 128   /* output columns per tap table */
 #define GRAIN     16384 /* output elements a chunk should at least produce */
-
-/* One output coordinate's taps along one dimension. */
-struct taps {
-	int n;          /* 0: outside the crop, extrapolate; else the mode's count */
-	int64_t off[4]; /* input offsets in elements (index clamped, times stride) */
-	float w[4];
-};
 
 /* A dimension of the execution plan: resized (dim >= 0) or merged identity. */
 struct pdim {
@@ -78,138 +61,13 @@ struct plan {
 	float *y;
 };
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* The source coordinate of output coordinate x along dimension i. */
-static double source_coord(const struct rt_resize_desc *d, int i, int64_t x)
+/* The taps of output coordinate x along dimension i (input stride xs),
+ * every slot written: the column tables copy and read all four. */
+static void dim_taps(const struct rt_resize_desc *d, int i, int64_t xs, int64_t x,
+                     struct rt_resize_taps *t)
 {
-	double in = (double)d->in_dims[i], out = (double)d->out_dims[i], scale = d->scales[i];
-	double len = scale * in, half = ((double)x + 0.5) / scale - 0.5, lo, hi;
-	switch (d->coord) {
-	case RT_COORD_HALF_PIXEL: return half;
-	case RT_COORD_HALF_PIXEL_SYMMETRIC: return in / 2 * (1 - out / len) + half;
-	case RT_COORD_PYTORCH_HALF_PIXEL: return len > 1 ? half : 0;
-	case RT_COORD_ALIGN_CORNERS: return len == 1 ? 0 : (double)x * (in - 1) / (len - 1);
-	case RT_COORD_ASYMMETRIC: return (double)x / scale;
-	default: break;
-	}
-	/* tf_crop_and_resize: roi is [starts..., ends...] in normalized units */
-	lo = d->roi[i];
-	hi = d->roi[d->rank + i];
-	if (len == 1)
-		return 0.5 * (lo + hi) * (in - 1);
-	return lo * (in - 1) + (double)x * (hi - lo) * (in - 1) / (len - 1);
-}
-
-/* Keys' cubic convolution weights of the four taps i0-1 .. i0+2. */
-static void cubic_weights(double r, double a, double *w)
-{
-	double s = 1 + r, t = 1 - r, u = 2 - r;
-	w[0] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-	w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
-	w[2] = ((a + 2) * t - (a + 3)) * t * t + 1;
-	w[3] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
-}
-
-/* Does the nearest mode round a fraction in (0, 1) up to i0 + 1? */
-static bool nearest_up(int mode, double ratio)
-{
-	switch (mode) {
-	case RT_NEAREST_ROUND_PREFER_FLOOR: return ratio > 0.5;
-	case RT_NEAREST_ROUND_PREFER_CEIL: return ratio >= 0.5;
-	case RT_NEAREST_CEIL: return true;
-	default: return false;
-	}
-}
-
-/* Input indices and weights of the mode's taps around coordinate i0 + ratio. */
-static int mode_taps(const struct rt_resize_desc *d, int64_t i0, double ratio, int64_t *at,
-                     double *w)
-{
-	switch (d->mode) {
-	case RT_RESIZE_NEAREST:
-		at[0] = i0 + (ratio == 1 || nearest_up(d->nearest, ratio));
-		w[0] = 1;
-		return 1;
-	case RT_RESIZE_LINEAR:
-		at[0] = i0;
-		at[1] = i0 + 1;
-		w[0] = 1 - ratio;
-		w[1] = ratio;
-		return 2;
-	default:
-		for (int i = 0; i < 4; i++)
-			at[i] = i0 - 1 + i;
-		cubic_weights(ratio, d->cubic_a, w);
-		return 4;
-	}
-}
-
-/* Drops the weights of taps outside [0, in) and rescales the rest to sum 1. */
-static void exclude_outside(int n, const int64_t *at, double *w, int64_t in)
-{
-	double sum = 0;
-	for (int i = 0; i < n; i++) {
-		if (at[i] < 0 || at[i] >= in)
-			w[i] = 0;
-		sum += w[i];
-	}
-	for (int i = 0; i < n; i++)
-		w[i] /= sum;
-}
-
-/* The taps of output coordinate x along dimension i (input stride xs). */
-static void dim_taps(const struct rt_resize_desc *d, int i, int64_t xs, int64_t x, struct taps *t)
-{
-	int64_t in = d->in_dims[i], i0, at[4];
-	double xo = source_coord(d, i, x), ratio, w[4];
 	memset(t, 0, sizeof *t);
-	if (d->coord == RT_COORD_TF_CROP_AND_RESIZE && !(xo >= 0 && xo <= (double)(in - 1)))
-		return;
-	/* beyond a few elements past either edge every tap reads the edge;
-	 * clamping keeps the conversion to an integer defined */
-	xo = fmin(fmax(xo, -4), (double)in + 4);
-	i0 = (int64_t)floor(xo);
-	ratio = xo - (double)i0;
-	if (ratio == 0) {
-		ratio = 1;
-		i0--;
-	}
-	t->n = mode_taps(d, i0, ratio, at, w);
-	if (t->n > 1 && d->exclude_outside)
-		exclude_outside(t->n, at, w, in);
-	for (int k = 0; k < t->n; k++) {
-		t->off[k] = (at[k] < 0 ? 0 : at[k] >= in ? in - 1 : at[k]) * xs;
-		t->w[k] = (float)w[k];
-	}
-}
-
-/* Does dimension i map every output coordinate to itself with weight 1? */
-static bool is_identity(const struct rt_resize_desc *d, int i)
-{
-	struct taps t;
-	if (d->in_dims[i] != d->out_dims[i])
-		return false;
-	/* with scale 1 every transform but tf_crop maps x to exactly x, whose
-	 * nearest and linear taps are x with weight 1 (cubic weights at an
-	 * integer are exact only for some a: those are checked) */
-	if (d->scales[i] == 1 && d->coord != RT_COORD_TF_CROP_AND_RESIZE &&
-	    d->mode != RT_RESIZE_CUBIC)
-		return true;
-	for (int64_t x = 0; x < d->out_dims[i]; x++) {
-		int nonzero = 0;
-		dim_taps(d, i, 1, x, &t);
-		for (int k = 0; k < t.n; k++) {
-			if (t.w[k] == 0)
-				continue;
-			if (t.w[k] != 1 || t.off[k] != x)
-				return false;
-			nonzero++;
-		}
-		if (nonzero != 1)
-			return false;
-	}
-	return true;
+	rt_resize_dim_taps(d, i, xs, x, t);
 }
 
 /*
@@ -225,7 +83,7 @@ static bool make_plan(struct plan *p)
 	int n = 0;
 	p->inner = 1;
 	for (int i = d->rank - 1; i >= 0; i--) {
-		bool id = is_identity(d, i);
+		bool id = rt_resize_identity(d, i);
 		if (id && n == 0)
 			p->inner *= d->in_dims[i]; /* identities after the last resized dim */
 		else if (id && dims[n - 1].dim < 0)
@@ -249,7 +107,8 @@ static bool make_plan(struct plan *p)
 }
 
 /* The taps of a plan dim at output coordinate x (identity: one, weight 1). */
-static void pdim_taps(const struct plan *p, const struct pdim *pd, int64_t x, struct taps *t)
+static void pdim_taps(const struct plan *p, const struct pdim *pd, int64_t x,
+                      struct rt_resize_taps *t)
 {
 	if (pd->dim >= 0) {
 		dim_taps(p->d, pd->dim, pd->xs, x, t);
@@ -272,9 +131,9 @@ struct col_table {
 
 static void fill_col_table(const struct plan *p, int64_t blk, struct col_table *ct)
 {
-	struct taps t;
+	struct rt_resize_taps t;
 	ct->c0 = blk * COL_BLOCK;
-	ct->n = min64(COL_BLOCK, p->col.out - ct->c0);
+	ct->n = rt_min64(COL_BLOCK, p->col.out - ct->c0);
 	ct->any_ext = false;
 	for (int64_t c = 0; c < ct->n; c++) {
 		pdim_taps(p, &p->col, ct->c0 + c, &t);
@@ -379,7 +238,8 @@ static void fill(float *y, int64_t n, float v)
 
 /* Nearest: copies the previous output row when this one has the same
  * source row; otherwise remembers this one. Says whether it copied. */
-static bool nearest_repeat(const struct plan *p, struct scratch *sc, const struct taps *t, float *y)
+static bool nearest_repeat(const struct plan *p, struct scratch *sc, const struct rt_resize_taps *t,
+                           float *y)
 {
 	int64_t off = 0;
 	for (int r = 0; r < p->nrow; r++)
@@ -398,7 +258,7 @@ static bool nearest_repeat(const struct plan *p, struct scratch *sc, const struc
 static void do_row(const struct plan *p, int64_t row, struct scratch *sc)
 {
 	const struct col_table *ct = &sc->ct;
-	struct taps t[8];
+	struct rt_resize_taps t[8];
 	int pick[8] = { 0 };
 	int64_t m = p->inner;
 	float *y = p->y + (row * p->col.out + ct->c0) * m;
@@ -461,27 +321,11 @@ static void copy_range(void *arg, int64_t begin, int64_t end)
 	memcpy(j->y + begin, j->x + begin, (size_t)(end - begin) * sizeof *j->y);
 }
 
-static bool valid(const struct rt_resize_desc *d)
-{
-	int64_t nx = 1, ny = 1;
-	if (d->dtype != RT_F32 || d->rank < 0 || d->rank > 8 || d->mode < RT_RESIZE_NEAREST ||
-	    d->mode > RT_RESIZE_CUBIC || d->coord < RT_COORD_HALF_PIXEL ||
-	    d->coord > RT_COORD_TF_CROP_AND_RESIZE || d->nearest < RT_NEAREST_ROUND_PREFER_FLOOR ||
-	    d->nearest > RT_NEAREST_CEIL)
-		return false;
-	for (int i = 0; i < d->rank; i++)
-		if (d->in_dims[i] < 0 || d->out_dims[i] < 0 ||
-		    __builtin_mul_overflow(nx, d->in_dims[i], &nx) ||
-		    __builtin_mul_overflow(ny, d->out_dims[i], &ny))
-			return false;
-	return true;
-}
-
 int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x, void *y)
 {
 	struct plan p = { .d = d, .x = x, .y = y };
 	int64_t nx = 1, ny = 1;
-	if (!valid(d))
+	if (d->dtype != RT_F32 || !rt_resize_valid(d))
 		return RT_ERR_ARGUMENT;
 	for (int i = 0; i < d->rank; i++) {
 		nx *= d->in_dims[i];
@@ -501,8 +345,8 @@ int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x,
 		return RT_OK;
 	}
 	rt_parallel(ctx, p.nblk * p.rows,
-	            (GRAIN + min64(COL_BLOCK, p.col.out) * p.inner - 1) /
-	                    (min64(COL_BLOCK, p.col.out) * p.inner),
+	            (GRAIN + rt_min64(COL_BLOCK, p.col.out) * p.inner - 1) /
+	                    (rt_min64(COL_BLOCK, p.col.out) * p.inner),
 	            resize_range, &p);
 	return RT_OK;
 }

@@ -1,7 +1,16 @@
 /*
  * rt_train_internal.h - what the training runtime's files share and do not
- * publish: the atomic file writer (rt_train_ckpt.c), the RNG, the .npy
- * reader (rt_train_npy.c) and the trainer's insides (rt_train.c).
+ * publish: the atomic file writer (rt_train_ckpt.c), the RNG
+ * (rt_train_rng.c), the .npy reader (rt_train_npy.c) and the trainer's
+ * insides (rt_train.c).
+ *
+ * The files use each other one way only, each the ones below it:
+ *   rt_train_main.c   the program: everything below
+ *   rt_train_onnx.c   the ONNX export: the trainer, the file writer
+ *   rt_train_npy.c    data sets: the trainer, the file helpers
+ *   rt_train.c        the trainer: the RNG, checkpoints
+ *   rt_train_rng.c    nothing
+ *   rt_train_ckpt.c   nothing but libc (the compiler builds it in too)
  */
 #ifndef ONNXC_RT_TRAIN_INTERNAL_H
 #define ONNXC_RT_TRAIN_INTERNAL_H

@@ -41,7 +41,7 @@ template <class S, class D>
 static void convert_launch(struct rtc_model *m, void *dst, const void *src, int64_t n)
 {
 	bool vec = (uintptr_t)src % sizeof(vec4<S>) == 0 && (uintptr_t)dst % sizeof(vec4<D>) == 0;
-	int blocks = rtc_blocks(vec ? rtc_ceil_div(n, 4) : n, RTC_THREADS, rtc_sm_count(m));
+	int blocks = rtc_blocks(vec ? rt_ceil_div(n, 4) : n, RTC_THREADS, rtc_sm_count(m));
 	convert_kernel<S, D>
 	        <<<blocks, RTC_THREADS, 0, rtc_stream(m)>>>((const S *)src, (D *)dst, n, vec);
 }

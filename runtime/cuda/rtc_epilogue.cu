@@ -91,7 +91,7 @@ __global__ void epilogue_int(const __grid_constant__ struct ep_args e, Y *y, con
 		if (res)
 			v += (uint64_t)res[f];
 		if (e.ep.act != RT_ACT_NONE)
-			v = (uint64_t)rtc_to_i64(activate(e.ep, (double)(Y)v));
+			v = (uint64_t)rt_red_to_i64(activate(e.ep, (double)(Y)v));
 		y[f] = (Y)v;
 	}
 }

@@ -5,13 +5,18 @@
  * grid-stride loops, element types for data movement, and the host-side
  * dispatch from runtime dtype codes to kernel template instances.
  *
- * The index arithmetic is not here but in rtc_index.h, which the host unit
- * test checks against the CPU runtime.
+ * The index arithmetic is not here but in rtc_index*.h over the runtime's
+ * shared rt_index*.h, which the host unit test checks against the CPU
+ * runtime.
  */
 #ifndef ONNXC_RTC_KERN_CUH
 #define ONNXC_RTC_KERN_CUH
 
 #include "rtc_index.h"
+#include "rtc_index_move.h"
+#include "rtc_index_pool.h"
+#include "rtc_index_reduce.h"
+#include "rtc_index_resize.h"
 #include "rtc_internal.h"
 
 #include <cuda_bf16.h>

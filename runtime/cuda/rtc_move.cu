@@ -388,7 +388,7 @@ int rtc_scatter_elements(struct rtc_model *m, const struct rt_scatter_elements_d
 		        "rtc_scatter_elements: indices larger than the data outside the axis");
 	if (status != RT_OK || (g.total && (!indices || !updates)))
 		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_scatter_elements: bad descriptor");
-	int64_t nx = rtc_count(d->data_dims, d->rank);
+	int64_t nx = rt_count(d->data_dims, d->rank);
 	if (nx == 0)
 		return g.total ? check_indices(m, indices, d->index_dtype, g.total, g.axis_n,
 		                               "rtc_scatter_elements")

@@ -56,9 +56,9 @@ template <class A> __device__ __forceinline__ A pool_term(int mode, A v, int p)
 {
 	if constexpr (std::is_floating_point<A>::value) {
 		switch (mode) {
-		case RTC_P_ABS: return p_abs(v);
-		case RTC_P_SQ: return v * v;
-		case RTC_P_POW: return p_pow(p_abs(v), (A)p);
+		case RT_PM_ABS: return p_abs(v);
+		case RT_PM_SQ: return v * v;
+		case RT_PM_POW: return p_pow(p_abs(v), (A)p);
 		default: return v;
 		}
 	}
@@ -70,9 +70,9 @@ template <class A> __device__ __forceinline__ A pool_finish(int mode, A acc, int
 {
 	if constexpr (std::is_floating_point<A>::value) {
 		switch (mode) {
-		case RTC_P_AVG: return acc / (A)count;
-		case RTC_P_SQ: return p_sqrt(acc);
-		case RTC_P_POW: return p_pow(acc, (A)1 / (A)p);
+		case RT_PM_AVG: return acc / (A)count;
+		case RT_PM_SQ: return p_sqrt(acc);
+		case RT_PM_POW: return p_pow(acc, (A)1 / (A)p);
 		default: return acc;
 		}
 	}
@@ -88,7 +88,7 @@ __device__ __forceinline__ void pool_add(const struct rtc_pool_geom &g, bool tra
 		best = v;
 		at = off;
 	}
-	if (g.mode != RTC_P_MAX)
+	if (g.mode != RT_PM_MAX)
 		sum += pool_term(g.mode, v, g.p);
 }
 
@@ -96,7 +96,7 @@ template <class A, class Y>
 __device__ __forceinline__ void pool_store(const struct rtc_pool_geom &g, const struct rtc_win &w,
                                            int64_t f, A best, int64_t at, A sum, Y *y, int64_t *idx)
 {
-	y[f] = to_store<Y>(g.mode == RTC_P_MAX ? best : pool_finish(g.mode, sum, w.count, g.p));
+	y[f] = to_store<Y>(g.mode == RT_PM_MAX ? best : pool_finish(g.mode, sum, w.count, g.p));
 	if (idx)
 		idx[f] = at < 0 ? 0 : rtc_pool_index(&g, w.c, at);
 }
@@ -107,14 +107,14 @@ __global__ void pool_thread(const __grid_constant__ struct rtc_pool_geom g, cons
                             int64_t *idx)
 {
 	typedef typename pool_acc<T>::type A;
-	const bool track = g.mode == RTC_P_MAX || idx;
+	const bool track = g.mode == RT_PM_MAX || idx;
 	RTC_GRID_LOOP(f, g.total)
 	{
 		struct rtc_win w;
 		A best = pool_lowest<T>(), sum = 0;
 		int64_t at = -1;
 		rtc_pool_win(&g, f, &w);
-		const T *xc = x + w.c * g.nin;
+		const T *xc = x + w.c * g.geom.nin;
 		for (int64_t j0 = w.j0[0]; j0 < w.j1[0]; j0++)
 			for (int64_t j1 = w.j0[1]; j1 < w.j1[1]; j1++)
 				for (int64_t j2 = w.j0[2]; j2 < w.j1[2]; j2++) {
@@ -132,7 +132,7 @@ __global__ void pool_warp(const __grid_constant__ struct rtc_pool_geom g, const 
                           int64_t *idx)
 {
 	typedef typename pool_acc<T>::type A;
-	const bool track = g.mode == RTC_P_MAX || idx;
+	const bool track = g.mode == RT_PM_MAX || idx;
 	const int lane = threadIdx.x % 32;
 	const int64_t first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
 	for (int64_t f = first; f < g.total; f += (int64_t)gridDim.x * blockDim.x / 32) {
@@ -141,12 +141,12 @@ __global__ void pool_warp(const __grid_constant__ struct rtc_pool_geom g, const 
 		int64_t at = -1, n;
 		rtc_pool_win(&g, f, &w);
 		n = rtc_pool_ntaps(&w);
-		const T *xc = x + w.c * g.nin;
+		const T *xc = x + w.c * g.geom.nin;
 		for (int64_t t = lane; t < n; t += 32) {
 			int64_t off = rtc_pool_tap(&g, &w, t);
 			pool_add<A>(g, track, (A)to_acc(xc[off]), off, best, at, sum);
 		}
-		if (g.mode != RTC_P_MAX)
+		if (g.mode != RT_PM_MAX)
 			sum = group_reduce<32>(sum, op_add());
 		for (int o = 16; track && o > 0; o /= 2) {
 			A ob = __shfl_xor_sync(0xffffffffu, best, o);
@@ -180,7 +180,7 @@ template <class T>
 static bool pool_int(struct rtc_model *m, const struct rtc_pool_geom &g, const void *x, void *y,
                      int64_t *idx)
 {
-	if (g.mode != RTC_P_MAX)
+	if (g.mode != RT_PM_MAX)
 		return false;
 	pool_launch<T, T>(m, g, x, y, idx);
 	return true;

@@ -60,11 +60,11 @@ LIM(uint64_t, 0, UINT64_MAX)
 template <int P, class T, class A> struct prim {
 	__device__ __forceinline__ static A ident()
 	{
-		if (P == RTC_PROD)
+		if (P == RT_PRIM_PROD)
 			return (A)1;
-		if (P == RTC_MAX)
+		if (P == RT_PRIM_MAX)
 			return (A)to_acc(lim<T>::lo());
-		if (P == RTC_MIN)
+		if (P == RT_PRIM_MIN)
 			return (A)to_acc(lim<T>::hi());
 		return (A)0;
 	}
@@ -73,13 +73,13 @@ template <int P, class T, class A> struct prim {
 		auto xv = to_acc(x);
 		A v = (A)xv;
 		switch (P) {
-		case RTC_ABS:
+		case RT_PRIM_ABS:
 			if constexpr (std::is_unsigned<decltype(xv)>::value)
 				return v;
 			else
 				return xv < 0 ? (A)0 - v : v; /* the sign of x: A may be unsigned */
-		case RTC_SQ: return v * v;
-		case RTC_EXP:
+		case RT_PRIM_SQ: return v * v;
+		case RT_PRIM_EXP:
 			if constexpr (std::is_floating_point<A>::value)
 				return rtc_exp(v - shift);
 			return v;
@@ -89,9 +89,9 @@ template <int P, class T, class A> struct prim {
 	__device__ __forceinline__ static A comb(A a, A b)
 	{
 		switch (P) {
-		case RTC_PROD: return a * b;
-		case RTC_MAX: return b > a || b != b ? b : a;
-		case RTC_MIN: return b < a || b != b ? b : a;
+		case RT_PRIM_PROD: return a * b;
+		case RT_PRIM_MAX: return b > a || b != b ? b : a;
+		case RT_PRIM_MIN: return b < a || b != b ? b : a;
 		default: return a + b;
 		}
 	}
@@ -145,14 +145,14 @@ __device__ __forceinline__ void finish_store(const struct red_args &a, const str
 	double f;
 	int64_t i;
 	acc_split<T>(v, &f, &i);
-	rtc_red_finish(a.kind, a.is_float, r.nred, (double)shift, &f, &i);
+	rt_red_finish(a.kind, a.is_float, r.c.nred, (double)shift, &f, &i);
 	store_out(y, a.ydt, k, f, i);
 }
 
 /* LogSumExp's shift from the group's maximum. */
 template <class A> __device__ __forceinline__ A lse_shift(A max)
 {
-	return (A)rtc_lse_shift((double)max);
+	return (A)rt_red_lse_shift((double)max);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -165,7 +165,7 @@ __device__ __forceinline__ A rows_pass(const struct rtc_red &r, const T *x, int6
                                        A shift)
 {
 	A acc = prim<P, T, A>::ident();
-	for (int64_t e = lane; e < r.nred; e += G)
+	for (int64_t e = lane; e < r.c.nred; e += G)
 		acc = prim<P, T, A>::comb(
 		        acc, prim<P, T, A>::term(x[base + rtc_red_elem(&r, e)], shift));
 	return group_reduce<G>(acc, prim_op<P>());
@@ -177,8 +177,8 @@ __device__ __forceinline__ void rows_output(const struct red_args &a, const stru
 {
 	int64_t base = rtc_red_base(&r, k);
 	A shift = 0, v;
-	if (P == RTC_EXP)
-		shift = lse_shift(rows_pass<RTC_MAX, G, T, A>(r, x, base, lane, shift));
+	if (P == RT_PRIM_EXP)
+		shift = lse_shift(rows_pass<RT_PRIM_MAX, G, T, A>(r, x, base, lane, shift));
 	v = rows_pass<P, G, T, A>(r, x, base, lane, shift);
 	if (lane == 0)
 		finish_store<T>(a, r, v, shift, y, k);
@@ -190,16 +190,16 @@ __global__ void reduce_rows(const __grid_constant__ struct rtc_rows p,
                             const __grid_constant__ struct red_args a, const T *x, void *y)
 {
 	const int lane = threadIdx.x % G;
-	for (int64_t k = rtc_rows_first(&p, blockIdx.x, threadIdx.x); k < r.nout;
+	for (int64_t k = rtc_rows_first(&p, blockIdx.x, threadIdx.x); k < r.c.nout;
 	     k += rtc_rows_step(&p)) {
 		switch (a.prim) {
-		case RTC_SUM: rows_output<RTC_SUM, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_ABS: rows_output<RTC_ABS, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_SQ: rows_output<RTC_SQ, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_EXP: rows_output<RTC_EXP, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_PROD: rows_output<RTC_PROD, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_MAX: rows_output<RTC_MAX, G, T, A>(a, r, x, y, k, lane); break;
-		case RTC_MIN: rows_output<RTC_MIN, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_SUM: rows_output<RT_PRIM_SUM, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_ABS: rows_output<RT_PRIM_ABS, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_SQ: rows_output<RT_PRIM_SQ, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_EXP: rows_output<RT_PRIM_EXP, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_PROD: rows_output<RT_PRIM_PROD, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_MAX: rows_output<RT_PRIM_MAX, G, T, A>(a, r, x, y, k, lane); break;
+		case RT_PRIM_MIN: rows_output<RT_PRIM_MIN, G, T, A>(a, r, x, y, k, lane); break;
 		}
 	}
 }
@@ -230,7 +230,7 @@ __device__ __forceinline__ A cols_pass(const struct rtc_red &r, const T *x, int6
                                        int tx, A shift)
 {
 	A acc = prim<P, T, A>::ident();
-	for (int64_t j = threadIdx.x / tx; live && j < r.nseg; j += COLS_THREADS / tx)
+	for (int64_t j = threadIdx.x / tx; live && j < r.c.nseg; j += COLS_THREADS / tx)
 		acc = prim<P, T, A>::comb(
 		        acc, prim<P, T, A>::term(x[base + rtc_red_elem(&r, j)], shift));
 	return cols_combine<P, T, A>(acc, tx);
@@ -242,8 +242,8 @@ __device__ __forceinline__ void cols_output(const struct red_args &a, const stru
 {
 	int64_t base = live ? rtc_red_base(&r, k) : 0;
 	A shift = 0, v;
-	if (P == RTC_EXP)
-		shift = lse_shift(cols_pass<RTC_MAX, T, A>(r, x, base, live, tx, shift));
+	if (P == RT_PRIM_EXP)
+		shift = lse_shift(cols_pass<RT_PRIM_MAX, T, A>(r, x, base, live, tx, shift));
 	v = cols_pass<P, T, A>(r, x, base, live, tx, shift);
 	if (live && threadIdx.x < tx)
 		finish_store<T>(a, r, v, shift, y, k);
@@ -254,18 +254,18 @@ template <class T, class A>
 __global__ void reduce_cols(const __grid_constant__ struct rtc_red r,
                             const __grid_constant__ struct red_args a, int tx, const T *x, void *y)
 {
-	const int64_t ntile = rtc_ceil_div(r.inner, tx), tasks = r.nout / r.inner * ntile;
+	const int64_t ntile = rt_ceil_div(r.c.inner, tx), tasks = r.c.nout / r.c.inner * ntile;
 	for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
-		int64_t c = t % ntile * tx + threadIdx.x % tx, k = t / ntile * r.inner + c;
-		bool live = c < r.inner;
+		int64_t c = t % ntile * tx + threadIdx.x % tx, k = t / ntile * r.c.inner + c;
+		bool live = c < r.c.inner;
 		switch (a.prim) {
-		case RTC_SUM: cols_output<RTC_SUM, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_ABS: cols_output<RTC_ABS, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_SQ: cols_output<RTC_SQ, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_EXP: cols_output<RTC_EXP, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_PROD: cols_output<RTC_PROD, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_MAX: cols_output<RTC_MAX, T, A>(a, r, x, y, k, live, tx); break;
-		case RTC_MIN: cols_output<RTC_MIN, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_SUM: cols_output<RT_PRIM_SUM, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_ABS: cols_output<RT_PRIM_ABS, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_SQ: cols_output<RT_PRIM_SQ, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_EXP: cols_output<RT_PRIM_EXP, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_PROD: cols_output<RT_PRIM_PROD, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_MAX: cols_output<RT_PRIM_MAX, T, A>(a, r, x, y, k, live, tx); break;
+		case RT_PRIM_MIN: cols_output<RT_PRIM_MIN, T, A>(a, r, x, y, k, live, tx); break;
 		}
 	}
 }
@@ -280,14 +280,14 @@ static void reduce_launch(struct rtc_model *m, const struct rtc_red &r, const st
 {
 	cudaStream_t s = rtc_stream(m);
 	int sm = rtc_sm_count(m);
-	if (!r.rows) {
-		int tx = rtc_red_cols_tx(r.inner);
-		int64_t tasks = r.nout / r.inner * rtc_ceil_div(r.inner, tx);
+	if (!r.c.rows) {
+		int tx = rtc_red_cols_tx(r.c.inner);
+		int64_t tasks = r.c.nout / r.c.inner * rt_ceil_div(r.c.inner, tx);
 		reduce_cols<T, A><<<rtc_blocks(tasks, 1, sm), COLS_THREADS, 0, s>>>(
 		        r, a, tx, (const T *)x, y);
 		return;
 	}
-	struct rtc_rows p = rtc_rows_group(r.nout, rtc_red_group(r.nred), sm);
+	struct rtc_rows p = rtc_rows_group(r.c.nout, rtc_red_group(r.c.nred), sm);
 	if (p.group == 1)
 		reduce_rows<1, T, A><<<p.blocks, p.threads, 0, s>>>(p, r, a, (const T *)x, y);
 	else if (p.group == 32)
@@ -303,9 +303,9 @@ template <class T>
 static void reduce_int(struct rtc_model *m, const struct rtc_red &r, const struct red_args &a,
                        const void *x, void *y)
 {
-	if (a.prim == RTC_MAX || a.prim == RTC_MIN)
+	if (a.prim == RT_PRIM_MAX || a.prim == RT_PRIM_MIN)
 		reduce_launch<T, int64_t>(m, r, a, x, y);
-	else if (a.prim == RTC_EXP)
+	else if (a.prim == RT_PRIM_EXP)
 		reduce_launch<T, double>(m, r, a, x, y);
 	else
 		reduce_launch<T, uint64_t>(m, r, a, x, y);
@@ -323,15 +323,15 @@ template <int ES> __global__ void fill_kernel(char *y, int64_t n, uint64_t value
 /* An empty reduction's outputs: the finished identity (reduce_empty). */
 static int reduce_empty(struct rtc_model *m, const struct red_args &a, int64_t nout, void *y)
 {
-	double f = a.prim == RTC_PROD ? 1 : 0;
-	int64_t i = a.prim == RTC_PROD ? 1 : 0;
+	double f = a.prim == RT_PRIM_PROD ? 1 : 0;
+	int64_t i = a.prim == RT_PRIM_PROD ? 1 : 0;
 	uint64_t bits = 0;
 	int es = rtc_dtype_size(a.ydt);
-	if (a.is_float && a.prim == RTC_MAX)
+	if (a.is_float && a.prim == RT_PRIM_MAX)
 		f = -INFINITY;
-	if (a.is_float && a.prim == RTC_MIN)
+	if (a.is_float && a.prim == RT_PRIM_MIN)
 		f = INFINITY;
-	rtc_red_finish(a.kind, a.is_float, 0, 0, &f, &i);
+	rt_red_finish(a.kind, a.is_float, 0, 0, &f, &i);
 	switch (a.ydt) {
 	case RT_F32: {
 		float v = (float)f;
@@ -374,7 +374,7 @@ static bool reduce_dtype_ok(int dtype, int p)
 	case RT_I32:
 	case RT_I64: return true;
 	case RT_U8:
-	case RT_I8: return p == RTC_MAX || p == RTC_MIN;
+	case RT_I8: return p == RT_PRIM_MAX || p == RT_PRIM_MIN;
 	default: return false;
 	}
 }
@@ -383,7 +383,7 @@ int rtc_reduce(struct rtc_model *m, const struct rt_reduce_desc *d, const void *
 {
 	struct rtc_red r;
 	struct red_args a;
-	int p = rtc_red_prim(d->kind);
+	int p = rt_red_prim_of(d->kind);
 	bool ok = d->rank >= 0 && d->rank <= 8 && d->kind >= RT_REDUCE_SUM &&
 	          d->kind <= RT_REDUCE_LOG_SUM_EXP && reduce_dtype_ok(d->dtype, p) &&
 	          rtc_out_dtype(d->dtype, d->ydtype);
@@ -396,9 +396,9 @@ int rtc_reduce(struct rtc_model *m, const struct rt_reduce_desc *d, const void *
 	a.ydt = rtc_out_dtype(d->dtype, d->ydtype);
 	a.is_float = rtc_is_float(d->dtype);
 	if (!rtc_red_canon(d, &r)) {
-		if (r.nout == 0)
+		if (r.c.nout == 0)
 			return RT_OK;
-		return y ? reduce_empty(m, a, r.nout, y)
+		return y ? reduce_empty(m, a, r.c.nout, y)
 		         : rtc_fail(m, RT_ERR_ARGUMENT, "rtc_reduce: NULL tensor");
 	}
 	if (!x || !y)
@@ -520,7 +520,7 @@ __global__ void arg_rows(const __grid_constant__ struct rtc_rows p, int64_t rows
 			for (int64_t i = lane; i < n; i += G)
 				if ((V)to_acc(xr[i]) != (V)to_acc(xr[i]))
 					nan = i;
-			from = group_reduce<G>(nan, prim_op<RTC_MAX>()) + 1;
+			from = group_reduce<G>(nan, prim_op<RT_PRIM_MAX>()) + 1;
 		}
 		for (int64_t i = from + lane; i < n; i += G) {
 			V v = (V)to_acc(xr[i]);

@@ -20,7 +20,7 @@
 #include "rtc_kern.cuh"
 
 /* The taps of dim d, or one tap of weight 1 when d is an identity. */
-__device__ __forceinline__ void unit_taps(struct rtc_taps *t)
+__device__ __forceinline__ void unit_taps(struct rt_resize_taps *t)
 {
 	t->n = 1;
 	t->off[0] = 0;
@@ -34,13 +34,13 @@ __global__ void resize2(const __grid_constant__ struct rtc_resize p, const T *x,
 {
 	RTC_GRID_LOOP(f, p.total)
 	{
-		struct rtc_taps tc, tr;
+		struct rt_resize_taps tc, tr;
 		int64_t g = f, base = 0;
 		int nres = 0;
 		unit_taps(&tc);
 		unit_taps(&tr);
-		for (int d = p.rank - 1; d >= 0; d--) {
-			int64_t i = rtc_digit(p.small, p.dv[d], p.out[d], &g);
+		for (int d = p.d.rank - 1; d >= 0; d--) {
+			int64_t i = rtc_digit(p.small, p.dv[d], p.d.out_dims[d], &g);
 			if (p.identity[d])
 				base += i * p.xs[d];
 			else if (nres++ == 0)
@@ -49,7 +49,7 @@ __global__ void resize2(const __grid_constant__ struct rtc_resize p, const T *x,
 				rtc_resize_taps(&p, d, i, &tr);
 		}
 		if (tc.n == 0 || tr.n == 0) {
-			y[f] = to_store<Y>(p.extrapolation);
+			y[f] = to_store<Y>(p.d.extrapolation);
 			continue;
 		}
 		float acc = 0;
@@ -75,13 +75,13 @@ __global__ void resize_any(const __grid_constant__ struct rtc_resize p, const T 
 {
 	RTC_GRID_LOOP(f, p.total)
 	{
-		struct rtc_taps t[8]; /* t[0]: the innermost resized dim */
+		struct rt_resize_taps t[8]; /* t[0]: the innermost resized dim */
 		int pick[8];
 		int64_t g = f, base = 0;
 		int nres = 0;
 		bool ext = false;
-		for (int d = p.rank - 1; d >= 0; d--) {
-			int64_t i = rtc_digit(p.small, p.dv[d], p.out[d], &g);
+		for (int d = p.d.rank - 1; d >= 0; d--) {
+			int64_t i = rtc_digit(p.small, p.dv[d], p.d.out_dims[d], &g);
 			if (p.identity[d]) {
 				base += i * p.xs[d];
 				continue;
@@ -91,7 +91,7 @@ __global__ void resize_any(const __grid_constant__ struct rtc_resize p, const T 
 			pick[nres++] = 0;
 		}
 		if (ext) {
-			y[f] = to_store<Y>(p.extrapolation);
+			y[f] = to_store<Y>(p.d.extrapolation);
 			continue;
 		}
 		if (nres == 0) {
@@ -130,8 +130,8 @@ int rtc_resize(struct rtc_model *m, const struct rt_resize_desc *d, const void *
 		return RT_OK;
 	if (!x || !y)
 		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_resize: NULL tensor");
-	for (int i = 0; i < p.rank; i++) {
-		nx *= p.in[i];
+	for (int i = 0; i < p.d.rank; i++) {
+		nx *= p.d.in_dims[i];
 		nres += !p.identity[i];
 	}
 	if (nx == 0) /* nothing to interpolate from: zeros */

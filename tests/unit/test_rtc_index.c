@@ -1,9 +1,9 @@
 /*
  * test_rtc_index.c - the CUDA kernels' index arithmetic
- * (runtime/cuda/rtc_index.h) against the CPU runtime, on a machine without
- * a GPU.
+ * (runtime/cuda/rtc_index*.h, over the runtime's shared rt_index*.h)
+ * against the CPU runtime, on a machine without a GPU.
  *
- * The kernels address memory only through rtc_index.h. Here the same
+ * The kernels address memory only through those headers. Here the same
  * functions run on the host: each test builds random descriptors, runs the
  * CPU kernel (rt_pool, rt_reduce, rt_copy, ...) and an emulation that
  * visits the outputs the way the CUDA kernels do - the same plans, flat
@@ -19,6 +19,10 @@
  */
 #include "onnxc_rt.h"
 #include "rtc_index.h"
+#include "rtc_index_move.h"
+#include "rtc_index_pool.h"
+#include "rtc_index_reduce.h"
+#include "rtc_index_resize.h"
 #include "test.h"
 
 #include <math.h>
@@ -205,9 +209,9 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t dil, int64_t p
 static double pool_term(int mode, double v, int p)
 {
 	switch (mode) {
-	case RTC_P_ABS: return fabs(v);
-	case RTC_P_SQ: return v * v;
-	case RTC_P_POW: return pow(fabs(v), p);
+	case RT_PM_ABS: return fabs(v);
+	case RT_PM_SQ: return v * v;
+	case RT_PM_POW: return pow(fabs(v), p);
 	default: return v;
 	}
 }
@@ -215,9 +219,9 @@ static double pool_term(int mode, double v, int p)
 static double pool_finish(int mode, double acc, int64_t count, int p)
 {
 	switch (mode) {
-	case RTC_P_AVG: return acc / (double)count;
-	case RTC_P_SQ: return sqrt(acc);
-	case RTC_P_POW: return pow(acc, 1.0 / p);
+	case RT_PM_AVG: return acc / (double)count;
+	case RT_PM_SQ: return sqrt(acc);
+	case RT_PM_POW: return pow(acc, 1.0 / p);
 	default: return acc;
 	}
 }
@@ -242,7 +246,7 @@ static void pool_emulate(const struct rtc_pool_geom *g, const double *x, int64_t
 			for (int64_t j1 = w.j0[1]; j1 < w.j1[1]; j1++)
 				for (int64_t j2 = w.j0[2]; j2 < w.j1[2]; j2++) {
 					int64_t off = rtc_pool_off(g, &w, j0, j1, j2);
-					double v = x[w.c * g->nin + off];
+					double v = x[w.c * g->geom.nin + off];
 					if (track && RTC_MAX_TAKE(v, off, best[0], at[0])) {
 						best[0] = v;
 						at[0] = off;
@@ -253,7 +257,7 @@ static void pool_emulate(const struct rtc_pool_geom *g, const double *x, int64_t
 		for (int l = 0; l < lanes; l++)
 			for (int64_t t = l; t < n; t += lanes) {
 				int64_t off = rtc_pool_tap(g, &w, t);
-				double v = x[w.c * g->nin + off];
+				double v = x[w.c * g->geom.nin + off];
 				if (track && RTC_MAX_TAKE(v, off, best[l], at[l])) {
 					best[l] = v;
 					at[l] = off;
@@ -275,7 +279,7 @@ static void pool_emulate(const struct rtc_pool_geom *g, const double *x, int64_t
 			}
 		}
 	}
-	*val = g->mode == RTC_P_MAX ? best[0] : pool_finish(g->mode, sum[0], w.count, g->p);
+	*val = g->mode == RT_PM_MAX ? best[0] : pool_finish(g->mode, sum[0], w.count, g->p);
 	*index = at[0] < 0 ? 0 : rtc_pool_index(g, w.c, at[0]);
 }
 
@@ -393,62 +397,62 @@ static void reduce_emulate(const struct rtc_red *r, int kind, int is_float, cons
 {
 	const int64_t *xi = xv;
 	const double *xf = xv;
-	int p = rtc_red_prim(kind);
+	int p = rt_red_prim_of(kind);
 	int64_t base = rtc_red_base(r, k);
-	double f = p == RTC_PROD ? 1 : 0, shift = 0;
-	uint64_t u = p == RTC_PROD ? 1 : 0;
-	int64_t mx = p == RTC_MAX ? INT64_MIN : INT64_MAX;
-	if (is_float && p == RTC_MAX)
+	double f = p == RT_PRIM_PROD ? 1 : 0, shift = 0;
+	uint64_t u = p == RT_PRIM_PROD ? 1 : 0;
+	int64_t mx = p == RT_PRIM_MAX ? INT64_MIN : INT64_MAX;
+	if (is_float && p == RT_PRIM_MAX)
 		f = -INFINITY;
-	if (is_float && p == RTC_MIN)
+	if (is_float && p == RT_PRIM_MIN)
 		f = INFINITY;
-	if (p == RTC_EXP) {
+	if (p == RT_PRIM_EXP) {
 		double m = -INFINITY;
-		for (int64_t e = 0; e < r->nred; e++) {
+		for (int64_t e = 0; e < r->c.nred; e++) {
 			int64_t off = base + rtc_red_elem(r, e);
 			double v = is_float ? xf[off] : (double)xi[off];
 			m = (v > m || v != v) ? v : m;
 		}
-		shift = rtc_lse_shift(m);
+		shift = rt_red_lse_shift(m);
 	}
-	for (int64_t e = 0; e < r->nred; e++) {
+	for (int64_t e = 0; e < r->c.nred; e++) {
 		int64_t off = base + rtc_red_elem(r, e);
 		double v = is_float ? xf[off] : (double)xi[off];
 		int64_t iv = is_float ? 0 : xi[off];
 		switch (p) {
-		case RTC_SUM:
+		case RT_PRIM_SUM:
 			f += v;
 			u += (uint64_t)iv;
 			break;
-		case RTC_ABS:
+		case RT_PRIM_ABS:
 			f += fabs(v);
 			u += iv < 0 ? 0 - (uint64_t)iv : (uint64_t)iv;
 			break;
-		case RTC_SQ:
+		case RT_PRIM_SQ:
 			f += v * v;
 			u += (uint64_t)iv * (uint64_t)iv;
 			break;
-		case RTC_EXP: f += exp(v - shift); break;
-		case RTC_PROD:
+		case RT_PRIM_EXP: f += exp(v - shift); break;
+		case RT_PRIM_PROD:
 			f *= v;
 			u *= (uint64_t)iv;
 			break;
-		case RTC_MAX:
+		case RT_PRIM_MAX:
 			f = (v > f || v != v) ? v : f;
 			mx = iv > mx ? iv : mx;
 			break;
-		case RTC_MIN:
+		case RT_PRIM_MIN:
 			f = (v < f || v != v) ? v : f;
 			mx = iv < mx ? iv : mx;
 			break;
 		}
 	}
 	*io = 0;
-	if (!is_float && p != RTC_EXP) {
-		*io = p == RTC_MAX || p == RTC_MIN ? mx : (int64_t)u;
+	if (!is_float && p != RT_PRIM_EXP) {
+		*io = p == RT_PRIM_MAX || p == RT_PRIM_MIN ? mx : (int64_t)u;
 		f = (double)*io;
 	}
-	rtc_red_finish(kind, is_float, r->nred, shift, &f, io);
+	rt_red_finish(kind, is_float, r->c.nred, shift, &f, io);
 	*fo = f;
 }
 
@@ -458,23 +462,23 @@ static int reduce_layout_ok(const struct rtc_red *r, int64_t total)
 {
 	char *used = calloc((size_t)total + 1, 1);
 	int ok = 1;
-	for (int64_t k = 0; k < r->nout; k++)
-		for (int64_t e = 0; e < r->nred; e++) {
+	for (int64_t k = 0; k < r->c.nout; k++)
+		for (int64_t e = 0; e < r->c.nred; e++) {
 			int64_t off = rtc_red_base(r, k) + rtc_red_elem(r, e);
 			if (off < 0 || off >= total || used[off]++)
 				ok = 0;
 		}
-	if (!r->rows) {
-		int tx = rtc_red_cols_tx(r->inner);
-		int64_t ntile = rtc_ceil_div(r->inner, tx), tasks = r->nout / r->inner * ntile;
-		char *hit = calloc((size_t)r->nout + 1, 1);
+	if (!r->c.rows) {
+		int tx = rtc_red_cols_tx(r->c.inner);
+		int64_t ntile = rt_ceil_div(r->c.inner, tx), tasks = r->c.nout / r->c.inner * ntile;
+		char *hit = calloc((size_t)r->c.nout + 1, 1);
 		for (int64_t t = 0; t < tasks; t++)
 			for (int cx = 0; cx < tx; cx++) {
 				int64_t c = t % ntile * tx + cx;
-				if (c < r->inner && hit[t / ntile * r->inner + c]++)
+				if (c < r->c.inner && hit[t / ntile * r->c.inner + c]++)
 					ok = 0;
 			}
-		for (int64_t k = 0; k < r->nout; k++)
+		for (int64_t k = 0; k < r->c.nout; k++)
 			ok &= hit[k] == 1;
 		free(hit);
 	}
@@ -519,7 +523,7 @@ static void test_reduce(void)
 		                   is_float ? (void *)yf : (void *)yi),
 		         RT_OK);
 		if (rtc_red_canon(&d, &r)) {
-			CHECK_EQ(r.nout, nout);
+			CHECK_EQ(r.c.nout, nout);
 			if (!reduce_layout_ok(&r, total)) {
 				if (bad < 5)
 					fprintf(stderr, "reduce case %d: layout\n", cs);
@@ -529,15 +533,15 @@ static void test_reduce(void)
 		for (int64_t k = 0; k < nout; k++) {
 			double f;
 			int64_t i;
-			if (r.nred == 0 || r.nout == 0) { /* the finished identity */
-				int p = rtc_red_prim(d.kind);
-				f = p == RTC_PROD ? 1 : 0;
-				i = p == RTC_PROD ? 1 : 0;
-				if (is_float && p == RTC_MAX)
+			if (r.c.nred == 0 || r.c.nout == 0) { /* the finished identity */
+				int p = rt_red_prim_of(d.kind);
+				f = p == RT_PRIM_PROD ? 1 : 0;
+				i = p == RT_PRIM_PROD ? 1 : 0;
+				if (is_float && p == RT_PRIM_MAX)
 					f = -INFINITY;
-				if (is_float && p == RTC_MIN)
+				if (is_float && p == RT_PRIM_MIN)
 					f = INFINITY;
-				rtc_red_finish(d.kind, is_float, 0, 0, &f, &i);
+				rt_red_finish(d.kind, is_float, 0, 0, &f, &i);
 			} else {
 				reduce_emulate(&r, d.kind, is_float,
 				               is_float ? (void *)xf : (void *)xi, k, &f, &i);
@@ -1328,12 +1332,12 @@ static void test_trilu(void)
 /* Output f as resize2 computes it (at most two resized dims). */
 static float resize2_emulate(const struct rtc_resize *p, const float *x, int64_t f)
 {
-	struct rtc_taps tc = { 1, { 0 }, { 1 } }, tr = { 1, { 0 }, { 1 } };
+	struct rt_resize_taps tc = { 1, { 0 }, { 1 } }, tr = { 1, { 0 }, { 1 } };
 	int64_t g = f, base = 0;
 	int nres = 0;
 	float acc = 0;
-	for (int d = p->rank - 1; d >= 0; d--) {
-		int64_t i = rtc_digit(p->small, p->dv[d], p->out[d], &g);
+	for (int d = p->d.rank - 1; d >= 0; d--) {
+		int64_t i = rtc_digit(p->small, p->dv[d], p->d.out_dims[d], &g);
 		if (p->identity[d])
 			base += i * p->xs[d];
 		else if (nres++ == 0)
@@ -1342,7 +1346,7 @@ static float resize2_emulate(const struct rtc_resize *p, const float *x, int64_t
 			rtc_resize_taps(p, d, i, &tr);
 	}
 	if (tc.n == 0 || tr.n == 0)
-		return p->extrapolation;
+		return p->d.extrapolation;
 	for (int a = 0; a < tr.n; a++) {
 		float v = 0;
 		for (int b = 0; b < tc.n; b++)
@@ -1355,12 +1359,12 @@ static float resize2_emulate(const struct rtc_resize *p, const float *x, int64_t
 /* Output f as resize_any computes it. */
 static float resize_any_emulate(const struct rtc_resize *p, const float *x, int64_t f)
 {
-	struct rtc_taps t[8];
+	struct rt_resize_taps t[8];
 	int pick[8], nres = 0, ext = 0;
 	int64_t g = f, base = 0;
 	float acc = 0;
-	for (int d = p->rank - 1; d >= 0; d--) {
-		int64_t i = rtc_digit(p->small, p->dv[d], p->out[d], &g);
+	for (int d = p->d.rank - 1; d >= 0; d--) {
+		int64_t i = rtc_digit(p->small, p->dv[d], p->d.out_dims[d], &g);
 		if (p->identity[d]) {
 			base += i * p->xs[d];
 			continue;
@@ -1370,7 +1374,7 @@ static float resize_any_emulate(const struct rtc_resize *p, const float *x, int6
 		pick[nres++] = 0;
 	}
 	if (ext)
-		return p->extrapolation;
+		return p->d.extrapolation;
 	if (nres == 0)
 		return x[base];
 	for (;;) {
