@@ -485,7 +485,7 @@ static bool lower_for(const struct cg_target *t, struct diag_buf *d)
 	ir_add_output(m, node1(m, IR_OP_SIGMOID, node1(m, IR_OP_SOFTMAX, x, NULL), NULL));
 	p.m = m;
 	p.arena = &m->arena;
-	ok = pass_run(m, pass_codegen_pipeline, pass_codegen_pipeline_len, NULL) && cg_lower(&p);
+	ok = pass_pipeline(m, PASS_STAGE_CODEGEN, NULL) && cg_lower(&p);
 	ir_module_free(m);
 	return ok;
 }
