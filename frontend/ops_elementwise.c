@@ -131,19 +131,11 @@ static bool imp_clip(struct fe_node *nd)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
-static bool imp_cast(struct fe_node *nd)
+/* x as element type t: a cast, or x itself when it has that type already */
+static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 {
-	int64_t to;
-	enum ir_dtype t;
 	const char *name;
 	struct ir_node *n;
-	if (!fe_req_int(nd, "to", &to) || !fe_inputs(nd, 1, 1) || nd->failed)
-		return false;
-	t = to >= 0 && to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
-	if (t == IR_DT_NONE)
-		return fe_fail(nd, "cast to %s (type %lld) is not supported",
-		               ir_onnx_dtype_name(to >= 0 && to <= 64 ? (int)to : -1),
-		               (long long)to);
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;
@@ -152,6 +144,29 @@ static bool imp_cast(struct fe_node *nd)
 	n = fe_emit(nd, IR_OP_CAST, nd->in, 1, &name, 1);
 	ir_set_t(nd->fe->m, n, "to", t);
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+static bool imp_cast(struct fe_node *nd)
+{
+	int64_t to;
+	enum ir_dtype t;
+	if (!fe_req_int(nd, "to", &to) || !fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	t = to >= 0 && to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
+	if (t == IR_DT_NONE)
+		return fe_fail(nd, "cast to %s (type %lld) is not supported",
+		               ir_onnx_dtype_name(to >= 0 && to <= 64 ? (int)to : -1),
+		               (long long)to);
+	return cast_to(nd, t);
+}
+
+/* CastLike (15): Cast to the element type of the second input, whose values
+ * are not read */
+static bool imp_cast_like(struct fe_node *nd)
+{
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	return cast_to(nd, nd->in[1]->type.dtype);
 }
 
 static bool imp_identity(struct fe_node *nd)
@@ -375,6 +390,7 @@ const struct fe_op fe_ops_elementwise[] = {
 	{ "Mod", 10, imp_mod, IR_OP_MOD },
 	{ "Clip", 6, imp_clip, IR_OP_CLIP },
 	{ "Cast", 6, imp_cast, IR_OP_CAST },
+	{ "CastLike", 15, imp_cast_like, IR_OP_CAST },
 	{ "Identity", 1, imp_identity, IR_OP_COPY },
 	{ "Dropout", 7, imp_dropout, IR_OP_COPY },
 	{ "Sum", 6, imp_variadic, IR_OP_ADD },
