@@ -11,6 +11,10 @@
  * "FILE: error: node 'NAME' (OpType): what is wrong". A node that fails is
  * skipped together with everything that depends on it, and the walk goes on,
  * so one run reports every independent problem.
+ *
+ * frontend/ owns ONNX in and out, nothing else: it may include the IR
+ * (ir/) and protoc-c's onnx.pb-c.h, never passes/, codegen/, runtime/ or
+ * cli/ (tests/layout.sh checks it).
  */
 #ifndef ONNXC_FE_H
 #define ONNXC_FE_H

@@ -19,6 +19,10 @@
  * are a pure function of its input types and attributes and every later stage
  * reads one canonical form.
  *
+ * ir/ owns the IR, its text form, the verifier, inference and the reference
+ * evaluator (folding). It includes nothing of onnxc outside ir/: it knows no
+ * frontend, pass or backend (tests/layout.sh checks it).
+ *
  * Memory: everything a module points to is allocated from the module's
  * arena, including constant data, so ir_module_free() releases it all and an
  * out-of-memory unwind (see ir_ctx) cannot leak. No global state: the

@@ -17,6 +17,10 @@
  * numbering. Shapes are int64. Tensors are dense row-major unless a
  * descriptor gives strides. The workspace-size functions are shared with the
  * compiler, which plans workspaces into the arena.
+ *
+ * runtime/ owns what compiled models link (this CPU runtime, the training
+ * runtime, runtime/cuda/): it includes only its own headers, libc, BLAS and
+ * (runtime/cuda/) CUDA's; it knows nothing of the compiler.
  */
 #ifndef ONNXC_RT_H
 #define ONNXC_RT_H
