@@ -143,9 +143,13 @@ static struct ir_node *one_node(struct ir_module *m, enum ir_op op, const enum i
 	struct ir_value *in[3];
 	struct ir_node *n;
 	char err[256];
+	if (ir_ops[op].min_in > 3) {
+		fprintf(stderr, "op %s: one_node builds at most 3 inputs\n", ir_ops[op].name);
+		exit(1);
+	}
 	for (int i = 0; i < ir_ops[op].min_in; i++) {
 		struct ir_type t = { .dtype = dt[i], .rank = 1, .dims = { 2 } };
-		char name[8];
+		char name[16];
 		if (op == IR_OP_DROPOUT && i == 1)
 			t.rank = 0; /* the seed */
 		snprintf(name, sizeof name, "x%d", i);
