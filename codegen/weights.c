@@ -1,7 +1,7 @@
 /*
  * weights.c - the weights file.
  *
- * Layout (docs/runtime.md): a 64-byte header - magic "ONNXCWT1", format
+ * Layout (docs/api.md#the-weights-file): a 64-byte header - magic "ONNXCWT1", format
  * version 1, the model id, the data size (little-endian u64s), zeros - then
  * the data, each constant at the 64-byte-aligned offset the memory plan gave
  * it, zeros between. The runtime maps the file read-only and checks the
