@@ -392,7 +392,7 @@ static bool lower_pool(struct lower *l, struct ir_node *n)
 		d->out[i] = y->dims[2 + i];
 		d->k[i] = global ? x->dims[2 + i] : ir_attr_ints(n, "kernel", NULL)[i];
 		d->stride[i] = global ? 1 : ir_attr_ints(n, "strides", NULL)[i];
-		d->dil[i] = n->op == IR_OP_MAX_POOL ? ir_attr_ints(n, "dilations", NULL)[i] : 1;
+		d->dil[i] = global ? 1 : ir_attr_ints(n, "dilations", NULL)[i];
 		d->pad_begin[i] = global ? 0 : ir_attr_ints(n, "pads", NULL)[i];
 		d->pad_end[i] = global ? 0 : ir_attr_ints(n, "pads", NULL)[d->nsp + i];
 	}
@@ -736,6 +736,7 @@ static bool lower_pad(struct lower *l, struct ir_node *n)
 	d->esize = esize(n->in[0]);
 	d->mode = !strcmp(mode, "reflect") ? RT_PAD_REFLECT
 	          : !strcmp(mode, "edge")  ? RT_PAD_EDGE
+	          : !strcmp(mode, "wrap")  ? RT_PAD_WRAP
 	                                   : RT_PAD_CONSTANT;
 	d->rank = x->rank;
 	memcpy(d->in_dims, x->dims, sizeof(int64_t) * (size_t)x->rank);

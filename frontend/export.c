@@ -571,6 +571,31 @@ static bool ex_trilu(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/* AveragePool and LpPool: dilations exist from AveragePool-19 and
+ * LpPool-18, as does LpPool's ceil_mode; before, only their defaults are
+ * expressible, and they are left out. */
+static bool ex_window_pool(struct ex *ex, const struct ir_node *n)
+{
+	int since = n->op == IR_OP_AVG_POOL ? 19 : 18, nsp;
+	const int64_t *dil = ir_attr_ints(n, "dilations", &nsp);
+	bool dilated = false, ceil_mode = ir_attr_i(n, "ceil_mode") != 0;
+	const char *const skip[] = { "dilations", n->op == IR_OP_LP_POOL ? "ceil_mode" : NULL,
+		                     NULL };
+	struct ex_node *en;
+	for (int i = 0; i < nsp; i++)
+		dilated |= dil[i] != 1;
+	if (ex->opset < since && (dilated || (n->op == IR_OP_LP_POOL && ceil_mode)))
+		return ex_node_error(ex, n,
+		                     "%s takes %s from opset %d; the export targets opset %lld "
+		                     "(use --opset %d or later)",
+		                     ir_ops[n->op].onnx, dilated ? "dilations" : "ceil_mode", since,
+		                     (long long)ex->opset, since);
+	en = ex_std(ex, n, 0);
+	ex_ir_inputs(en);
+	ex_ir_attrs(en, ex->opset < since ? skip : NULL);
+	return true;
+}
+
 /* ScatterElements: reduction exists from opset 16 (none, add, mul); max
  * and min from opset 18, beyond what export writes. */
 static bool ex_scatter_elements(struct ex *ex, const struct ir_node *n)
@@ -674,6 +699,7 @@ static bool ex_mish(struct ex *ex, const struct ir_node *n)
  */
 /* The writers the export column of ops.h names (ex_op_<export>). */
 static const struct ex_op ex_op_plain = { ex_plain };
+static const struct ex_op ex_op_window_pool = { ex_window_pool };
 static const struct ex_op ex_op_clip = { ex_clip };
 static const struct ex_op ex_op_conv = { ex_conv };
 static const struct ex_op ex_op_cumsum = { ex_cumsum };

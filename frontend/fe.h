@@ -134,7 +134,7 @@ bool fe_export_writes(enum ir_op op, const char **refusal);
 #include "onnx.pb-c.h"
 
 #define FE_MIN_OPSET 7
-#define FE_MAX_OPSET 17
+#define FE_MAX_OPSET 27
 
 /* The model file while tensors are read from it (load.c): large raw_data
  * stays in the file and is read from fd into the constant that holds it. */
@@ -161,7 +161,15 @@ struct fe {
 	struct ir_map no_data;  /* opt->no_data */
 	int64_t max_const_bytes;
 	int64_t fold_budget; /* folding work left (fe_fold_ok) */
-	int ndropout;        /* training-mode Dropouts so far: the next one's salt */
+	/* the graph's nodes with model-local functions inlined (inline.c):
+	 * the default-domain opset and the name of each node (NULL: no
+	 * function was called, every node is at opset), and the proto's own
+	 * node list, put back before the proto is freed */
+	const int64_t *node_opset;
+	const char **node_names;
+	Onnx__NodeProto **saved_node;
+	size_t saved_n_node;
+	int ndropout; /* training-mode Dropouts so far: the next one's salt */
 };
 
 /* One ONNX node being imported. */
@@ -171,6 +179,8 @@ struct fe_node {
 	const char *name;        /* proto name, or synthesized "OpType_INDEX" */
 	const char *op;          /* op_type */
 	const struct fe_op *def; /* its entry in the op tables */
+	int64_t opset;           /* of the default domain where the node is */
+	int version;             /* of the op in effect there (fe_op_version) */
 	int nin, nout;
 	struct ir_value **in;     /* NULL where the input is omitted ("") */
 	unsigned char *attr_used; /* per proto attribute: read by the importer */
@@ -179,13 +189,29 @@ struct fe_node {
 
 typedef bool (*fe_import_fn)(struct fe_node *nd);
 
+/*
+ * A row of the op tables. versions lists every version of the ONNX op
+ * (the opset that introduced it, as ONNX's docs/Changelog.md numbers them)
+ * that onnxc implements, ascending, up to FE_MAX_OPSET: the first is the
+ * oldest onnxc accepts, and no version ONNX defined after it is missing (a
+ * test compares the table with ONNX's list), so the version in effect at an
+ * opset is the last one not above it, and the importer may switch on it.
+ * removed: the opset from which ONNX deprecated the op (0: never).
+ */
+#define FE_MAX_VERSIONS 12
 struct fe_op {
 	const char *name; /* ONNX op_type */
-	int since;        /* first opset that has it */
 	fe_import_fn import;
 	enum ir_op ir; /* for the generic importers */
+	unsigned char versions[FE_MAX_VERSIONS];
+	int removed;
 };
 const struct fe_op *fe_find_op(const char *op_type);
+/* The version of op in effect at opset: 0 when the op does not exist there
+ * (or onnxc does not implement the version that does, or it was removed). */
+int fe_op_version(const struct fe_op *op, int64_t opset);
+/* The op tables, for listings: a NULL-terminated array of tables. */
+extern const struct fe_op *const fe_op_tables[];
 
 /*
  * Loads the ModelProto at path (no import) and calls fn on it, under an
@@ -323,6 +349,12 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 /* Decodes the type of a tensor (dtype and dims) with checks. */
 bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
                     struct ir_type *out);
+
+/* Model-local functions (inline.c): replaces the graph's calls of them
+ * by their bodies (names[] are the graph's node names); false after
+ * diagnostics. fe_restore_functions puts the proto's node list back. */
+bool fe_inline_functions(struct fe *fe, const char **names);
+void fe_restore_functions(struct fe *fe);
 
 /* The op tables of each family, terminated by a NULL name. */
 extern const struct fe_op fe_ops_elementwise[];

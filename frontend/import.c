@@ -361,12 +361,30 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
 	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
 }
 
-/* Every tensor a node of g or g's outputs read, into r (keys point into g). */
+static bool has_subgraphs(const Onnx__NodeProto *p)
+{
+	for (size_t k = 0; k < p->n_attribute; k++)
+		if (p->attribute[k]->g || p->attribute[k]->n_graphs)
+			return true;
+	return false;
+}
+
+/* Every tensor a node of g (its sub-graphs' included: they read outer
+ * values) or g's outputs read, into r (keys point into g). Sub-graphs
+ * nest at most FE_MAX_NESTING deep (the loader checked). */
 static void graph_reads(const Onnx__GraphProto *g, struct ir_map *r)
 {
-	for (size_t i = 0; i < g->n_node; i++)
-		for (size_t k = 0; k < g->node[i]->n_input; k++)
-			ir_map_put(r, g->node[i]->input[k], (void *)g->node[i]->input[k]);
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *p = g->node[i];
+		for (size_t k = 0; k < p->n_input; k++)
+			ir_map_put(r, p->input[k], (void *)p->input[k]);
+		for (size_t k = 0; k < p->n_attribute; k++) {
+			if (p->attribute[k]->g)
+				graph_reads(p->attribute[k]->g, r);
+			for (size_t j = 0; j < p->attribute[k]->n_graphs; j++)
+				graph_reads(p->attribute[k]->graphs[j], r);
+		}
+	}
 	for (size_t i = 0; i < g->n_output; i++)
 		if (g->output[i]->name)
 			ir_map_put(r, g->output[i]->name, (void *)g->output[i]->name);
@@ -478,14 +496,34 @@ struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, co
 /* Op tables                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Ops of the walk itself (control flow). */
+static bool imp_if(struct fe_node *nd);
+static const struct fe_op fe_ops_control[] = {
+	{ "If", imp_if, IR_OP_COUNT, { 1, 11, 13, 16, 19, 21, 23, 24, 25 } },
+	{ NULL, NULL, 0, { 0 } },
+};
+
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape,
+	                                     fe_ops_control, NULL };
+
 const struct fe_op *fe_find_op(const char *op_type)
 {
-	static const struct fe_op *const tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape };
-	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-		for (const struct fe_op *o = tables[t]; o->name; o++)
+	for (const struct fe_op *const *t = fe_op_tables; *t; t++)
+		for (const struct fe_op *o = *t; o->name; o++)
 			if (!strcmp(o->name, op_type))
 				return o;
 	return NULL;
+}
+
+int fe_op_version(const struct fe_op *op, int64_t opset)
+{
+	int v = 0;
+	if (op->removed && opset >= op->removed)
+		return 0;
+	for (int i = 0; i < FE_MAX_VERSIONS && op->versions[i]; i++)
+		if (op->versions[i] <= opset)
+			v = op->versions[i];
+	return v;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -500,6 +538,12 @@ static const char *node_name(struct fe *fe, const Onnx__NodeProto *p, size_t idx
 }
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
+
+/* The default-domain opset node i of the graph is at (inline.c). */
+static int64_t node_opset(const struct fe *fe, size_t i)
+{
+	return fe->node_opset ? fe->node_opset[i] : fe->opset;
+}
 
 static bool find_opset(struct fe *fe)
 {
@@ -532,7 +576,6 @@ static bool scan_graph(struct fe *fe, const char **names)
 {
 	Onnx__GraphProto *g = fe->model->graph;
 	struct ir_map *r = &fe->reserved;
-	struct ir_map functions = { 0 }; /* model-local function names, once needed */
 	int errors = fe->ctx->nerrors, unsupported = 0;
 
 	for (size_t i = 0; i < g->n_initializer; i++) {
@@ -589,23 +632,23 @@ static bool scan_graph(struct fe *fe, const char **names)
 		}
 		op = fe_find_op(p->op_type);
 		if (!op) {
-			if (!functions.arena) {
-				ir_map_init(&functions, &fe->m->arena);
-				for (size_t f = 0; f < fe->model->n_functions; f++)
-					if (fe->model->functions[f]->name)
-						ir_map_put(&functions,
-						           fe->model->functions[f]->name,
-						           fe->model->functions[f]);
-			}
-			ir_node_error(fe->ctx, names[i], p->op_type, "%s",
-			              ir_map_get(&functions, p->op_type)
-			                      ? "model-local functions are not supported"
-			                      : "op is not supported by onnxc");
-			unsupported++;
-		} else if (op->since > fe->opset) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
-			              "op does not exist in opset %lld (it was added in opset %d)",
-			              (long long)fe->opset, op->since);
+			              "op is not supported by onnxc (default domain, opset %lld)",
+			              (long long)node_opset(fe, i));
+			unsupported++;
+		} else if (!fe_op_version(op, node_opset(fe, i))) {
+			int64_t opset = node_opset(fe, i);
+			if (op->removed && opset >= op->removed)
+				ir_node_error(
+				        fe->ctx, names[i], p->op_type,
+				        "op was removed from ONNX in opset %d (the node is at "
+				        "opset %lld)",
+				        op->removed, (long long)opset);
+			else
+				ir_node_error(fe->ctx, names[i], p->op_type,
+				              "op does not exist in opset %lld (it was added in "
+				              "opset %d)",
+				              (long long)opset, op->versions[0]);
 			unsupported++;
 		}
 	}
@@ -897,9 +940,8 @@ static int heap_pop(struct heap *h)
  * algorithm taking the lowest original index first, which keeps an already
  * sorted graph in its order. Reports undefined inputs and cycles.
  */
-static int *topo_order(struct fe *fe, const char **names)
+static int *topo_order(struct fe *fe, const Onnx__GraphProto *g, const char **names)
 {
-	Onnx__GraphProto *g = fe->model->graph;
 	struct ir_arena *a = &fe->m->arena;
 	int nn = (int)g->n_node, done = 0, errors = fe->ctx->nerrors;
 	int *order = ir_arena_alloc(a, sizeof(int) * (size_t)(nn + 1));
@@ -916,18 +958,34 @@ static int *topo_order(struct fe *fe, const char **names)
 			    !ir_map_get(&producer, g->node[i]->output[k]))
 				ir_map_put(&producer, g->node[i]->output[k],
 				           (void *)(intptr_t)(i + 1));
-	/* count edges, then fill successor lists */
+	/* count edges, then fill successor lists; what a node's sub-graphs
+	 * read of this graph is an input too */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < nn; i++) {
 			const Onnx__NodeProto *p = g->node[i];
-			for (size_t k = 0; k < p->n_input; k++) {
-				const char *in = p->input[k];
+			size_t nreads = p->n_input;
+			const char **reads = (const char **)p->input;
+			if (has_subgraphs(p)) {
+				struct ir_map r;
+				ir_map_init(&r, a);
+				for (size_t k = 0; k < p->n_attribute; k++)
+					if (p->attribute[k]->g)
+						graph_reads(p->attribute[k]->g, &r);
+				reads = ir_arena_alloc(a, sizeof *reads *
+				                                  (p->n_input + (size_t)r.n + 1));
+				memcpy(reads, p->input, sizeof *reads * p->n_input);
+				for (int k = 0; k < r.cap; k++)
+					if (r.keys[k] && ir_map_get(&producer, r.keys[k]))
+						reads[nreads++] = r.keys[k];
+			}
+			for (size_t k = 0; k < nreads; k++) {
+				const char *in = reads[k];
 				void **pr;
 				if (!in[0] || ir_map_get(&fe->values, in))
 					continue;
 				pr = ir_map_get(&producer, in);
 				if (!pr) {
-					if (pass == 0)
+					if (pass == 0 && k < p->n_input)
 						ir_node_error(fe->ctx, names[i], p->op_type,
 						              "input '%s' is not defined by any "
 						              "node, initializer or "
@@ -1000,10 +1058,16 @@ static bool attrs_unique(struct fe_node *nd)
 	return true;
 }
 
-static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name)
+static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name, int64_t opset)
 {
 	const struct fe_op *op = fe_find_op(p->op_type);
-	struct fe_node nd = { .fe = fe, .proto = p, .name = name, .op = p->op_type, .def = op };
+	struct fe_node nd = { .fe = fe,
+		              .proto = p,
+		              .name = name,
+		              .op = p->op_type,
+		              .def = op,
+		              .opset = opset,
+		              .version = fe_op_version(op, opset) };
 	struct ir_arena *a = &fe->m->arena;
 
 	nd.nin = (int)p->n_input;
@@ -1044,6 +1108,91 @@ poison:
 			ir_map_put(&fe->values, p->output[k], NULL);
 }
 
+/*
+ * If whose condition is a constant (exporters leave many: a shape test
+ * folded at import): the branch taken is imported in place, its nodes named
+ * "IF/then/NODE" or "IF/else/NODE", reading outer values directly; its
+ * outputs are the If's. A condition known only at run time is refused.
+ */
+static bool imp_if(struct fe_node *nd)
+{
+	struct fe *fe = nd->fe;
+	const Onnx__NodeProto *p = nd->proto;
+	const Onnx__GraphProto *g = NULL;
+	const char *which, **names;
+	bool cond;
+	int *order, errors = fe->ctx->nerrors;
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	if (!fe_is_const(nd, 0))
+		return fe_fail(nd, "If with a condition known only at run time is not supported "
+		                   "(only a condition that folds to a constant at import)");
+	if (ir_type_elems(&nd->in[0]->type) != 1)
+		return fe_fail(nd, "the condition has %lld elements, not one",
+		               (long long)ir_type_elems(&nd->in[0]->type));
+	cond = ir_load_f64(nd->in[0]->type.dtype, nd->in[0]->data, 0) != 0;
+	which = cond ? "then_branch" : "else_branch";
+	for (size_t i = 0; i < p->n_attribute; i++) {
+		const Onnx__AttributeProto *a = p->attribute[i];
+		if (a->name && !strcmp(a->name, which))
+			g = a->g;
+		if (a->name && (!strcmp(a->name, "then_branch") || !strcmp(a->name, "else_branch")))
+			nd->attr_used[i] = 1;
+	}
+	if (!g)
+		return fe_fail(nd, "attribute '%s' (a graph) is required", which);
+	if ((int)g->n_output != nd->nout)
+		return fe_fail(nd, "the %s has %zu outputs for the node's %d", which, g->n_output,
+		               nd->nout);
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		const Onnx__TensorProto *t = g->initializer[i];
+		struct ir_value *v;
+		if (!t->name || !t->name[0] || ir_map_get(&fe->values, t->name))
+			return fe_fail(nd, "the %s's initializer %zu has no name or one in use",
+			               which, i);
+		v = fe_tensor_const(fe, t, ir_unique_name(fe->m, t->name),
+		                    ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name));
+		if (!v)
+			return fe_fail(nd, "the %s's initializer '%s' cannot be read", which,
+			               t->name);
+		ir_map_put(&fe->values, t->name, v);
+	}
+	names = ir_arena_alloc(&fe->m->arena, sizeof *names * (g->n_node + 1));
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *b = g->node[i];
+		const struct fe_op *op = b->op_type ? fe_find_op(b->op_type) : NULL;
+		names[i] = ir_arena_printf(&fe->m->arena, "%s/%s/%s", nd->name,
+		                           cond ? "then" : "else", node_name(fe, b, i));
+		if (!op || !default_domain(b->domain) || !fe_op_version(op, nd->opset))
+			ir_node_error(fe->ctx, names[i], b->op_type ? b->op_type : "?",
+			              "op is not supported by onnxc (domain '%s', opset %lld)",
+			              b->domain && b->domain[0] ? b->domain : "ai.onnx",
+			              (long long)nd->opset);
+		for (size_t k = 0; k < b->n_output; k++)
+			if (b->output[k][0] && ir_map_get(&fe->values, b->output[k]))
+				ir_node_error(fe->ctx, names[i], b->op_type ? b->op_type : "?",
+				              "output '%s' is already defined", b->output[k]);
+	}
+	if (fe->ctx->nerrors != errors || !(order = topo_order(fe, g, names))) {
+		nd->failed = true;
+		return false;
+	}
+	for (size_t i = 0; i < g->n_node; i++)
+		import_node(fe, g->node[order[i]], names[order[i]], nd->opset);
+	for (int k = 0; k < nd->nout; k++) {
+		void **v = g->output[k]->name ? ir_map_get(&fe->values, g->output[k]->name) : NULL;
+		if (!v)
+			return fe_fail(nd, "the %s's output '%s' is not defined in it", which,
+			               g->output[k]->name ? g->output[k]->name : "");
+		if (!*v) { /* a node of the branch failed (reported) */
+			nd->failed = true;
+			return false;
+		}
+		fe_bind(nd, k, *v);
+	}
+	return true;
+}
+
 /* Graph outputs, checked against the model's declared types. */
 static void bind_outputs(struct fe *fe)
 {
@@ -1076,6 +1225,15 @@ static void bind_outputs(struct fe *fe)
 			if (taken && taken->kind == IR_VAL_CONST)
 				ir_swap_names(fe->m, taken, n->out[0]);
 			v = n->out[0];
+		} else if (strcmp(v->name, vi->name)) {
+			/* a node result bound to the output through aliases (an
+			 * Identity, a Cast to its own type): it takes the output's
+			 * name, which a constant may hold if the output was folded */
+			struct ir_value *taken = ir_find_value(fe->m, vi->name);
+			if (taken)
+				ir_swap_names(fe->m, taken, v);
+			else
+				ir_rename_value(fe->m, v, vi->name);
 		}
 		if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
 		    vi->type->tensor_type) {
@@ -1124,6 +1282,10 @@ static bool import_graph(struct fe *fe)
 
 	for (size_t i = 0; i < g->n_node; i++)
 		names[i] = node_name(fe, g->node[i], i);
+	if (!fe_inline_functions(fe, names))
+		return false;
+	if (fe->node_names)
+		names = fe->node_names;
 	if (!scan_graph(fe, names))
 		return false;
 	load_initializers(fe);
@@ -1136,10 +1298,11 @@ static bool import_graph(struct fe *fe)
 	}
 	if (!bind_inputs(fe) || fe->ctx->nerrors != errors)
 		return false;
-	if (!(order = topo_order(fe, names)))
+	if (!(order = topo_order(fe, g, names)))
 		return false;
 	for (size_t i = 0; i < g->n_node; i++)
-		import_node(fe, g->node[order[i]], names[order[i]]);
+		import_node(fe, g->node[order[i]], names[order[i]],
+		            node_opset(fe, (size_t)order[i]));
 	bind_outputs(fe);
 	return fe->ctx->nerrors == errors;
 }

@@ -475,6 +475,11 @@ void fe_free_model(struct fe *fe, Onnx__ModelProto *mp)
 	ProtobufCAllocator alloc = { .alloc = pb_alloc_fn,
 		                     .free = pb_free_fn,
 		                     .allocator_data = &pa };
+	if (mp && fe->saved_node) { /* inline.c's inlined list is arena memory */
+		mp->graph->node = fe->saved_node;
+		mp->graph->n_node = fe->saved_n_node;
+		fe->saved_node = NULL;
+	}
 	if (mp)
 		onnx__model_proto__free_unpacked(mp, &alloc);
 	if (fe->src)

@@ -100,7 +100,7 @@ static bool imp_clip(struct fe_node *nd)
 	float lo = -INFINITY, hi = INFINITY;
 	const char *name;
 	struct ir_node *n;
-	if (nd->fe->opset < 11) {
+	if (nd->opset < 11) {
 		lo = fe_float(nd, "min", -FLT_MAX);
 		hi = fe_float(nd, "max", FLT_MAX);
 		if (!fe_inputs(nd, 1, 1))
@@ -136,6 +136,12 @@ static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 {
 	const char *name;
 	struct ir_node *n;
+	/* saturate (19) and round_mode (24) govern conversions to the float8
+	 * types, which onnxc has none of (ir_dtype_from_onnx refuses them) */
+	if (nd->version >= 19)
+		fe_ignore(nd, "saturate");
+	if (nd->version >= 24)
+		fe_ignore(nd, "round_mode");
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;
@@ -245,7 +251,7 @@ static bool imp_dropout(struct fe_node *nd)
 	bool training = false, for_train = nd->fe->opt && nd->fe->opt->training;
 	float ratio = 0.5f;
 	fe_ignore(nd, "seed");
-	if (nd->fe->opset < 12) {
+	if (nd->opset < 12) {
 		ratio = fe_float(nd, "ratio", 0.5f);
 		training = for_train;
 		if (!fe_inputs(nd, 1, 1))
@@ -328,74 +334,77 @@ static bool imp_variadic(struct fe_node *nd)
 	return true;
 }
 
-#define U(onnx, since, irop)                          \
-	{                                             \
-		onnx, since, imp_direct, IR_OP_##irop \
+/* An op imported as one IR op of the same inputs, outputs and no
+ * attributes; then every ONNX version of it onnxc implements. */
+#define U(onnx, irop, ...)                                      \
+	{                                                       \
+		onnx, imp_direct, IR_OP_##irop, { __VA_ARGS__ } \
 	}
 
 const struct fe_op fe_ops_elementwise[] = {
-	U("Neg", 6, NEG),
-	U("Abs", 6, ABS),
-	U("Sign", 9, SIGN),
-	U("Relu", 6, RELU),
-	U("Floor", 6, FLOOR),
-	U("Ceil", 6, CEIL),
-	U("Round", 11, ROUND),
-	U("Sqrt", 6, SQRT),
-	U("Reciprocal", 6, RECIPROCAL),
-	U("Exp", 6, EXP),
-	U("Log", 6, LOG),
-	U("Erf", 9, ERF),
-	U("Tanh", 6, TANH),
-	U("Sigmoid", 6, SIGMOID),
-	U("Sin", 7, SIN),
-	U("Cos", 7, COS),
-	U("Tan", 7, TAN),
-	U("Asin", 7, ASIN),
-	U("Acos", 7, ACOS),
-	U("Atan", 7, ATAN),
-	U("Sinh", 9, SINH),
-	U("Cosh", 9, COSH),
-	U("Asinh", 9, ASINH),
-	U("Acosh", 9, ACOSH),
-	U("Atanh", 9, ATANH),
-	U("Softplus", 1, SOFTPLUS),
-	U("Softsign", 1, SOFTSIGN),
-	U("HardSwish", 14, HARD_SWISH),
-	U("Not", 1, NOT),
-	U("IsNaN", 9, ISNAN),
-	U("Add", 7, ADD),
-	U("Sub", 7, SUB),
-	U("Mul", 7, MUL),
-	U("Div", 7, DIV),
-	U("Pow", 7, POW),
-	U("PRelu", 6, PRELU),
-	U("Equal", 7, EQUAL),
-	U("Less", 7, LESS),
-	U("LessOrEqual", 12, LESS_EQUAL),
-	U("Greater", 7, GREATER),
-	U("GreaterOrEqual", 12, GREATER_EQUAL),
-	U("And", 7, AND),
-	U("Or", 7, OR),
-	U("Xor", 7, XOR),
-	U("Where", 9, WHERE),
-	{ "LeakyRelu", 6, imp_leaky_relu, IR_OP_LEAKY_RELU },
-	{ "Elu", 6, imp_elu, IR_OP_ELU },
-	{ "Celu", 12, imp_celu, IR_OP_CELU },
-	{ "Selu", 6, imp_selu, IR_OP_SELU },
-	{ "ThresholdedRelu", 10, imp_thresholded_relu, IR_OP_THRESHOLDED_RELU },
-	{ "HardSigmoid", 6, imp_hard_sigmoid, IR_OP_HARD_SIGMOID },
-	{ "Shrink", 9, imp_shrink, IR_OP_SHRINK },
-	{ "IsInf", 10, imp_isinf, IR_OP_ISINF },
-	{ "Mod", 10, imp_mod, IR_OP_MOD },
-	{ "Clip", 6, imp_clip, IR_OP_CLIP },
-	{ "Cast", 6, imp_cast, IR_OP_CAST },
-	{ "CastLike", 15, imp_cast_like, IR_OP_CAST },
-	{ "Identity", 1, imp_identity, IR_OP_COPY },
-	{ "Dropout", 7, imp_dropout, IR_OP_COPY },
-	{ "Sum", 6, imp_variadic, IR_OP_ADD },
-	{ "Mean", 6, imp_variadic, IR_OP_ADD },
-	{ "Min", 6, imp_variadic, IR_OP_MIN },
-	{ "Max", 6, imp_variadic, IR_OP_MAX },
-	{ NULL, 0, NULL, 0 },
+	U("Neg", NEG, 6, 13),
+	U("Abs", ABS, 6, 13),
+	U("Sign", SIGN, 9, 13),
+	U("Relu", RELU, 6, 13, 14),
+	U("Floor", FLOOR, 6, 13),
+	U("Ceil", CEIL, 6, 13),
+	U("Round", ROUND, 11, 22),
+	U("Sqrt", SQRT, 6, 13),
+	U("Reciprocal", RECIPROCAL, 6, 13),
+	U("Exp", EXP, 6, 13),
+	U("Log", LOG, 6, 13),
+	U("Erf", ERF, 9, 13),
+	U("Tanh", TANH, 6, 13),
+	U("Sigmoid", SIGMOID, 6, 13),
+	U("Sin", SIN, 7, 22),
+	U("Cos", COS, 7, 22),
+	U("Tan", TAN, 7, 22),
+	U("Asin", ASIN, 7, 22),
+	U("Acos", ACOS, 7, 22),
+	U("Atan", ATAN, 7, 22),
+	U("Sinh", SINH, 9, 22),
+	U("Cosh", COSH, 9, 22),
+	U("Asinh", ASINH, 9, 22),
+	U("Acosh", ACOSH, 9, 22),
+	U("Atanh", ATANH, 9, 22),
+	U("Softplus", SOFTPLUS, 1, 22),
+	U("Softsign", SOFTSIGN, 1, 22),
+	U("Mish", MISH, 18, 22),
+	U("HardSwish", HARD_SWISH, 14, 22),
+	U("Not", NOT, 1),
+	U("IsNaN", ISNAN, 9, 13, 20),
+	U("Add", ADD, 7, 13, 14),
+	U("Sub", SUB, 7, 13, 14),
+	U("Mul", MUL, 7, 13, 14),
+	U("Div", DIV, 7, 13, 14),
+	U("Pow", POW, 7, 12, 13, 15),
+	U("PRelu", PRELU, 6, 7, 9, 16),
+	U("Equal", EQUAL, 7, 11, 13, 19),
+	U("Less", LESS, 7, 9, 13),
+	U("LessOrEqual", LESS_EQUAL, 12, 16),
+	U("Greater", GREATER, 7, 9, 13),
+	U("GreaterOrEqual", GREATER_EQUAL, 12, 16),
+	U("And", AND, 7),
+	U("Or", OR, 7),
+	U("Xor", XOR, 7),
+	U("Where", WHERE, 9, 16),
+	{ "LeakyRelu", imp_leaky_relu, IR_OP_LEAKY_RELU, { 6, 16 } },
+	{ "Elu", imp_elu, IR_OP_ELU, { 6, 22 } },
+	{ "Celu", imp_celu, IR_OP_CELU, { 12 } },
+	{ "Selu", imp_selu, IR_OP_SELU, { 6, 22 } },
+	{ "ThresholdedRelu", imp_thresholded_relu, IR_OP_THRESHOLDED_RELU, { 10, 22 } },
+	{ "HardSigmoid", imp_hard_sigmoid, IR_OP_HARD_SIGMOID, { 6, 22 } },
+	{ "Shrink", imp_shrink, IR_OP_SHRINK, { 9 } },
+	{ "IsInf", imp_isinf, IR_OP_ISINF, { 10, 20 } },
+	{ "Mod", imp_mod, IR_OP_MOD, { 10, 13 } },
+	{ "Clip", imp_clip, IR_OP_CLIP, { 6, 11, 12, 13 } },
+	{ "Cast", imp_cast, IR_OP_CAST, { 6, 9, 13, 19, 21, 23, 24, 25 } },
+	{ "CastLike", imp_cast_like, IR_OP_CAST, { 15, 19, 21, 23, 24, 25 } },
+	{ "Identity", imp_identity, IR_OP_COPY, { 1, 13, 14, 16, 19, 21, 23, 24, 25 } },
+	{ "Dropout", imp_dropout, IR_OP_COPY, { 7, 10, 12, 13, 22 } },
+	{ "Sum", imp_variadic, IR_OP_ADD, { 6, 8, 13 } },
+	{ "Mean", imp_variadic, IR_OP_ADD, { 6, 8, 13 } },
+	{ "Min", imp_variadic, IR_OP_MIN, { 6, 8, 12, 13 } },
+	{ "Max", imp_variadic, IR_OP_MAX, { 6, 8, 12, 13 } },
+	{ NULL, NULL, 0, { 0 } },
 };

@@ -60,7 +60,7 @@ static bool imp_gemm(struct fe_node *nd)
 	int64_t ta = fe_int(nd, "transA", 0), tb = fe_int(nd, "transB", 0);
 	const char *name;
 	struct ir_node *n;
-	if (nd->fe->opset < 9)
+	if (nd->opset < 9)
 		fe_ignore(nd, "broadcast");
 	if (!fe_inputs(nd, 2, 3) || nd->failed)
 		return false;
@@ -280,11 +280,16 @@ static bool imp_pool(struct fe_node *nd)
 			                  : fe_fail(nd, "kernel_shape must have %d values", w.nsp);
 		memcpy(w.kernel, ks, sizeof *ks * (size_t)c);
 	}
-	if (op != IR_OP_LP_POOL && nd->fe->opset >= 10)
+	/* ceil_mode: MaxPool and AveragePool from 10, LpPool from 18; dilations:
+	 * MaxPool from 10, LpPool from 18, AveragePool from 19 */
+	if (nd->version >= (op == IR_OP_LP_POOL ? 18 : 10))
 		ceil_mode = fe_int(nd, "ceil_mode", 0);
 	if (op == IR_OP_LP_POOL)
 		p = fe_int(nd, "p", 2);
-	if (!read_window(nd, x, &w, op == IR_OP_MAX_POOL && nd->fe->opset >= 10))
+	if (!read_window(nd, x, &w,
+	                 nd->version >= (op == IR_OP_MAX_POOL  ? 10
+	                                 : op == IR_OP_LP_POOL ? 18
+	                                                       : 19)))
 		return false;
 	names[0] = fe_out_name(nd, 0);
 	if (op == IR_OP_MAX_POOL && nd->nout > 1 && nd->proto->output[1][0]) {
@@ -292,17 +297,15 @@ static bool imp_pool(struct fe_node *nd)
 		nout = 2;
 	}
 	n = fe_emit(nd, op, nd->in, 1, names, nout);
-	set_window(nd, n, &w, true, op == IR_OP_MAX_POOL);
-	if (op == IR_OP_MAX_POOL) {
-		ir_set_i(nd->fe->m, n, "ceil_mode", ceil_mode != 0);
+	set_window(nd, n, &w, true, true);
+	ir_set_i(nd->fe->m, n, "ceil_mode", ceil_mode != 0);
+	if (op == IR_OP_MAX_POOL)
 		ir_set_i(nd->fe->m, n, "storage_order", fe_int(nd, "storage_order", 0) != 0);
-	} else if (op == IR_OP_AVG_POOL) {
-		ir_set_i(nd->fe->m, n, "ceil_mode", ceil_mode != 0);
+	else if (op == IR_OP_AVG_POOL)
 		ir_set_i(nd->fe->m, n, "count_include_pad",
 		         fe_int(nd, "count_include_pad", 0) != 0);
-	} else {
+	else
 		ir_set_i(nd->fe->m, n, "p", p);
-	}
 	if (nd->failed || !fe_finish(nd, n))
 		return false;
 	fe_bind(nd, 0, n->out[0]);
@@ -337,9 +340,9 @@ static bool imp_batch_norm(struct fe_node *nd)
 	const char *name;
 	struct ir_node *n;
 	fe_ignore(nd, "momentum");
-	if (nd->fe->opset < 9 && fe_int(nd, "spatial", 1) != 1)
+	if (nd->opset < 9 && fe_int(nd, "spatial", 1) != 1)
 		return fe_fail(nd, "spatial=0 (per-activation statistics) is not supported");
-	if (nd->fe->opset >= 14 && fe_int(nd, "training_mode", 0) != 0 && !training(nd))
+	if (nd->opset >= 14 && fe_int(nd, "training_mode", 0) != 0 && !training(nd))
 		return fe_fail(nd, "training_mode=1 cannot be compiled for inference");
 	if (!fe_inputs(nd, 5, 5) || nd->failed)
 		return false;
@@ -435,7 +438,7 @@ static bool imp_lrn(struct fe_node *nd)
 /* Softmax, LogSoftmax, Hardmax. */
 static bool imp_softmax(struct fe_node *nd)
 {
-	bool v13 = nd->fe->opset >= 13;
+	bool v13 = nd->opset >= 13;
 	int64_t axis = fe_int(nd, "axis", v13 ? -1 : 1);
 	struct ir_value *x;
 	struct ir_node *n;
@@ -475,7 +478,8 @@ static bool imp_softmax(struct fe_node *nd)
 
 static bool imp_reduce(struct fe_node *nd)
 {
-	bool axes_input = !strcmp(nd->op, "ReduceSum") && nd->fe->opset >= 13;
+	/* axes became an input in ReduceSum-13 and the other Reduce*-18 */
+	bool axes_input = nd->version >= (!strcmp(nd->op, "ReduceSum") ? 13 : 18);
 	int64_t keep = fe_int(nd, "keepdims", 1), noop = 0, axes[IR_MAX_RANK];
 	int rank, n = -1;
 	const char *name;
@@ -530,7 +534,7 @@ static bool imp_arg(struct fe_node *nd)
 	int64_t axis = fe_int(nd, "axis", 0), keep = fe_int(nd, "keepdims", 1), last = 0;
 	const char *name;
 	struct ir_node *n;
-	if (nd->fe->opset >= 12)
+	if (nd->opset >= 12)
 		last = fe_int(nd, "select_last_index", 0);
 	if (!fe_inputs(nd, 1, 1) || nd->failed)
 		return false;
@@ -564,35 +568,35 @@ static bool imp_cumsum(struct fe_node *nd)
 }
 
 const struct fe_op fe_ops_nn[] = {
-	{ "MatMul", 1, imp_matmul, IR_OP_MATMUL },
-	{ "Gemm", 7, imp_gemm, IR_OP_GEMM },
-	{ "Conv", 1, imp_conv, IR_OP_CONV },
-	{ "ConvTranspose", 1, imp_conv_transpose, IR_OP_CONV_TRANSPOSE },
-	{ "MaxPool", 1, imp_pool, IR_OP_MAX_POOL },
-	{ "AveragePool", 7, imp_pool, IR_OP_AVG_POOL },
-	{ "LpPool", 2, imp_pool, IR_OP_LP_POOL },
-	{ "GlobalAveragePool", 1, imp_global_pool, IR_OP_GLOBAL_AVG_POOL },
-	{ "GlobalMaxPool", 1, imp_global_pool, IR_OP_GLOBAL_MAX_POOL },
-	{ "GlobalLpPool", 2, imp_global_pool, IR_OP_GLOBAL_LP_POOL },
-	{ "BatchNormalization", 7, imp_batch_norm, IR_OP_BATCH_NORM },
-	{ "LayerNormalization", 17, imp_layer_norm, IR_OP_LAYER_NORM },
-	{ "InstanceNormalization", 6, imp_instance_norm, IR_OP_INSTANCE_NORM },
-	{ "LRN", 1, imp_lrn, IR_OP_LRN },
-	{ "Softmax", 1, imp_softmax, IR_OP_SOFTMAX },
-	{ "LogSoftmax", 1, imp_softmax, IR_OP_LOG_SOFTMAX },
-	{ "Hardmax", 1, imp_softmax, IR_OP_HARDMAX },
-	{ "ReduceSum", 1, imp_reduce, IR_OP_REDUCE_SUM },
-	{ "ReduceMean", 1, imp_reduce, IR_OP_REDUCE_MEAN },
-	{ "ReduceMax", 1, imp_reduce, IR_OP_REDUCE_MAX },
-	{ "ReduceMin", 1, imp_reduce, IR_OP_REDUCE_MIN },
-	{ "ReduceProd", 1, imp_reduce, IR_OP_REDUCE_PROD },
-	{ "ReduceL1", 1, imp_reduce, IR_OP_REDUCE_L1 },
-	{ "ReduceL2", 1, imp_reduce, IR_OP_REDUCE_L2 },
-	{ "ReduceSumSquare", 1, imp_reduce, IR_OP_REDUCE_SUM_SQUARE },
-	{ "ReduceLogSum", 1, imp_reduce, IR_OP_REDUCE_LOG_SUM },
-	{ "ReduceLogSumExp", 1, imp_reduce, IR_OP_REDUCE_LOG_SUM_EXP },
-	{ "ArgMax", 1, imp_arg, IR_OP_ARGMAX },
-	{ "ArgMin", 1, imp_arg, IR_OP_ARGMIN },
-	{ "CumSum", 11, imp_cumsum, IR_OP_CUMSUM },
-	{ NULL, 0, NULL, 0 },
+	{ "MatMul", imp_matmul, IR_OP_MATMUL, { 1, 9, 13 } },
+	{ "Gemm", imp_gemm, IR_OP_GEMM, { 7, 9, 11, 13 } },
+	{ "Conv", imp_conv, IR_OP_CONV, { 1, 11, 22 } },
+	{ "ConvTranspose", imp_conv_transpose, IR_OP_CONV_TRANSPOSE, { 1, 11, 22 } },
+	{ "MaxPool", imp_pool, IR_OP_MAX_POOL, { 1, 8, 10, 11, 12, 22 } },
+	{ "AveragePool", imp_pool, IR_OP_AVG_POOL, { 7, 10, 11, 19, 22 } },
+	{ "LpPool", imp_pool, IR_OP_LP_POOL, { 2, 11, 18, 22 } },
+	{ "GlobalAveragePool", imp_global_pool, IR_OP_GLOBAL_AVG_POOL, { 1, 22 } },
+	{ "GlobalMaxPool", imp_global_pool, IR_OP_GLOBAL_MAX_POOL, { 1, 22 } },
+	{ "GlobalLpPool", imp_global_pool, IR_OP_GLOBAL_LP_POOL, { 2, 22 } },
+	{ "BatchNormalization", imp_batch_norm, IR_OP_BATCH_NORM, { 7, 9, 14, 15 } },
+	{ "LayerNormalization", imp_layer_norm, IR_OP_LAYER_NORM, { 17 } },
+	{ "InstanceNormalization", imp_instance_norm, IR_OP_INSTANCE_NORM, { 6, 22 } },
+	{ "LRN", imp_lrn, IR_OP_LRN, { 1, 13 } },
+	{ "Softmax", imp_softmax, IR_OP_SOFTMAX, { 1, 11, 13 } },
+	{ "LogSoftmax", imp_softmax, IR_OP_LOG_SOFTMAX, { 1, 11, 13 } },
+	{ "Hardmax", imp_softmax, IR_OP_HARDMAX, { 1, 11, 13 } },
+	{ "ReduceSum", imp_reduce, IR_OP_REDUCE_SUM, { 1, 11, 13 } },
+	{ "ReduceMean", imp_reduce, IR_OP_REDUCE_MEAN, { 1, 11, 13, 18 } },
+	{ "ReduceMax", imp_reduce, IR_OP_REDUCE_MAX, { 1, 11, 12, 13, 18, 20 } },
+	{ "ReduceMin", imp_reduce, IR_OP_REDUCE_MIN, { 1, 11, 12, 13, 18, 20 } },
+	{ "ReduceProd", imp_reduce, IR_OP_REDUCE_PROD, { 1, 11, 13, 18 } },
+	{ "ReduceL1", imp_reduce, IR_OP_REDUCE_L1, { 1, 11, 13, 18 } },
+	{ "ReduceL2", imp_reduce, IR_OP_REDUCE_L2, { 1, 11, 13, 18 } },
+	{ "ReduceSumSquare", imp_reduce, IR_OP_REDUCE_SUM_SQUARE, { 1, 11, 13, 18 } },
+	{ "ReduceLogSum", imp_reduce, IR_OP_REDUCE_LOG_SUM, { 1, 11, 13, 18 } },
+	{ "ReduceLogSumExp", imp_reduce, IR_OP_REDUCE_LOG_SUM_EXP, { 1, 11, 13, 18 } },
+	{ "ArgMax", imp_arg, IR_OP_ARGMAX, { 1, 11, 12, 13 } },
+	{ "ArgMin", imp_arg, IR_OP_ARGMIN, { 1, 11, 12, 13 } },
+	{ "CumSum", imp_cumsum, IR_OP_CUMSUM, { 11, 14 } },
+	{ NULL, NULL, 0, { 0 } },
 };

@@ -126,7 +126,7 @@ static bool imp_shape(struct fe_node *nd)
 	x = &nd->in[0]->type;
 	rank = x->rank;
 	end = rank;
-	if (nd->fe->opset >= 15) {
+	if (nd->opset >= 15) {
 		start = fe_int(nd, "start", 0);
 		end = fe_int(nd, "end", rank);
 		if (nd->failed)
@@ -353,7 +353,7 @@ static bool imp_reshape(struct fe_node *nd)
 	int64_t dims[IR_MAX_RANK], known = 1, allowzero = 0;
 	int n, infer = -1;
 	const struct ir_type *x;
-	if (nd->fe->opset >= 14)
+	if (nd->opset >= 14)
 		allowzero = fe_int(nd, "allowzero", 0);
 	if (!fe_inputs(nd, 2, 2) || nd->failed)
 		return false;
@@ -412,7 +412,7 @@ static bool imp_flatten(struct fe_node *nd)
 /* Squeeze / Unsqueeze axes: attribute before opset 13, input after. */
 static int read_axes(struct fe_node *nd, int64_t *axes, int max)
 {
-	if (nd->fe->opset >= 13) {
+	if (nd->opset >= 13) {
 		int64_t *v;
 		int n;
 		if (!fe_in(nd, 1))
@@ -440,12 +440,12 @@ static bool imp_squeeze(struct fe_node *nd)
 	const struct ir_type *x;
 	bool drop[IR_MAX_RANK] = { 0 };
 	int n, r = 0;
-	if (!fe_inputs(nd, 1, nd->fe->opset >= 13 ? 2 : 1))
+	if (!fe_inputs(nd, 1, nd->opset >= 13 ? 2 : 1))
 		return false;
 	x = &nd->in[0]->type;
 	if ((n = read_axes(nd, axes, IR_MAX_RANK)) < 0)
 		return false;
-	if (n == 0 && !(nd->fe->opset >= 13 && fe_in(nd, 1))) {
+	if (n == 0 && !(nd->opset >= 13 && fe_in(nd, 1))) {
 		for (int i = 0; i < x->rank; i++)
 			drop[i] = x->dims[i] == 1;
 	} else {
@@ -470,7 +470,7 @@ static bool imp_unsqueeze(struct fe_node *nd)
 	const struct ir_type *x;
 	bool ins[IR_MAX_RANK] = { 0 };
 	int n, r, k = 0;
-	if (!fe_inputs(nd, nd->fe->opset >= 13 ? 2 : 1, nd->fe->opset >= 13 ? 2 : 1))
+	if (!fe_inputs(nd, nd->opset >= 13 ? 2 : 1, nd->opset >= 13 ? 2 : 1))
 		return false;
 	x = &nd->in[0]->type;
 	if ((n = read_axes(nd, axes, IR_MAX_RANK)) < 0)
@@ -545,14 +545,14 @@ static bool imp_split(struct fe_node *nd)
 	const char **names;
 	struct ir_node *n;
 	struct ir_arena *a = &nd->fe->m->arena;
-	if (!fe_inputs(nd, 1, nd->fe->opset >= 13 ? 2 : 1) || nd->failed)
+	if (!fe_inputs(nd, 1, nd->opset >= 13 ? 2 : 1) || nd->failed)
 		return false;
 	if (nd->nout < 1)
 		return fe_fail(nd, "has no outputs");
 	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
 		return false;
 	dim = nd->in[0]->type.dims[axis];
-	if (nd->fe->opset >= 13) {
+	if (nd->opset >= 13) {
 		if (fe_in(nd, 1))
 			ns = fe_const_ints(nd, 1, "split", &split);
 	} else {
@@ -562,6 +562,26 @@ static bool imp_split(struct fe_node *nd)
 			split = ir_arena_alloc(a, sizeof *split * (size_t)(ns + 1));
 			memcpy(split, v, sizeof *v * (size_t)ns);
 		}
+	}
+	if (nd->version >= 18 && fe_has(nd, "num_outputs")) {
+		/* equal chunks of ceil(dim / num_outputs), the last one smaller */
+		int64_t k = fe_int(nd, "num_outputs", 0), chunk;
+		if (nd->failed)
+			return false;
+		if (ns >= 0)
+			return fe_fail(nd, "has both the split input and num_outputs");
+		if (k != nd->nout)
+			return fe_fail(nd, "num_outputs is %lld but the node has %d outputs",
+			               (long long)k, nd->nout);
+		chunk = dim / k + (dim % k != 0);
+		if (dim - chunk * (k - 1) < 0)
+			return fe_fail(nd,
+			               "dimension %lld cannot be split into %lld chunks of %lld",
+			               (long long)dim, (long long)k, (long long)chunk);
+		ns = (int)k;
+		split = ir_arena_alloc(a, sizeof *split * (size_t)ns);
+		for (int i = 0; i < ns; i++)
+			split[i] = i < ns - 1 ? chunk : dim - chunk * (k - 1);
 	}
 	if (nd->failed)
 		return false;
@@ -602,7 +622,7 @@ static bool imp_slice(struct fe_node *nd)
 	struct ir_node *node;
 	struct ir_arena *a = &nd->fe->m->arena;
 
-	if (nd->fe->opset < 10) {
+	if (nd->opset < 10) {
 		const int64_t *s, *e, *ax;
 		int ns = fe_ints(nd, "starts", &s), ne = fe_ints(nd, "ends", &e);
 		int na = fe_ints(nd, "axes", &ax);
@@ -796,7 +816,7 @@ static bool imp_pad(struct fe_node *nd)
 	int c, rank;
 	const char *name;
 	struct ir_node *n;
-	if (nd->fe->opset < 11) {
+	if (nd->opset < 11) {
 		const int64_t *p;
 		value = fe_float(nd, "value", 0.0f);
 		c = fe_ints(nd, "pads", &p);
@@ -809,13 +829,35 @@ static bool imp_pad(struct fe_node *nd)
 		memcpy(pads, p, sizeof *p * (size_t)c);
 	} else {
 		int64_t *p;
-		if (!fe_inputs(nd, 2, 3) || nd->failed)
+		if (!fe_inputs(nd, 2, nd->version >= 18 ? 4 : 3) || nd->failed)
 			return false;
 		if ((c = fe_const_ints(nd, 1, "pads", &p)) < 0)
 			return false;
 		if (c > 2 * IR_MAX_RANK)
 			return fe_fail(nd, "too many pads");
 		memcpy(pads, p, sizeof *p * (size_t)c);
+		if (fe_in(nd, 3)) { /* Pad-18: pads name the axes listed, the rest 0 */
+			int64_t *ax, r = nd->in[0]->type.rank;
+			int na = fe_const_ints(nd, 3, "axes", &ax);
+			bool seen[IR_MAX_RANK] = { 0 };
+			if (na < 0)
+				return false;
+			if (c != 2 * na)
+				return fe_fail(nd, "pads has %d values for %d axes", c, na);
+			memset(pads, 0, sizeof pads);
+			for (int i = 0; i < na; i++) {
+				int64_t k = fe_axis(nd, ax[i], (int)r, "axes");
+				if (k < 0)
+					return false;
+				if (seen[k])
+					return fe_fail(nd, "axis %lld is listed twice",
+					               (long long)ax[i]);
+				seen[k] = true;
+				pads[k] = p[i];
+				pads[r + k] = p[na + i];
+			}
+			c = (int)(2 * r);
+		}
 		if (fe_in(nd, 2)) {
 			float *v;
 			if (fe_const_floats(nd, 2, "constant_value", &v) != 1)
@@ -827,11 +869,66 @@ static bool imp_pad(struct fe_node *nd)
 	rank = nd->in[0]->type.rank;
 	if (c != 2 * rank)
 		return fe_fail(nd, "pads has %d values for rank %d", c, rank);
+	if (!strcmp(mode, "wrap") && nd->version < 19)
+		return fe_fail(nd, "mode 'wrap' exists from Pad-19 (this is Pad-%d)", nd->version);
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_PAD, nd->in, 1, &name, 1);
 	ir_set_ints(nd->fe->m, n, "pads", pads, c);
 	ir_set_s(nd->fe->m, n, "mode", mode);
 	ir_set_f(nd->fe->m, n, "value", value);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
+/*
+ * CenterCropPad (18): along each listed axis, a centred window of the
+ * given size - cropped where it is smaller than the input, zero-padded
+ * where larger, the odd element going to the end either way. One pad in
+ * constant mode whose negative pads crop.
+ */
+static bool imp_center_crop_pad(struct fe_node *nd)
+{
+	int64_t *shape, pads[2 * IR_MAX_RANK] = { 0 }, axes[IR_MAX_RANK];
+	const int64_t *ax;
+	int rank, ns, na;
+	bool seen[IR_MAX_RANK] = { 0 };
+	const char *name;
+	struct ir_node *n;
+	na = fe_ints(nd, "axes", &ax);
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	rank = nd->in[0]->type.rank;
+	if ((ns = fe_const_ints(nd, 1, "shape", &shape)) < 0)
+		return false;
+	if (na < 0) {
+		na = rank;
+		for (int i = 0; i < rank; i++)
+			axes[i] = i;
+	} else if (na > rank) {
+		return fe_fail(nd, "%d axes for rank %d", na, rank);
+	} else {
+		memcpy(axes, ax, sizeof *ax * (size_t)na);
+	}
+	if (ns != na)
+		return fe_fail(nd, "shape has %d values for %d axes", ns, na);
+	for (int i = 0; i < na; i++) {
+		int64_t a = fe_axis(nd, axes[i], rank, "axes"), dim, d;
+		if (a < 0)
+			return false;
+		if (seen[a])
+			return fe_fail(nd, "axis %lld is listed twice", (long long)axes[i]);
+		seen[a] = true;
+		dim = nd->in[0]->type.dims[a];
+		if (shape[i] < 0)
+			return fe_fail(nd, "shape[%d] is negative", i);
+		d = shape[i] - dim; /* > 0: pad, < 0: crop */
+		pads[a] = d >= 0 ? d / 2 : -(-d / 2);
+		pads[rank + a] = d - pads[a];
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_PAD, nd->in, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "pads", pads, 2 * rank);
+	ir_set_s(nd->fe->m, n, "mode", "constant");
+	ir_set_f(nd->fe->m, n, "value", 0);
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
@@ -859,7 +956,7 @@ static bool imp_trilu(struct fe_node *nd)
 static bool imp_depth_space(struct fe_node *nd)
 {
 	int64_t b;
-	const char *mode = nd->def->ir == IR_OP_DEPTH_TO_SPACE && nd->fe->opset >= 11
+	const char *mode = nd->def->ir == IR_OP_DEPTH_TO_SPACE && nd->opset >= 11
 	                           ? fe_str(nd, "mode", "DCR")
 	                           : "DCR";
 	const char *name;
@@ -941,7 +1038,7 @@ static bool legacy_resize(struct fe_node *nd, const float *scales, int n)
 
 static bool imp_upsample(struct fe_node *nd)
 {
-	if (nd->fe->opset < 9) {
+	if (nd->opset < 9) {
 		const float *s;
 		int n = fe_floats(nd, "scales", &s);
 		if (!fe_inputs(nd, 1, 1))
@@ -967,10 +1064,12 @@ static bool imp_resize(struct fe_node *nd)
 	int64_t sizes[IR_MAX_RANK];
 	int ns = 0, nz = 0, nroi = 0, rank;
 	const char *mode, *coord, *nearest;
+	const char *policy = "stretch";
 	float cubic_a, extrap;
-	int64_t exclude;
+	int64_t exclude, axes[IR_MAX_RANK];
+	int na = -1;
 
-	if (nd->fe->opset < 11) {
+	if (nd->opset < 11) {
 		if (!fe_inputs(nd, 2, 2))
 			return false;
 		if ((ns = fe_const_floats(nd, 1, "scales", &scales)) < 0)
@@ -983,15 +1082,60 @@ static bool imp_resize(struct fe_node *nd)
 	cubic_a = fe_float(nd, "cubic_coeff_a", -0.75f);
 	exclude = fe_int(nd, "exclude_outside", 0);
 	extrap = fe_float(nd, "extrapolation_value", 0.0f);
+	if (nd->version >= 18) {
+		const int64_t *ax;
+		if (fe_int(nd, "antialias", 0))
+			return nd->failed ? false
+			                  : fe_fail(nd, "antialias=1 is not supported (the "
+			                                "filter widened for downsampling)");
+		policy = fe_str(nd, "keep_aspect_ratio_policy", "stretch");
+		if (strcmp(policy, "stretch") && strcmp(policy, "not_larger") &&
+		    strcmp(policy, "not_smaller"))
+			return fe_fail(nd,
+			               "keep_aspect_ratio_policy '%s' is not one of stretch, "
+			               "not_larger, not_smaller",
+			               policy);
+		if ((na = fe_ints(nd, "axes", &ax)) > IR_MAX_RANK)
+			return fe_fail(nd, "%d axes", na);
+		if (na > 0)
+			memcpy(axes, ax, sizeof *ax * (size_t)na);
+	}
+	if (nd->version < 19 && !strcmp(coord, "half_pixel_symmetric"))
+		return fe_fail(nd,
+		               "coordinate_transformation_mode 'half_pixel_symmetric' exists "
+		               "from Resize-19 (this is Resize-%d)",
+		               nd->version);
 	if (!fe_inputs(nd, 1, 4) || nd->failed)
 		return false;
 	x = &nd->in[0]->type;
 	rank = x->rank;
-	if (fe_in(nd, 1) && !strcmp(coord, "tf_crop_and_resize")) {
-		if ((nroi = fe_const_floats(nd, 1, "roi", &roi)) < 0)
+	if (na < 0) { /* every axis */
+		na = rank;
+		for (int i = 0; i < rank; i++)
+			axes[i] = i;
+	}
+	for (int i = 0; i < na; i++) {
+		bool dup = false;
+		if ((axes[i] = fe_axis(nd, axes[i], rank, "axes")) < 0)
 			return false;
-		if (nroi != 2 * rank)
-			return fe_fail(nd, "roi has %d values for rank %d", nroi, rank);
+		for (int k = 0; k < i; k++)
+			dup |= axes[k] == axes[i];
+		if (dup)
+			return fe_fail(nd, "axis %lld is listed twice", (long long)axes[i]);
+	}
+	if (fe_in(nd, 1) && !strcmp(coord, "tf_crop_and_resize")) {
+		float *r,
+		        *full = ir_arena_alloc(&nd->fe->m->arena, sizeof *full * 2 * (size_t)rank);
+		if ((nroi = fe_const_floats(nd, 1, "roi", &r)) < 0)
+			return false;
+		if (nroi != 2 * na)
+			return fe_fail(nd, "roi has %d values for %d axes", nroi, na);
+		for (int i = 0; i < rank; i++) /* the whole extent of the other axes */
+			full[i] = 0, full[rank + i] = 1;
+		for (int i = 0; i < na; i++)
+			full[axes[i]] = r[i], full[rank + axes[i]] = r[na + i];
+		roi = full;
+		nroi = 2 * rank;
 	}
 	if (fe_in(nd, 2) && ir_type_elems(&fe_in(nd, 2)->type) > 0)
 		if ((ns = fe_const_floats(nd, 2, "scales", &scales)) < 0)
@@ -1000,17 +1144,51 @@ static bool imp_resize(struct fe_node *nd)
 		int64_t *z;
 		if ((nz = fe_const_ints(nd, 3, "sizes", &z)) < 0)
 			return false;
-		if (nz != rank)
-			return fe_fail(nd, "sizes has %d values for rank %d", nz, rank);
-		memcpy(sizes, z, sizeof *z * (size_t)nz);
+		if (nz != na)
+			return fe_fail(nd, "sizes has %d values for %s %d", nz,
+			               na == rank ? "rank" : "axes", na);
+		for (int i = 0; i < rank; i++)
+			sizes[i] = x->dims[i];
+		for (int i = 0; i < na; i++)
+			sizes[axes[i]] = z[i];
 	}
 	if ((ns > 0) == (nz > 0))
 		return fe_fail(nd, "exactly one of scales and sizes must be given");
 	if (ns > 0) {
-		if (ns != rank)
-			return fe_fail(nd, "scales has %d values for rank %d", ns, rank);
+		float *full = ir_arena_alloc(&nd->fe->m->arena, sizeof *full * (size_t)rank);
+		if (ns != na)
+			return fe_fail(nd, "scales has %d values for %s %d", ns,
+			               na == rank ? "rank" : "axes", na);
+		for (int i = 0; i < rank; i++)
+			full[i] = 1;
+		for (int i = 0; i < na; i++)
+			full[axes[i]] = scales[i];
+		scales = full;
+		ns = rank;
 		if (!sizes_from_scales(nd, scales, sizes))
 			return false;
+	} else if (strcmp(policy, "stretch")) {
+		/* one scale for the listed axes, the smallest (not_larger) or the
+		 * largest (not_smaller) of theirs; sizes rounded half up from it */
+		double s = 0;
+		float *full = ir_arena_alloc(&nd->fe->m->arena, sizeof *full * (size_t)rank);
+		for (int i = 0; i < na; i++) {
+			double si;
+			if (x->dims[axes[i]] == 0 || sizes[axes[i]] < 0)
+				return fe_fail(nd, "keep_aspect_ratio_policy needs positive sizes "
+				                   "and non-empty axes");
+			si = (double)sizes[axes[i]] / (double)x->dims[axes[i]];
+			if (i == 0 || (policy[4] == 'l' ? si < s : si > s))
+				s = si;
+		}
+		for (int i = 0; i < rank; i++)
+			full[i] = 1;
+		for (int i = 0; i < na; i++) {
+			full[axes[i]] = (float)s;
+			sizes[axes[i]] = (int64_t)floor(s * (double)x->dims[axes[i]] + 0.5);
+		}
+		scales = full;
+		ns = rank;
 	} else {
 		/* sizes given: empty scales, meaning out/in in double (docs/ir.md) */
 		for (int i = 0; i < rank; i++)
@@ -1022,30 +1200,31 @@ static bool imp_resize(struct fe_node *nd)
 }
 
 const struct fe_op fe_ops_shape[] = {
-	{ "Constant", 1, imp_constant, IR_OP_COUNT },
-	{ "Shape", 1, imp_shape, IR_OP_COUNT },
-	{ "Size", 1, imp_size, IR_OP_COUNT },
-	{ "ConstantOfShape", 9, imp_constant_of_shape, IR_OP_COUNT },
-	{ "Range", 11, imp_range, IR_OP_COUNT },
-	{ "Reshape", 5, imp_reshape, IR_OP_RESHAPE },
-	{ "Flatten", 1, imp_flatten, IR_OP_RESHAPE },
-	{ "Squeeze", 1, imp_squeeze, IR_OP_RESHAPE },
-	{ "Unsqueeze", 1, imp_unsqueeze, IR_OP_RESHAPE },
-	{ "Transpose", 1, imp_transpose, IR_OP_TRANSPOSE },
-	{ "Concat", 4, imp_concat, IR_OP_CONCAT },
-	{ "Split", 2, imp_split, IR_OP_SPLIT },
-	{ "Slice", 1, imp_slice, IR_OP_SLICE },
-	{ "Gather", 1, imp_gather, IR_OP_GATHER },
-	{ "GatherElements", 11, imp_gather, IR_OP_GATHER_ELEMENTS },
-	{ "ScatterElements", 11, imp_scatter, IR_OP_SCATTER_ELEMENTS },
-	{ "Scatter", 9, imp_scatter, IR_OP_SCATTER_ELEMENTS },
-	{ "Expand", 8, imp_expand, IR_OP_EXPAND },
-	{ "Tile", 6, imp_tile, IR_OP_TILE },
-	{ "Pad", 2, imp_pad, IR_OP_PAD },
-	{ "Trilu", 14, imp_trilu, IR_OP_TRILU },
-	{ "DepthToSpace", 1, imp_depth_space, IR_OP_DEPTH_TO_SPACE },
-	{ "SpaceToDepth", 1, imp_depth_space, IR_OP_SPACE_TO_DEPTH },
-	{ "Resize", 10, imp_resize, IR_OP_RESIZE },
-	{ "Upsample", 7, imp_upsample, IR_OP_RESIZE },
-	{ NULL, 0, NULL, 0 },
+	{ "Constant", imp_constant, IR_OP_COUNT, { 1, 9, 11, 12, 13, 19, 21, 23, 24, 25 } },
+	{ "Shape", imp_shape, IR_OP_COUNT, { 1, 13, 15, 19, 21, 23, 24, 25 } },
+	{ "Size", imp_size, IR_OP_COUNT, { 1, 13, 19, 21, 23, 24, 25 } },
+	{ "ConstantOfShape", imp_constant_of_shape, IR_OP_COUNT, { 9, 20, 21, 23, 24, 25 } },
+	{ "Range", imp_range, IR_OP_COUNT, { 11, 27 } },
+	{ "Reshape", imp_reshape, IR_OP_RESHAPE, { 5, 13, 14, 19, 21, 23, 24, 25 } },
+	{ "Flatten", imp_flatten, IR_OP_RESHAPE, { 1, 9, 11, 13, 21, 23, 24, 25 } },
+	{ "Squeeze", imp_squeeze, IR_OP_RESHAPE, { 1, 11, 13, 21, 23, 24, 25 } },
+	{ "Unsqueeze", imp_unsqueeze, IR_OP_RESHAPE, { 1, 11, 13, 21, 23, 24, 25 } },
+	{ "Transpose", imp_transpose, IR_OP_TRANSPOSE, { 1, 13, 21, 23, 24, 25 } },
+	{ "Concat", imp_concat, IR_OP_CONCAT, { 4, 11, 13 } },
+	{ "Split", imp_split, IR_OP_SPLIT, { 2, 11, 13, 18 } },
+	{ "Slice", imp_slice, IR_OP_SLICE, { 1, 10, 11, 13 } },
+	{ "Gather", imp_gather, IR_OP_GATHER, { 1, 11, 13 } },
+	{ "GatherElements", imp_gather, IR_OP_GATHER_ELEMENTS, { 11, 13 } },
+	{ "ScatterElements", imp_scatter, IR_OP_SCATTER_ELEMENTS, { 11, 13, 16, 18 } },
+	{ "Scatter", imp_scatter, IR_OP_SCATTER_ELEMENTS, { 9 }, .removed = 11 },
+	{ "Expand", imp_expand, IR_OP_EXPAND, { 8, 13 } },
+	{ "Tile", imp_tile, IR_OP_TILE, { 6, 13 } },
+	{ "Pad", imp_pad, IR_OP_PAD, { 2, 11, 13, 18, 19, 21, 23, 24, 25 } },
+	{ "CenterCropPad", imp_center_crop_pad, IR_OP_PAD, { 18 } },
+	{ "Trilu", imp_trilu, IR_OP_TRILU, { 14 } },
+	{ "DepthToSpace", imp_depth_space, IR_OP_DEPTH_TO_SPACE, { 1, 11, 13 } },
+	{ "SpaceToDepth", imp_depth_space, IR_OP_SPACE_TO_DEPTH, { 1, 13 } },
+	{ "Resize", imp_resize, IR_OP_RESIZE, { 10, 11, 13, 18, 19 } },
+	{ "Upsample", imp_upsample, IR_OP_RESIZE, { 7, 9 }, .removed = 10 },
+	{ NULL, NULL, 0, { 0 } },
 };

@@ -239,6 +239,19 @@ bool eval_trilu(struct fold *f)
 	return true;
 }
 
+int64_t ir_pad_source(const char *mode, int64_t i, int64_t n)
+{
+	if (i >= 0 && i < n)
+		return i;
+	if (!strcmp(mode, "constant") || n == 0)
+		return -1;
+	if (!strcmp(mode, "edge"))
+		return i < 0 ? 0 : n - 1;
+	if (!strcmp(mode, "wrap"))
+		return (i % n + n) % n;
+	return i < 0 ? -i : 2 * (n - 1) - i; /* reflect */
+}
+
 bool eval_pad(struct fold *f)
 {
 	const struct ir_type *x = &IN(0)->type, *o = &OUT(0)->type;
@@ -251,15 +264,9 @@ bool eval_pad(struct fold *f)
 		bool inside = true;
 		for (int d = 0; d < o->rank; d++) {
 			int64_t i = idx[d] - pads[d], n = x->dims[d];
-			if (i < 0 || i >= n) {
-				if (!strcmp(mode, "constant")) {
-					inside = false;
-					break;
-				}
-				if (!strcmp(mode, "edge"))
-					i = i < 0 ? 0 : n - 1;
-				else /* reflect */
-					i = i < 0 ? -i : 2 * (n - 1) - i;
+			if ((i = ir_pad_source(mode, i, n)) < 0) {
+				inside = false;
+				break;
 			}
 			src += i * s[d];
 		}

@@ -30,7 +30,7 @@ static void window_init(struct window *w, const struct ir_node *n, const int64_t
 {
 	const struct ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
 	const int64_t *st = ir_attr_ints(n, "strides", NULL), *pads = ir_attr_ints(n, "pads", NULL);
-	/* avg_pool and lp_pool have no dilations */
+	/* convolutions and the windowed pools have dilations, global pools none */
 	const int64_t *dil =
 	        ir_attr_get(n, "dilations") ? ir_attr_ints(n, "dilations", NULL) : NULL;
 	w->nsp = x->rank - 2;

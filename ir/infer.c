@@ -495,8 +495,8 @@ bool ir_infer_pool(const struct ir_node *n, struct ir_type *out, char *err, size
 {
 	const struct ir_type *x = T(0);
 	int nsp = x->rank - 2;
-	bool has_dil = n->op == IR_OP_MAX_POOL;
-	bool ceil_mode = n->op != IR_OP_LP_POOL && ir_attr_i(n, "ceil_mode") != 0;
+	bool has_dil = true;
+	bool ceil_mode = ir_attr_i(n, "ceil_mode") != 0;
 	if (!is_numeric(x->dtype) || (n->op != IR_OP_MAX_POOL && !is_float(x->dtype)))
 		FAIL("type %s is not supported", ir_dtype_name(x->dtype));
 	if (x->rank < 3)
@@ -847,8 +847,9 @@ bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_
 	const char *mode = ir_attr_s(n, "mode");
 	if (c != 2 * r)
 		FAIL("pads has %d entries for rank %d", c, r);
-	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
-		FAIL("mode '%s' is not one of constant, reflect, edge", mode);
+	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") &&
+	    strcmp(mode, "wrap"))
+		FAIL("mode '%s' is not one of constant, reflect, edge, wrap", mode);
 	out[0] = *T(0);
 	for (int i = 0; i < r; i++) {
 		int64_t d = T(0)->dims[i];
@@ -862,8 +863,9 @@ bool ir_infer_pad(const struct ir_node *n, struct ir_type *out, char *err, size_
 		if (!strcmp(mode, "reflect") &&
 		    (pads[i] >= T(0)->dims[i] || pads[r + i] >= T(0)->dims[i]))
 			FAIL("reflect pads must be smaller than dimension %d", i);
-		if (!strcmp(mode, "edge") && T(0)->dims[i] == 0 && (pads[i] || pads[r + i]))
-			FAIL("edge padding of an empty dimension");
+		if ((!strcmp(mode, "edge") || !strcmp(mode, "wrap")) && T(0)->dims[i] == 0 &&
+		    (pads[i] || pads[r + i]))
+			FAIL("%s padding of an empty dimension", mode);
 		out[0].dims[i] = d;
 	}
 	return true;

@@ -404,6 +404,12 @@ uint64_t ir_checksum(const void *data, size_t n);
  * resize node n reads inputs at[0..count) with weights w; count 0 where
  * tf_crop_and_resize extrapolates. Returns count (at most 4). */
 int ir_resize_taps(const struct ir_node *n, int d, int64_t x, int64_t at[4], double w[4]);
+/* The input coordinate pad (in mode, its "mode" attribute) reads for
+ * padded coordinate i - pads_begin, along a dimension of n elements: i
+ * itself inside [0, n), else -1 for constant padding, the nearest end for
+ * edge, ONNX's single reflection for reflect (|pads| < n) and i modulo n
+ * for wrap (any pads). */
+int64_t ir_pad_source(const char *mode, int64_t i, int64_t n);
 
 /*
  * Dropout's random stream (docs/ir.md#dropout), shared by the reference

@@ -171,7 +171,7 @@ bool grad_pad(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	if (!ad_wants(a, n, 0))
 		return true;
 	if (strcmp(ir_attr_s(n, "mode"), "constant"))
-		return grad_separable(a, n, dy); /* edge, reflect */
+		return grad_separable(a, n, dy); /* edge, reflect, wrap */
 	for (int i = 0; i < c; i++)
 		neg[i] = -pads[i];
 	ad_contrib(a, n, 0, ad_pad(a, dy[0], neg));

@@ -185,12 +185,12 @@ static void next_index(int64_t *idx, const int64_t *dims, int rank)
 }
 
 /* How many taps of the windows at o along one dimension count for avg_pool. */
-static int64_t pool_count(int64_t o, int64_t in, int64_t k, int64_t st, int64_t pb, int64_t pe,
-                          bool pad_counts)
+static int64_t pool_count(int64_t o, int64_t in, int64_t k, int64_t st, int64_t dil, int64_t pb,
+                          int64_t pe, bool pad_counts)
 {
 	int64_t c = 0;
 	for (int64_t j = 0; j < k; j++) {
-		int64_t i = o * st - pb + j;
+		int64_t i = o * st - pb + j * dil;
 		c += pad_counts ? (i >= -pb && i < in + pe) : (i >= 0 && i < in);
 	}
 	return c;
@@ -208,9 +208,10 @@ bool grad_avg_pool(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	const struct ir_type *xt = &x->type, *yt = &d->type;
 	int r = xt->rank, nsp = r - 2;
 	const int64_t *k = ir_attr_ints(n, "kernel", NULL), *st = ir_attr_ints(n, "strides", NULL),
-	              *pads = ir_attr_ints(n, "pads", NULL);
+	              *pads = ir_attr_ints(n, "pads", NULL),
+	              *dil = ir_attr_ints(n, "dilations", NULL);
 	bool pad_counts = ir_attr_i(n, "count_include_pad") != 0, uniform = true;
-	int64_t p2[2 * IR_MAX_RANK], op[IR_MAX_RANK], one[IR_MAX_RANK], o[IR_MAX_RANK] = { 0 };
+	int64_t p2[2 * IR_MAX_RANK], op[IR_MAX_RANK], o[IR_MAX_RANK] = { 0 };
 	struct ir_type ct = { .dtype = xt->dtype, .rank = r }, wt = ct, ft = *yt;
 	int64_t nout;
 	double *counts;
@@ -223,7 +224,7 @@ bool grad_avg_pool(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	for (int64_t p = 0; p < nout; p++) {
 		double c = 1;
 		for (int i = 0; i < nsp; i++)
-			c *= (double)pool_count(o[i], xt->dims[2 + i], k[i], st[i], pads[i],
+			c *= (double)pool_count(o[i], xt->dims[2 + i], k[i], st[i], dil[i], pads[i],
 			                        pads[nsp + i], pad_counts);
 		counts[p] = c;
 		uniform = uniform && c == counts[0];
@@ -244,14 +245,14 @@ bool grad_avg_pool(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	w = ad_constant(a, &wt, counts);
 	for (int i = 0; i < nsp; i++) {
 		/* ceil mode may reach past the padded input: crop with more end padding */
-		int64_t base = st[i] * (yt->dims[2 + i] - 1) + k[i] - pads[i] - pads[nsp + i];
+		int64_t base = st[i] * (yt->dims[2 + i] - 1) + dil[i] * (k[i] - 1) + 1 - pads[i] -
+		               pads[nsp + i];
 		int64_t extra = base > xt->dims[2 + i] ? base - xt->dims[2 + i] : 0;
 		p2[i] = pads[i];
 		p2[nsp + i] = pads[nsp + i] + extra;
 		op[i] = xt->dims[2 + i] - (base - extra);
-		one[i] = 1;
 	}
-	g = conv_like(a, IR_OP_CONV_TRANSPOSE, g, w, st, p2, one, 1, op);
+	g = conv_like(a, IR_OP_CONV_TRANSPOSE, g, w, st, p2, dil, 1, op);
 	ad_contrib(a, n, 0, ad_reshape_to(a, g, xt));
 	return true;
 }

@@ -100,6 +100,7 @@ static struct ir_value *channel_window_sum(struct ad *a, struct ir_value *v, int
 	ir_set_ints(a->m, p, "kernel", (int64_t[]){ lo + hi + 1, 1 }, 2);
 	ir_set_ints(a->m, p, "strides", (int64_t[]){ 1, 1 }, 2);
 	ir_set_ints(a->m, p, "pads", (int64_t[]){ lo, 0, hi, 0 }, 4);
+	ir_set_ints(a->m, p, "dilations", (int64_t[]){ 1, 1 }, 2);
 	ir_set_i(a->m, p, "ceil_mode", 0);
 	ir_set_i(a->m, p, "count_include_pad", 1);
 	return ad_reshape_to(

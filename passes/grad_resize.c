@@ -41,11 +41,8 @@ static bool dim_map(struct ad *a, const struct ir_node *n, int d, struct dim_map
 		if (n->op == IR_OP_RESIZE) {
 			m->n[o] = ir_resize_taps(n, d, o, m->at[o], m->w[o]);
 		} else { /* pad, edge or reflect */
-			int64_t i = o - ir_attr_ints(n, "pads", NULL)[d], last = m->in - 1;
-			if (i < 0 || i > last)
-				i = !strcmp(ir_attr_s(n, "mode"), "edge") ? (i < 0 ? 0 : last)
-				    : i < 0                               ? -i
-				                                          : 2 * last - i;
+			int64_t i = ir_pad_source(ir_attr_s(n, "mode"),
+			                          o - ir_attr_ints(n, "pads", NULL)[d], m->in);
 			m->n[o] = 1;
 			m->at[o][0] = i;
 			m->w[o][0] = 1;

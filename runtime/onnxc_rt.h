@@ -411,7 +411,7 @@ struct rt_scatter_elements_desc {
 int rt_scatter_elements(struct rt_ctx *ctx, const struct rt_scatter_elements_desc *d, const void *x,
                         const void *indices, const void *updates, void *y);
 
-enum rt_pad_mode { RT_PAD_CONSTANT, RT_PAD_REFLECT, RT_PAD_EDGE };
+enum rt_pad_mode { RT_PAD_CONSTANT, RT_PAD_REFLECT, RT_PAD_EDGE, RT_PAD_WRAP };
 
 /* Pad x [in_dims] by pads (rank begins then rank ends; negative crops) with
  * value (bytes of one element, esize long) in constant mode. */

@@ -96,7 +96,7 @@ RT_HD void rt_xfer_move_dim(int rank, int64_t *n, int64_t *ss, int64_t *ds, int 
 RT_HOST int rt_pad_shape(const struct rt_pad_desc *d, int64_t *in, int64_t *out, int64_t *pb)
 {
 	if (d->esize < 1 || d->rank < 0 || d->rank > 8 || d->mode < RT_PAD_CONSTANT ||
-	    d->mode > RT_PAD_EDGE || d->esize > 8)
+	    d->mode > RT_PAD_WRAP || d->esize > 8)
 		return RT_ERR_ARGUMENT;
 	for (int k = 0; k < d->rank; k++) {
 		in[k] = d->in_dims[k];
@@ -110,7 +110,8 @@ RT_HOST int rt_pad_shape(const struct rt_pad_desc *d, int64_t *in, int64_t *out,
 
 /* The input coordinate of padded coordinate i (in [0, n) unless constant
  * mode says outside: -1). Reflection is periodic so that any pad stays in
- * range; for pads smaller than n it is ONNX's single reflection. */
+ * range; for pads smaller than n it is ONNX's single reflection. Wrap is i
+ * modulo n (ONNX's Pad-19, numpy's wrap). */
 RT_HD int64_t rt_pad_source(int mode, int64_t i, int64_t n)
 {
 	int64_t period;
@@ -120,6 +121,8 @@ RT_HD int64_t rt_pad_source(int mode, int64_t i, int64_t n)
 		return -1;
 	if (mode == RT_PAD_EDGE || n == 1)
 		return i < 0 ? 0 : n - 1;
+	if (mode == RT_PAD_WRAP)
+		return (i % n + n) % n;
 	period = 2 * (n - 1);
 	i %= period;
 	if (i < 0)

@@ -242,7 +242,7 @@ def pb_deep_nesting(d):
 
 @case
 def opset_too_new(d):
-    return relu_model(opset=18)
+    return relu_model(opset=28)
 
 
 @case
@@ -274,14 +274,44 @@ def op_too_new_for_opset(d):
 
 
 @case
-def op_model_local_function(d):
-    f = helper.make_function("", "MyFunc", ["a"], ["b"],
-                             [helper.make_node("Relu", ["a"], ["b"])],
-                             [helper.make_opsetid("", 13)])
-    m = model([helper.make_node("MyFunc", ["x"], ["y"], name="call")],
-              [vi("x", [2])], [vi("y", [2])])
+def function_recursive(d):
+    # F calls G calls F: refused, naming the call inside G
+    f = helper.make_function("pkg", "F", ["a"], ["b"],
+                             [helper.make_node("G", ["a"], ["b"], domain="pkg", name="g")],
+                             [helper.make_opsetid("", 18), helper.make_opsetid("pkg", 1)])
+    g = helper.make_function("pkg", "G", ["a"], ["b"],
+                             [helper.make_node("F", ["a"], ["b"], domain="pkg", name="f")],
+                             [helper.make_opsetid("", 18), helper.make_opsetid("pkg", 1)])
+    m = model([helper.make_node("F", ["x"], ["y"], name="call", domain="pkg")],
+              [vi("x", [2])], [vi("y", [2])], opset=18)
+    m.opset_import.extend([helper.make_opsetid("pkg", 1)])
+    m.functions.extend([f, g])
+    return m
+
+
+@case
+def function_unsupported_inside(d):
+    # an unsupported op inside a function: named by the call and the inner node
+    f = helper.make_function("pkg", "F", ["a"], ["b"],
+                             [helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms")],
+                             [helper.make_opsetid("", 18)])
+    m = model([helper.make_node("F", ["x"], ["y"], name="call", domain="pkg")],
+              [vi("x", [2])], [vi("y", [2])], opset=18)
+    m.opset_import.extend([helper.make_opsetid("pkg", 1)])
     m.functions.extend([f])
     return m
+
+
+@case
+def if_runtime_condition(d):
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                               [vi("t", [2])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [vi("e", [2])])
+    c = vi("c", [], TensorProto.BOOL)
+    return model([helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
+                                   else_branch=else_g)],
+                 [vi("x", [2]), c], [vi("y", [2])], opset=18)
 
 
 @case

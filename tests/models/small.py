@@ -184,6 +184,95 @@ def cases():
     c["encodings"] = model(outs, [], [vi(t.name + "_out", t.data_type, list(t.dims))
                                       for t in inits], inits)
     c.update(amp_cases())
+    c.update(function_cases())
+    return c
+
+
+def with_defaults(f, **defaults):
+    """f with default attribute values (FunctionProto.attribute_proto, field
+    11, newer than onnx 1.12's proto: appended as raw protobuf bytes, which
+    the parser keeps as an unknown field)."""
+    raw = f.SerializeToString()
+    for name, value in defaults.items():
+        a = helper.make_attribute(name, value).SerializeToString()
+        n, length = len(a), b""
+        while True:
+            length += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)])
+            n >>= 7
+            if not n:
+                break
+        raw += bytes([11 << 3 | 2]) + length + a
+    g = onnx.FunctionProto()
+    g.ParseFromString(raw)
+    return g
+
+
+def ref_attr(name, ref, kind):
+    a = onnx.AttributeProto()
+    a.name, a.ref_attr_name, a.type = name, ref, kind
+    return a
+
+
+def function_cases():
+    """Model-local functions (torch.onnx's dynamo exporter wraps modules in
+    them) and If on a constant condition, at opset 18."""
+    c = {}
+    # pkg.Act(x) = LeakyRelu(x * scale, alpha): alpha refers to the call's
+    # attribute "slope" (default 0.25), scale is a tensor of the body; the
+    # second call leaves slope to the default. Body tensor names collide
+    # with the graph's ("t"), and the body runs at opset 13 while the model
+    # is at 18: its ReduceSum takes axes as an input in both, its ReduceMean
+    # an attribute inside and an input outside.
+    leaky = helper.make_node("LeakyRelu", ["t"], ["u"], name="act")
+    leaky.attribute.extend([ref_attr("alpha", "slope", onnx.AttributeProto.FLOAT)])
+    act = helper.make_function(
+        "pkg", "Act", ["x"], ["y"],
+        [helper.make_node("Constant", [], ["scale"], value_float=2.0),
+         helper.make_node("Mul", ["x", "scale"], ["t"], name="mul"),
+         leaky,
+         helper.make_node("ReduceMean", ["u"], ["y"], axes=[1], keepdims=1, name="mean")],
+        [helper.make_opsetid("", 13)], ["slope"])
+    act = with_defaults(act, slope=0.25)
+    # pkg.Twice(x) = Act(Act(x)) with slope 0.5 on the first: a nested call
+    first = helper.make_node("Act", ["x"], ["h"], domain="pkg", name="first", slope=0.5)
+    twice = helper.make_function(
+        "pkg", "Twice", ["x"], ["y"],
+        [first, helper.make_node("Act", ["h"], ["y"], domain="pkg", name="second")],
+        [helper.make_opsetid("", 18), helper.make_opsetid("pkg", 1)])
+    m = model([helper.make_node("Relu", ["x"], ["t"], name="pre"),
+               helper.make_node("Twice", ["t"], ["y"], domain="pkg", name="block"),
+               helper.make_node("ReduceMean", ["t", "ax"], ["m"], keepdims=0, name="m18")],
+              [vi("x", F, [2, 3])], [vi("y", F, [2, 1]), vi("m", F, [2])],
+              [const("ax", np.array([1], np.int64))], opset=18)
+    m.opset_import.extend([helper.make_opsetid("pkg", 1)])
+    m.ir_version = 9
+    m.functions.extend([act, twice])
+    c["functions"] = m
+
+    # If on a shape test that folds: the else branch is taken (dim 0 is 2,
+    # not 1); it reads x from the outer scope, has an initializer of its
+    # own and a nested If, whose condition is a constant too
+    inner = helper.make_node(
+        "If", ["yes"], ["z"], name="inner",
+        then_branch=helper.make_graph([helper.make_node("Neg", ["s"], ["z1"])], "t2", [],
+                                      [vi("z1", F, [2, 3])]),
+        else_branch=helper.make_graph([helper.make_node("Abs", ["s"], ["z2"])], "e2", [],
+                                      [vi("z2", F, [2, 3])]))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "then", [],
+                               [vi("r", F, [2, 3])])
+    else_g = helper.make_graph(
+        [helper.make_node("Add", ["x", "bias"], ["s"], name="add"), inner], "else", [],
+        [vi("z", F, [2, 3])], [const("bias", np.array([1, 2, 3], np.float32))])
+    m = model([helper.make_node("Shape", ["x"], ["shp"]),
+               helper.make_node("Gather", ["shp", "zero"], ["d0"], axis=0),
+               helper.make_node("Equal", ["d0", "one"], ["cond"]),
+               helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=then_g,
+                                else_branch=else_g)],
+              [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+              [const("zero", np.array(0, np.int64)), const("one", np.array(1, np.int64)),
+               helper.make_tensor("yes", TensorProto.BOOL, [], [True])], opset=18)
+    m.ir_version = 9
+    c["if_constant"] = m
     return c
 
 

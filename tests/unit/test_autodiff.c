@@ -636,16 +636,22 @@ static void test_pool(void)
 	     "output %y\noutput %i\n");
 	CASE("input %x : f64[1,2,5,5]\n"
 	     "%y : f64[1,2,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[1,1,1,1], "
-	     "ceil_mode=0, count_include_pad=0} @ap\n"
+	     "dilations=[1,1], ceil_mode=0, count_include_pad=0} @ap\n"
 	     "%z : f64[1,2,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[1,1,1,1], "
-	     "ceil_mode=0, count_include_pad=1} @ap1\n"
+	     "dilations=[1,1], ceil_mode=0, count_include_pad=1} @ap1\n"
 	     "output %y\noutput %z\n");
 	CASE("input %x : f64[1,1,6,6]\n"
 	     "%y : f64[1,1,3,3] = avg_pool(%x) {kernel=[3,3], strides=[2,2], pads=[0,0,0,0], "
-	     "ceil_mode=1, count_include_pad=0} @ap\noutput %y\n");
+	     "dilations=[1,1], ceil_mode=1, count_include_pad=0} @ap\noutput %y\n");
+	CASE("input %x : f64[1,2,7,7]\n" /* dilated windows (AveragePool-19) */
+	     "%y : f64[1,2,7,3] = avg_pool(%x) {kernel=[2,3], strides=[1,2], pads=[1,1,1,0], "
+	     "dilations=[2,2], ceil_mode=1, count_include_pad=0} @ap\n"
+	     "%z : f64[1,2,7,3] = avg_pool(%x) {kernel=[2,3], strides=[1,2], pads=[1,1,1,0], "
+	     "dilations=[2,2], ceil_mode=1, count_include_pad=1} @ap1\n"
+	     "output %y\noutput %z\n");
 	CASE("input %x : f64[2,2,7]\n"
 	     "%y : f64[2,2,4] = avg_pool(%x) {kernel=[3], strides=[2], pads=[1,2], "
-	     "ceil_mode=0, count_include_pad=1} @ap\noutput %y\n");
+	     "dilations=[1], ceil_mode=0, count_include_pad=1} @ap\noutput %y\n");
 	CASE("input %x : f64[2,3,2,2]\n"
 	     "%y : f64[2,3,1,1] = global_avg_pool(%x) @gap\n"
 	     "%z : f64[2,3,1,1] = global_max_pool(%x) @gmp\n"

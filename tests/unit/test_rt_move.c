@@ -835,7 +835,7 @@ static int run_pad(struct rt_ctx *ctx, const void *ud, void *y)
 
 static void pad_case(enum ir_dtype dt, int mode, int rank, const int64_t *dims, const int64_t *pads)
 {
-	static const char *const modes[] = { "constant", "reflect", "edge" };
+	static const char *const modes[] = { "constant", "reflect", "edge", "wrap" };
 	struct ref_tensor x = make(dt, rank, dims), y = { 0 };
 	struct pad_case p = { { .esize = es_of(dt), .mode = mode, .rank = rank }, x.data };
 	struct attrs at = { 0 };
@@ -863,7 +863,7 @@ static void pad_case(enum ir_dtype dt, int mode, int rank, const int64_t *dims, 
 static void test_pad(void)
 {
 	setup();
-	for (int mode = 0; mode < 3; mode++) {
+	for (int mode = 0; mode < 4; mode++) {
 		pad_case(IR_F32, mode, 4, (int64_t[]){ 2, 32, 56, 56 },
 		         (int64_t[]){ 0, 0, 3, 2, 0, 0, 1, 3 });
 		pad_case(IR_U8, mode, 1, (int64_t[]){ 200000 }, (int64_t[]){ 5, 7 });
@@ -871,7 +871,7 @@ static void test_pad(void)
 	pad_case(IR_I64, RT_PAD_CONSTANT, 3, (int64_t[]){ 30, 40, 50 },
 	         (int64_t[]){ -3, 2, 0, 4, -5, 0 });
 	for (int it = 0; it < 4 * 600; it++) {
-		int rank = 1 + (int)rnd(4), mode = (int)rnd(3);
+		int rank = 1 + (int)rnd(4), mode = (int)rnd(4);
 		int64_t dims[8], pads[16];
 		rand_dims(dims, rank, 6);
 		for (int i = 0; i < rank; i++) {
@@ -881,9 +881,13 @@ static void test_pad(void)
 				pads[i] = rnd(n + 4) - n;
 				pads[rank + i] = rnd(4) - rnd(n + pads[i] + 1);
 			} else {
-				/* reflect pads stay below n; edge needs n > 0 to pad */
-				pads[i] = n ? rnd(mode == RT_PAD_REFLECT ? n : 4) : 0;
-				pads[rank + i] = n ? rnd(mode == RT_PAD_REFLECT ? n : 4) : 0;
+				/* reflect pads stay below n; edge and wrap need n > 0
+				 * to pad, and wrap takes pads past n (periodic) */
+				int64_t lim = mode == RT_PAD_REFLECT ? n
+				              : mode == RT_PAD_WRAP  ? 2 * n + 3
+				                                     : 4;
+				pads[i] = n ? rnd(lim) : 0;
+				pads[rank + i] = n ? rnd(lim) : 0;
 			}
 		}
 		pad_case(rnd_dtype(), mode, rank, dims, pads);

@@ -35,14 +35,12 @@ static void set_pool(struct ir_module *m, struct ir_node *n, void *ud)
 	ir_set_ints(m, n, "kernel", c->k, c->nsp);
 	ir_set_ints(m, n, "strides", c->st, c->nsp);
 	ir_set_ints(m, n, "pads", c->pads, 2 * c->nsp);
-	if (c->op != IR_OP_LP_POOL)
-		ir_set_i(m, n, "ceil_mode", c->ceil);
+	ir_set_ints(m, n, "dilations", c->dil, c->nsp);
+	ir_set_i(m, n, "ceil_mode", c->ceil);
 	if (c->op == IR_OP_AVG_POOL)
 		ir_set_i(m, n, "count_include_pad", c->cip);
-	if (c->op == IR_OP_MAX_POOL) {
-		ir_set_ints(m, n, "dilations", c->dil, c->nsp);
+	if (c->op == IR_OP_MAX_POOL)
 		ir_set_i(m, n, "storage_order", c->order);
-	}
 }
 
 static bool is_global(enum ir_op op)
@@ -66,7 +64,7 @@ static struct rt_pool_desc desc_of(const struct pcase *c, enum ir_dtype t, const
 		d.out[i] = y->dims[2 + i];
 		d.k[i] = global ? c->in[2 + i] : c->k[i];
 		d.stride[i] = global ? 1 : c->st[i];
-		d.dil[i] = c->op == IR_OP_MAX_POOL ? c->dil[i] : 1;
+		d.dil[i] = global ? 1 : c->dil[i];
 		d.pad_begin[i] = global ? 0 : c->pads[i];
 		d.pad_end[i] = global ? 0 : c->pads[c->nsp + i];
 	}
@@ -196,11 +194,10 @@ static void test_avg_lp_pool(void)
 			for (int v = 0; v < 5; v++) {
 				struct pcase c = case_of(v < 2 ? IR_OP_AVG_POOL : IR_OP_LP_POOL,
 				                         &windows[w]);
+				/* the windows' dilations and ceil mode too
+				 * (AveragePool-19, LpPool-18) */
 				c.cip = v == 1;
 				c.p = v - 1;
-				c.ceil = v < 2 && c.ceil;
-				for (int i = 0; i < c.nsp; i++)
-					c.dil[i] = 1;
 				check_pool(&c, float_types[ti], &seed);
 			}
 }
@@ -241,6 +238,7 @@ static void test_pool_padding_only(void)
 	}
 	c.op = IR_OP_AVG_POOL;
 	c.k[0] = 3;
+	c.dil[0] = 1;
 	c.pads[0] = c.pads[1] = 2;
 	c.in[2] = 0; /* only padding */
 	for (c.cip = 0; c.cip < 2; c.cip++)

@@ -1262,7 +1262,7 @@ static void test_pad(void)
 		int ok = 1;
 		memset(&d, 0, sizeof d);
 		d.esize = (int)rnd_in(1, 8);
-		d.mode = (int)rnd(3);
+		d.mode = (int)rnd(4); /* constant, reflect, edge, wrap */
 		d.rank = (int)rnd_in(0, 4);
 		rnd_bytes(d.value, 8);
 		for (int k = 0; k < d.rank; k++) {
