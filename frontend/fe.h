@@ -134,7 +134,7 @@ bool fe_export_writes(enum ir_op op, const char **refusal);
 #include "onnx.pb-c.h"
 
 #define FE_MIN_OPSET 7
-#define FE_MAX_OPSET 17
+#define FE_MAX_OPSET 27
 
 /* The model file while tensors are read from it (load.c): large raw_data
  * stays in the file and is read from fd into the constant that holds it. */

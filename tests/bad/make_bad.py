@@ -242,7 +242,7 @@ def pb_deep_nesting(d):
 
 @case
 def opset_too_new(d):
-    return relu_model(opset=18)
+    return relu_model(opset=28)
 
 
 @case
