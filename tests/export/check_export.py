@@ -18,9 +18,9 @@ roundtrip  exports MODEL and checks that
            - the ONNX checker accepts the file with full_check (strict shape
              inference, which compares its types with the value_info the
              writer records for every intermediate);
-           - the ModelProto is what the writer promises: ir_version 8, one
-             default-domain opset, static shapes, raw_data initializers,
-             unique node names;
+           - the ModelProto is what the writer promises: the ir_version that
+             goes with the opset (IR_VERSIONS), one default-domain opset,
+             static shapes, raw_data initializers, unique node names;
            - exporting the exported model again gives the same model (node
              names aside).
 ort        exports the ONNX backend test case in CASEDIR, runs the exported
@@ -133,10 +133,21 @@ def last_dump(stderr):
 ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 
 
+# The ModelProto's ir_version for each opset export writes: that of the ONNX
+# release that brought the opset (ONNX's docs/Versioning.md: 1.13 opset 18
+# with IR 8, 1.14 opset 19 with IR 9, ..., 1.20 opset 25 with IR 13), never
+# below the 8 export has always written.
+IR_VERSIONS = {13: 8, 14: 8, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11,
+               24: 12, 25: 13}
+# the last opset the installed onnx package's checker knows
+CHECKER_MAX_OPSET = onnx.defs.onnx_opset_version()
+
+
 def check_proto(path, opset):
     m = onnx.load(path)
-    if m.ir_version != 8:
-        raise Fail("ir_version is %d, not 8" % m.ir_version)
+    if m.ir_version != IR_VERSIONS[opset]:
+        raise Fail("ir_version is %d, not %d (opset %d)" % (m.ir_version, IR_VERSIONS[opset],
+                                                          opset))
     if [(o.domain, o.version) for o in m.opset_import] != [("", opset)]:
         raise Fail("opset_import is %s" % m.opset_import)
     if m.producer_name != "onnxc":
@@ -170,15 +181,19 @@ def unnamed(path):
 
 
 def roundtrip(onnxc, model, args, work, opset=17):
+    """Exports model at opset (given to onnxc unless it is the default, 17)."""
     out = os.path.join(work, "exported.onnx")
+    if opset != 17:
+        args = args + ["--opset", str(opset)]
     r = run([onnxc, "export", model, "-o", out, "--verify", "--dump-after=all"] + args)
     exported = last_dump(r.stderr)
     back = run([onnxc, "ir", out, "--verify"]).stdout
     compare_ir(exported, back, os.path.basename(model))
-    onnx.checker.check_model(out, full_check=True)
+    if opset <= CHECKER_MAX_OPSET:
+        onnx.checker.check_model(out, full_check=True)
     nodes = len(check_proto(out, opset).graph.node)
     again = os.path.join(work, "again.onnx")
-    run([onnxc, "export", out, "-o", again])
+    run([onnxc, "export", out, "-o", again] + (["--opset", str(opset)] if opset != 17 else []))
     with open(out, "rb") as f1, open(again, "rb") as f2:
         same = f1.read() == f2.read()
     if not same and unnamed(out) != unnamed(again):
@@ -725,6 +740,19 @@ def cmd_node(argv):
 
 HEAD = 'onnxc-ir 1\nmodule "m"\n'
 
+# bodies of the cases with forms that need an opset
+SCATTER_MAX = ("input %x : f32[3,2]\nconst %i : i64[1,2] = [2, 0]\n"
+               "const %u : f32[1,2] = [7, -7]\n"
+               "%y : f32[3,2] = scatter_elements(%x, %i, %u) {axis=0, reduction=\"max\"} @sc\n"
+               "output %y\n")
+RESIZE_SYMMETRIC = (
+    "input %x : f32[1,1,3,4]\n%y : f32[1,1,5,7] = resize(%x) {mode=\"linear\", "
+    "coord=\"half_pixel_symmetric\", nearest=\"round_prefer_floor\", cubic_a=-0.75, "
+    "exclude_outside=0, extrapolation=0, scales=[], sizes=[1,1,5,7], roi=[]} @rs\noutput %y\n")
+BF16_CONV = ("input %x : bf16[1,2,5,5]\ninput %w : bf16[3,2,3,3]\n"
+             "%y : bf16[1,3,3,3] = conv(%x, %w) {strides=[1,1], pads=[0,0,0,0], "
+             "dilations=[1,1], group=1} @conv\noutput %y\n")
+
 CASES = [
     # (name, IR text body, extra args, exit status, what stderr must contain)
     ("weight without data",
@@ -756,9 +784,21 @@ CASES = [
      "input %x : i32[4]\n%y : i32[4] = relu(%x) @r\noutput %y\n", ["--opset", "13"], 1,
      "node 'r' (relu): cannot export: ONNX Relu at opset 13 does not take i32"),
     ("opset 12", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
-     ["--opset", "12"], 2, "--opset takes 13 to 17"),
-    ("opset 18", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
-     ["--opset", "18"], 2, "--opset takes 13 to 17"),
+     ["--opset", "12"], 2, "--opset takes 13 to 25"),
+    ("opset 26", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["--opset", "26"], 2, "--opset takes 13 to 25"),
+    ("ScatterElements max at opset 17 (from 18)", SCATTER_MAX, [], 1,
+     "node 'sc' (scatter_elements): cannot export: ONNX ScatterElements takes reduction "
+     "'max' from opset 18; the export targets opset 17 (use --opset 18 or later)"),
+    ("ScatterElements add at opset 15 (from 16)", SCATTER_MAX.replace('"max"', '"add"'),
+     ["--opset", "15"], 1, "ONNX ScatterElements takes reduction 'add' from opset 16; the "
+     "export targets opset 15"),
+    ("Resize's half_pixel_symmetric at opset 18 (from 19)", RESIZE_SYMMETRIC,
+     ["--opset", "18"], 1, "node 'rs' (resize): cannot export: ONNX Resize takes "
+     "coordinate_transformation_mode 'half_pixel_symmetric' from opset 19"),
+    ("a bf16 Conv at opset 21 (from 22)", BF16_CONV, ["--opset", "21"], 1,
+     "node 'conv' (conv): cannot export: ONNX Conv at opset 21 does not take bf16 for its "
+     "input 0 (it takes f32, f16, f64)"),
     ("no -o", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
      ["NO-OUTPUT"], 2, "no output file"),
     ("an unwritable output", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
