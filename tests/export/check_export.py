@@ -9,6 +9,7 @@ Usage (Debian's /usr/bin/python3: it has onnx and numpy):
     check_export.py small ONNXC ORT_RUN DIR CASES.txt
     check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--all]
     check_export.py cases ONNXC
+    check_export.py opsets ONNXC ORT_RUN FORMS.oir OPSET...
 
 roundtrip  exports MODEL and checks that
            - importing the exported file (`onnxc ir`) prints exactly the IR
@@ -56,6 +57,17 @@ node       the ONNX backend node tests onnxc passes (tests/node/expected.txt)
 cases      error cases (each a diagnostic naming the node or value, exit
            status 1; bad usage exit status 2) and export forms that need an
            opset (allowzero) or a decomposition (Mish).
+opsets     FORMS.oir (the op families whose form changes from opset 18)
+           exported at each OPSET (18 to 25) and at 17 (without what 17
+           cannot express): every node in the form its op's version there
+           defines (check_forms: axes inputs, Mish, no num_outputs, ...),
+           the ModelProto as `roundtrip` checks it, read back to the same IR
+           (the ops in IMPORT_GAPS excepted while the importer refuses them
+           with their known message), and, where ONNX Runtime is installed,
+           its outputs against onnxc's own (`onnxc run` of FORMS.oir).
+           Also a bf16 Conv (opset 22) and Resize's half_pixel_symmetric
+           (19), read back and run. The onnx package's checker runs only
+           at the opsets it knows (Debian's onnx 1.12: up to 17).
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -857,9 +869,277 @@ def cmd_cases(argv):
               "x * tanh(softplus(x)); an integer Relu is fine at opset 14")
 
 
+# ---------------------------------------------------------------------------
+# Opsets 18 and later: the forms that change
+# ---------------------------------------------------------------------------
+
+# ONNX ops whose form at opset 18 and later the importer does not read yet
+# (the Reduce* ops but ReduceSum take axes as an input; Mish is an op), as
+# the IR ops they are written from, and the message it refuses them with.
+# While it does, the read-back leaves out exactly the nodes it refuses with
+# that message; once it reads them, the whole model is compared.
+IMPORT_GAPS = {"ReduceMean": "reduce_mean", "ReduceMax": "reduce_max", "ReduceMin": "reduce_min",
+               "ReduceProd": "reduce_prod", "ReduceL1": "reduce_l1", "ReduceL2": "reduce_l2",
+               "ReduceSumSquare": "reduce_sum_square", "ReduceLogSum": "reduce_log_sum",
+               "ReduceLogSumExp": "reduce_log_sum_exp", "Mish": "mish"}
+GAP_MESSAGE = re.compile(r"error: node '[^']*' \((Reduce\w+|Mish)\): "
+                         r"(takes 1 input, not 2|op is not supported by onnxc)$")
+IR_NODE = re.compile(r"^(%\S+ : [^=]+(?:, %\S+ : [^=]+)*) = ([a-z_0-9]+)\((.*?)\)(?: \{(.*)\})? "
+                     r"@(\S+)$")
+
+
+def ir_nodes(text):
+    """The node lines of IR text: (results, op, {attribute: text}, name)."""
+    nodes = []
+    for line in text.splitlines():
+        m = IR_NODE.match(line)
+        if not m:
+            continue
+        results = [r.split(" : ")[0][1:] for r in re.split(r", (?=%)", m.group(1))]
+        attrs = dict(re.findall(r'(\w+)=(\[[^\]]*\]|"[^"]*"|[^,]+)', m.group(4) or ""))
+        nodes.append((results, m.group(2), attrs, unquote(m.group(5))))
+    return nodes
+
+
+def without_nodes(text, drop):
+    """IR text without the nodes for which drop(op, name) holds and the
+    outputs they define (the nodes must be leaves: nothing else may use
+    their results)."""
+    dropped = set()
+    for results, op, _, name in ir_nodes(text):
+        if drop(op, name):
+            dropped |= set(results)
+    keep = []
+    for line in text.splitlines():
+        m = IR_NODE.match(line)
+        if m and drop(m.group(2), unquote(m.group(5))):
+            continue
+        if line.startswith("output %") and line[8:].strip() in dropped:
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+def ints(text):
+    return [int(v) for v in text.strip("[]").split(",") if v.strip()]
+
+
+def check_forms(path, ir_text, opset):
+    """Each node of the exported model in the form its ONNX op's version at
+    opset defines (written out here from ONNX's Changelog, independently of
+    the writer's tables). Returns the number of IR nodes checked."""
+    g = onnx.load(path).graph
+    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    by_name = {n.name: n for n in g.node}
+    problems = []
+
+    def attrs(n):
+        return {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+
+    def want(cond, name, what):
+        if not cond:
+            problems.append("node '%s': %s" % (name, what))
+
+    def init(n, k):
+        """Input k of n as a list, if it is an initializer."""
+        return inits[n.input[k]].tolist() if len(n.input) > k and n.input[k] in inits else None
+
+    nodes = ir_nodes(ir_text)
+    for results, op, a, name in nodes:
+        if op == "mish":
+            if opset >= 18:
+                n = by_name.get(name)
+                want(n is not None and n.op_type == "Mish" and len(n.input) == 1, name,
+                     "not one Mish node at opset %d" % opset)
+            else:
+                ops = [by_name[name + s].op_type if name + s in by_name else None
+                       for s in ("/softplus", "/tanh", "")]
+                want(ops == ["Softplus", "Tanh", "Mul"], name, "Mish became %s" % ops)
+            continue
+        n = by_name.get(name)
+        if n is None:
+            problems.append("no node '%s' (%s)" % (name, op))
+            continue
+        na = attrs(n)
+        if op.startswith("reduce_"):
+            axes = ints(a["axes"])
+            if op == "reduce_sum" or opset >= 18:
+                want(len(n.input) == 2 and init(n, 1) == axes and "axes" not in na, name,
+                     "axes %s are not the int64 input at opset %d: inputs %s, attributes %s" %
+                     (axes, opset, list(n.input), na))
+            else:
+                want(len(n.input) == 1 and na.get("axes") == axes, name,
+                     "axes %s are not the attribute at opset %d: %s" % (axes, opset, na))
+            want(na.get("keepdims") == int(a["keepdims"]) and
+                 "noop_with_empty_axes" not in na, name, "attributes %s" % na)
+        elif op == "split":
+            want(len(n.input) == 2 and init(n, 1) == ints(a["split"]) and set(na) == {"axis"},
+                 name, "inputs %s, attributes %s (the split input, no num_outputs)" % (
+                     list(n.input), na))
+        elif op == "pad":
+            want(init(n, 1) == ints(a["pads"]) and len(n.input) <= 3 and
+                 na == {"mode": a["mode"].strip('"').encode()}, name,
+                 "inputs %s, attributes %s (pads for every axis, no axes input)" % (
+                     list(n.input), na))
+        elif op == "resize":
+            scales = a["scales"] != "[]"
+            want(len(n.input) == (3 if scales else 4) and n.input[1] == "" and
+                 init(n, 2 if scales else 3) is not None, name, "inputs %s" % list(n.input))
+            want(not {"antialias", "axes", "keep_aspect_ratio_policy"} & set(na) and
+                 na.get("coordinate_transformation_mode") == a["coord"].strip('"').encode(),
+                 name, "attributes %s" % na)
+        elif op == "scatter_elements":
+            want(na.get("reduction", b"none") == a["reduction"].strip('"').encode() and
+                 na.get("axis") == int(a["axis"]), name, "attributes %s" % na)
+    if problems:
+        raise Fail("%s at opset %d:\n  %s" % (os.path.basename(path), opset,
+                                              "\n  ".join(problems)))
+    return len(nodes)
+
+
+def read_back(onnxc, oir, out, opset, work):
+    """The exported file (out: oir exported at opset) read back to oir's IR.
+    Where the importer refuses nodes of IMPORT_GAPS at this opset with
+    GAP_MESSAGE (and only then), oir without the IR ops it names is
+    exported again and read back, until nothing is refused. Returns a note
+    on what was left out."""
+    exported = last_dump(run([onnxc, "export", oir, "-o", os.path.join(work, "again.onnx"),
+                              "--opset", str(opset), "--dump-after=all"]).stderr)
+    expected, left_out = exported, set()
+    for attempt in range(len(IMPORT_GAPS) + 1):
+        r = run([onnxc, "ir", out, "--verify"], expect=None)
+        if r.returncode == 0:
+            break
+        errors = [line for line in r.stderr.splitlines() if ": error: " in line]
+        refused = {m.group(1) for m in map(GAP_MESSAGE.search, errors) if m}
+        if not errors or opset < 18 or not all(map(GAP_MESSAGE.search, errors)) or \
+                not refused <= set(IMPORT_GAPS) - left_out:
+            raise Fail("%s exported at opset %d does not read back%s:\n%s" % (
+                os.path.basename(oir), opset, " (without %s)" % ", ".join(sorted(left_out))
+                if left_out else "", r.stderr))
+        left_out |= refused
+        part = os.path.join(work, "part%d.oir" % attempt)
+        with open(part, "w") as f:
+            f.write(without_nodes(exported, lambda op, _: op in {IMPORT_GAPS[o]
+                                                                  for o in left_out}))
+        out = os.path.join(work, "part%d.onnx" % attempt)
+        # the IR the export wrote (without them, what only they used is dead)
+        expected = last_dump(run([onnxc, "export", part, "-o", out, "--opset", str(opset),
+                                  "--dump-after=all"]).stderr)
+    compare_ir(expected, r.stdout, "%s at opset %d" % (os.path.basename(oir), opset))
+    if not left_out:
+        return "read back to the same IR"
+    return "read back to the same IR without the nodes the importer refuses at opset %d " \
+        "(%s)" % (opset, ", ".join(sorted(left_out)))
+
+
+def ort_vs_onnxc(node, ort_run, onnxc, oir, models, work, rng):
+    """Each of models ((opset, file): exports of oir) under ONNX Runtime
+    against onnxc's run of oir on the same random inputs: |y - ref| <= 1e-6
+    + 1e-5 |ref|. Returns the number of outputs compared per model."""
+    work = tempfile.mkdtemp(prefix="ort_vs_onnxc_", dir=work)
+    g = onnx.load(models[0][1]).graph
+    feeds = random_inputs(g, rng)
+    ref_dir = os.path.join(work, "onnxc_out")
+    cmd = [onnxc, "run", oir, "--repeat", "1", "--output-dir", ref_dir,
+           "--cache-dir", os.path.join(work, "cache")]
+    for k, (name, a) in enumerate(feeds.items()):
+        path = os.path.join(work, "in_%d.npy" % k)
+        np.save(path, a)
+        cmd += ["--input", "%s=%s" % (name, path)]
+    run(cmd)
+    refs = [np.load(os.path.join(ref_dir, o.name.replace("/", "_") + ".npy")) for o in g.output]
+    results = ort_batch(node, ort_run, [(m, feeds) for _, m in models], work)
+    for (opset, _), res in zip(models, results):
+        if isinstance(res, str):
+            raise Fail("ONNX Runtime cannot run %s exported at opset %d: %s" % (
+                os.path.basename(oir), opset, res[-600:]))
+        for o, y, ref in zip(g.output, res, refs):
+            bad, worst = mismatches(y, ref, 1e-5, 1e-6)
+            if bad:
+                raise Fail("%s at opset %d: ONNX Runtime's output '%s' differs from onnxc's "
+                           "by up to %g (%d elements)" % (os.path.basename(oir), opset, o.name,
+                                                          worst, bad))
+    return len(g.output)
+
+
+def cmd_opsets(argv):
+    onnxc, ort_run, forms, opsets = argv[0], argv[1], argv[2], [int(v) for v in argv[3:]]
+    node, why = ort_available(ort_run)
+    rng = np.random.default_rng(18)
+    with open(forms) as f:
+        forms_text = f.read()
+    with tempfile.TemporaryDirectory() as work:
+        # the same model at opset 17 but for what 17 cannot express (max, min),
+        # read back but for Mish (its definition reads back as three nodes)
+        old, old_part = os.path.join(work, "forms17.oir"), os.path.join(work, "part17.oir")
+        with open(old, "w") as f:
+            f.write(without_nodes(forms_text, lambda _, name: name in ("scatter_max",
+                                                                        "scatter_min")))
+        with open(old_part, "w") as f:
+            f.write(without_nodes(forms_text, lambda op, name: op == "mish" or name in (
+                "scatter_max", "scatter_min")))
+        out = os.path.join(work, "forms17.onnx")
+        run([onnxc, "export", old, "-o", out, "--verify"])
+        onnx.checker.check_model(out, full_check=True)
+        check_proto(out, 17)
+        with open(old) as f:
+            n = check_forms(out, f.read(), 17)
+        d = os.path.join(work, "17")
+        os.makedirs(d)
+        roundtrip(onnxc, old_part, [], d, 17)
+        print("ok: opset 17: %d nodes in their opset-17 forms (Reduce* axes as attributes, "
+              "Mish as its definition), checker passed, read back to the same IR" % n)
+        models = []
+        for opset in opsets:
+            d = os.path.join(work, str(opset))
+            os.makedirs(d)
+            out = os.path.join(d, "forms.onnx")
+            run([onnxc, "export", forms, "-o", out, "--verify", "--opset", str(opset)])
+            check_proto(out, opset)
+            if opset <= CHECKER_MAX_OPSET:
+                onnx.checker.check_model(out, full_check=True)
+            n = check_forms(out, forms_text, opset)
+            note = read_back(onnxc, forms, out, opset, d)
+            print("ok: opset %d: ir_version %d, %d nodes in the forms of opset %d, %s" % (
+                opset, IR_VERSIONS[opset], n, opset, note))
+            models.append((opset, out))
+        # Resize's half_pixel_symmetric (from 19) and a bf16 Conv (from 22)
+        extra = {}
+        for name, body, since in (("half_pixel_symmetric", RESIZE_SYMMETRIC, 19),
+                                  ("bf16_conv", BF16_CONV, 22)):
+            oir = os.path.join(work, name + ".oir")
+            with open(oir, "w") as f:
+                f.write(HEAD + body)
+            extra[name] = (oir, [])
+            for opset in [o for o in opsets if o >= since]:
+                d = os.path.join(work, "%s.%d" % (name, opset))
+                os.makedirs(d)
+                out, _ = roundtrip(onnxc, oir, [], d, opset)
+                check_forms(out, HEAD + body, opset)
+                kept = os.path.join(work, "%s.%d.onnx" % (name, opset))
+                shutil.copy(out, kept)
+                extra[name][1].append((opset, kept))
+            print("ok: %s exported at opsets %s, read back to the same IR" % (
+                name, [o for o, _ in extra[name][1]]))
+        if not node:
+            print("note: ONNX Runtime not run: %s" % why)
+            return 0
+        k = ort_vs_onnxc(node, ort_run, onnxc, forms, models, work, rng)
+        print("ok: ONNX Runtime (%s) runs forms.oir exported at opsets %s: its %d outputs "
+              "are onnxc's" % (why, opsets, k))
+        # (ONNX Runtime has no bf16 Conv on the CPU)
+        oir, exported = extra["half_pixel_symmetric"]
+        if exported:
+            ort_vs_onnxc(node, ort_run, onnxc, oir, exported, work, rng)
+            print("ok: ONNX Runtime runs half_pixel_symmetric at opsets %s as onnxc does" % (
+                [o for o, _ in exported]))
+    return 0
+
+
 def main():
     modes = {"roundtrip": cmd_roundtrip, "ort": cmd_ort, "mixed": cmd_mixed, "half": cmd_half,
-             "small": cmd_small, "node": cmd_node, "cases": cmd_cases}
+             "small": cmd_small, "node": cmd_node, "cases": cmd_cases, "opsets": cmd_opsets}
     if len(sys.argv) < 3 or sys.argv[1] not in modes:
         sys.stderr.write(__doc__)
         return 2
