@@ -7,7 +7,7 @@ Usage (Debian's /usr/bin/python3: it has onnx and numpy):
     check_export.py mixed ONNXC ORT_RUN CASEDIR MAX_REL_L2 [ONNXC-ARGS...]
     check_export.py half ONNXC ORT_RUN FILE.oir
     check_export.py small ONNXC ORT_RUN DIR CASES.txt
-    check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--all]
+    check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--opset N] [--all]
     check_export.py cases ONNXC
     check_export.py opsets ONNXC ORT_RUN FORMS.oir OPSET...
 
@@ -599,7 +599,7 @@ def cmd_small(argv):
 CONST_NEEDED = re.compile(r"input \d+ \([^)]*\) '([^']*)' must be a constant")
 
 
-def export_node_case(onnxc, case, out):
+def export_node_case(onnxc, case, out, opset_args=()):
     """Exports CASE/model.onnx with its inputs' shapes bound, freezing the
     inputs the import needs as constants (as `onnxc check` does: those it
     names, or all of them when it names a value computed from them).
@@ -616,8 +616,8 @@ def export_node_case(onnxc, case, out):
                 args += ["--const", "%s=%s" % (name, path)]
             else:
                 args += ["--shape", "%s=%s" % (name, "x".join(str(d) for d in a.shape))]
-        r = run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", out] + args,
-                expect=None)
+        r = run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", out] + args +
+                list(opset_args), expect=None)
         if r.returncode == 0:
             feeds = {n: a for n, a in inputs if n not in frozen}
             return feeds, frozen_original(case, frozen, out)
@@ -679,11 +679,15 @@ def node_verdict(exported, original, refs):
 
 # The ONNX ops the importer normalizes, so that the writer has to undo it:
 # shape operands made attributes, auto_pad resolved, ops renamed or
-# rewritten. The node tests of these (not _expanded) are what `node` runs
-# unless given --all (every passing case: about 4 times as long).
+# rewritten, and those whose form the writer picks by opset (the Reduce*
+# ops' axes, ScatterElements' reduction). The node tests of these (not
+# _expanded) are what `node` runs unless given --all (every passing case:
+# about 4 times as long).
 FORMS = {"Resize", "Upsample", "Slice", "Pad", "Clip", "Split", "Reshape", "Flatten",
          "Squeeze", "Unsqueeze", "ReduceSum", "Expand", "Tile", "Trilu", "CumSum", "Cast",
-         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}
+         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "ReduceMean",
+         "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+         "ReduceLogSum", "ReduceLogSumExp", "ScatterElements"}
 
 
 def node_cases(d, expected, everything):
@@ -706,7 +710,9 @@ def node_cases(d, expected, everything):
 def cmd_node(argv):
     from concurrent.futures import ThreadPoolExecutor
     everything = "--all" in argv
-    onnxc, ort_run, d, expected = [a for a in argv if a != "--all"]
+    argv = [a for a in argv if a != "--all"]
+    opset_args = argv[4:6] if argv[4:5] == ["--opset"] else []
+    onnxc, ort_run, d, expected = argv[:4]
     node, why = ort_available(ort_run)
     if not node:
         print("SKIP: %s" % why)
@@ -715,7 +721,8 @@ def cmd_node(argv):
     failed, excused = [], []
     with tempfile.TemporaryDirectory() as work, ThreadPoolExecutor(os.cpu_count()) as pool:
         exports = pool.map(lambda c: export_node_case(onnxc, os.path.join(d, c),
-                                                      os.path.join(work, c + ".onnx")), cases)
+                                                      os.path.join(work, c + ".onnx"),
+                                                      opset_args), cases)
         jobs = []
         for c, (feeds, original) in zip(cases, exports):
             if isinstance(feeds, str):
@@ -739,9 +746,10 @@ def cmd_node(argv):
         print("excused: %s: %s" % (c, msg))
     for c, msg in failed:
         print("FAILED: %s: %s" % (c, msg))
-    print("%d node tests (%s onnxc passes) exported and run by ONNX Runtime: %d match the "
-          "reference, %d differ as ONNX Runtime does on the original, %d failed" % (
+    print("%d node tests (%s onnxc passes) exported%s and run by ONNX Runtime: %d match "
+          "the reference, %d differ as ONNX Runtime does on the original, %d failed" % (
               len(cases), "all" if everything else "the normalized forms",
+              " at opset " + opset_args[1] if opset_args else "",
               len(cases) - len(excused) - len(failed), len(excused), len(failed)))
     return 1 if failed else 0
 
