@@ -18,7 +18,7 @@ static const char export_help[] =
         "\n"
         "options:\n"
         "  -o FILE              the ONNX file to write (required)\n"
-        "  --opset N            the ai.onnx opset to target, 13 to 17 (default 17)\n"
+        "  --opset N            the ai.onnx opset to target, 13 to 25 (default 17)\n"
         "  --shape INPUT=DIMS   bind the shape of a graph input, e.g. input=8x3x224x224\n"
         "  --dim NAME=N         bind a symbolic dimension, e.g. batch=8\n"
         "  --const INPUT=FILE   make a graph input a constant (.npy or .pb)\n"

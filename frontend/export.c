@@ -3,23 +3,31 @@
  *
  * The importer makes the IR more regular than ONNX (docs/ir.md): shape-valued
  * operands become attributes, defaults are filled, auto_pad is resolved, ops
- * are renamed. Exporting undoes that for one target opset (13 to 17): each
- * IR node becomes the ONNX node it would have been imported from, with its
- * shape operands turned back into int64 initializers (Reshape's shape,
- * Slice's starts/ends/axes/steps, Split's sizes, ReduceSum's axes, ...),
- * Clip's bounds and Pad's value into scalars of the data's type, and
- * attributes under their ONNX names. The table ex_ops has one entry per IR
- * op, its writer, named by the export column of ir/ops.h (or the reason
- * the op has no ONNX form); most copy inputs and attributes one to one
- * (ex_plain).
+ * are renamed. Exporting undoes that for one target opset (13 to 25): each
+ * IR node becomes the ONNX node it would have been imported from, in the
+ * form the op's version in effect at that opset defines, with its shape
+ * operands turned back into int64 initializers (Reshape's shape, Slice's
+ * starts/ends/axes/steps, Split's sizes, the reductions' axes where the
+ * version takes them as an input, ...), Clip's bounds and Pad's value into
+ * scalars of the data's type, and attributes under their ONNX names. The
+ * table ex_ops has one entry per IR op, its writer, named by the export
+ * column of ir/ops.h (or the reason the op has no ONNX form); most copy
+ * inputs and attributes one to one (ex_plain).
  * Before a node is written, the op must exist at the target opset and take
  * the node's element types (export_types.h, generated from ONNX's operator
- * schemas). Whatever cannot be expressed at the target opset - a LayerNorm
- * before 17, a bf16 Conv - is an error naming the node, never a model that
- * means something else or one that consumers reject.
+ * schemas and Changelog), and its attribute values must exist there
+ * (ex_values_since: ScatterElements' max, Resize's half_pixel_symmetric).
+ * Whatever cannot be expressed at the target opset - a LayerNorm before 17,
+ * a bf16 Conv before 22 - is an error naming the node, never a model that
+ * means something else or one that consumers reject. Where the form itself
+ * changed between versions, the writer asks the same table which version is
+ * in effect (ex_schema): the Reduce* ops take axes as an input where their
+ * schema has a second input (ReduceSum from 13, the others from 18), and
+ * Mish is itself where it exists (18) and its definition before.
  *
- * The result is a plain ModelProto: ir_version 8, one default-domain opset,
- * graph inputs and outputs with static shapes, every IR constant an
+ * The result is a plain ModelProto: the ir_version of the ONNX release that
+ * introduced the opset (never below 8: ex_ir_versions), one default-domain
+ * opset, graph inputs and outputs with static shapes, every IR constant an
  * initializer (raw_data, little-endian; f16 and bf16 as their 2-byte
  * patterns), the nodes in list order and value_info for every intermediate,
  * so a checker's shape inference compares its types with the IR's. The
@@ -43,7 +51,22 @@
 
 #include "export_types.h" /* generated: what ONNX's ops take (ex_types) */
 
-#define EX_IR_VERSION 8
+/*
+ * The ModelProto's ir_version for each target opset (a row holds from its
+ * opset on): the IR version of the ONNX release that introduced the opset
+ * (ONNX's docs/Versioning.md: 1.13 brought opset 18 with IR 8, 1.14 opset 19
+ * with IR 9, ..., 1.20 opset 25 with IR 13), but never below 8, which export
+ * has always written (the IR of the onnx.proto this writer is built from;
+ * opsets 13 and 14 came with IR 7). The writer uses no field newer than IR
+ * 8, so the version only says which release the file belongs to; ONNX
+ * Runtime refuses an IR version newer than it knows, so export writes the
+ * lowest one the opset goes with.
+ */
+static const struct {
+	int opset, ir_version;
+} ex_ir_versions[] = {
+	{ 13, 8 }, { 19, 9 }, { 21, 10 }, { 23, 11 }, { 24, 12 }, { 25, 13 },
+};
 
 struct ex {
 	struct ir_ctx *ctx;
@@ -73,8 +96,9 @@ typedef bool (*ex_write_fn)(struct ex *ex, const struct ir_node *n);
 
 struct ex_op {
 	ex_write_fn write;
-	/* the ONNX op whose type constraints apply (NULL: the IR op's own, as
-	 * ir_ops[] names it) - for an op written as other ops */
+	/* the ONNX op whose type constraints apply at opsets where the IR op's
+	 * own (as ir_ops[] names it) does not exist, for an op the writer then
+	 * writes as other ops (NULL: none) */
 	const char *types_as;
 	/* why the op has no ONNX form (write is then NULL) */
 	const char *refuse;
@@ -404,6 +428,36 @@ static void ex_ir_inputs(struct ex_node *en)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The versions in effect                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The schema row of ONNX op in effect at opset, or NULL; *first is the
+ * lowest opset the op has a row for (0: none at all). */
+static const struct ex_types *ex_types_find(const char *op, int64_t opset, int *first)
+{
+	const struct ex_types *best = NULL;
+	*first = 0;
+	for (size_t i = 0; i < sizeof ex_types / sizeof ex_types[0]; i++) {
+		const struct ex_types *t = &ex_types[i];
+		if (strcmp(t->op, op))
+			continue;
+		if (!*first || t->since < *first)
+			*first = t->since;
+		if (t->since <= opset && (!best || t->since > best->since))
+			best = t;
+	}
+	return best;
+}
+
+/* The version of ONNX op in effect at the target opset (its row in
+ * export_types.h), or NULL where the op does not exist there. */
+static const struct ex_types *ex_schema(const struct ex *ex, const char *op)
+{
+	int first;
+	return ex_types_find(op, ex->opset, &first);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Writers                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -485,6 +539,8 @@ static bool ex_ints_input(struct ex *ex, const struct ir_node *n, const char *at
 	return true;
 }
 
+/* Split: the sizes as the split input, which every version takes (opset
+ * 18's num_outputs is another way to say equal parts, never needed). */
 static bool ex_split(struct ex *ex, const struct ir_node *n)
 {
 	return ex_ints_input(ex, n, "split");
@@ -497,8 +553,14 @@ static bool ex_tile(struct ex *ex, const struct ir_node *n)
 {
 	return ex_ints_input(ex, n, "repeats");
 }
-static bool ex_reduce_axes_input(struct ex *ex, const struct ir_node *n)
+/* Reduce*: the axes as an input where the op's version in effect takes
+ * them so (a second input: ReduceSum from opset 13, the others from 18),
+ * else as the attribute. The IR's axes are never empty, so
+ * noop_with_empty_axes keeps its default. */
+static bool ex_reduce(struct ex *ex, const struct ir_node *n)
 {
+	if (ex_schema(ex, ir_ops[n->op].onnx)->nin < 2)
+		return ex_plain(ex, n);
 	return ex_ints_input(ex, n, "axes");
 }
 
@@ -538,7 +600,8 @@ static bool ex_slice(struct ex *ex, const struct ir_node *n)
 }
 
 /* Pad: pads as an input, the fill as a scalar of the data's type (only for
- * constant mode, and only when it is not +0). */
+ * constant mode, and only when it is not +0). The pads cover every axis,
+ * so opset 18's axes input is left out. */
 static bool ex_pad(struct ex *ex, const struct ir_node *n)
 {
 	struct ex_node *en;
@@ -596,24 +659,15 @@ static bool ex_window_pool(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
-/* ScatterElements: reduction exists from opset 16 (none, add, mul); max
- * and min from opset 18, beyond what export writes. */
+/* ScatterElements: the reduction attribute only when it is not "none"
+ * (the attribute exists from opset 16; ex_values_since says from which
+ * opset each value does). */
 static bool ex_scatter_elements(struct ex *ex, const struct ir_node *n)
 {
 	const char *red = ir_attr_s(n, "reduction");
 	const char *const skip[] = { "reduction", NULL };
 	struct ex_node *en;
 	bool none = !strcmp(red, "none");
-	if (!none && (!strcmp(red, "max") || !strcmp(red, "min")))
-		return ex_node_error(ex, n,
-		                     "ScatterElements takes reduction '%s' from opset 18; onnxc "
-		                     "exports opsets %d to %d",
-		                     red, FE_EXPORT_MIN_OPSET, FE_EXPORT_MAX_OPSET);
-	if (!none && ex->opset < 16)
-		return ex_node_error(ex, n,
-		                     "ScatterElements takes reduction '%s' from opset 16; the "
-		                     "export targets opset %lld (use --opset 16 or later)",
-		                     red, (long long)ex->opset);
 	en = ex_std(ex, n, 0);
 	ex_ir_inputs(en);
 	ex_ir_attrs(en, skip);
@@ -637,7 +691,9 @@ static bool ex_cumsum(struct ex *ex, const struct ir_node *n)
 /*
  * Resize: roi only for tf_crop_and_resize; scales when the model gave
  * scales, else sizes (an empty scales attribute means sizes were given, see
- * docs/ir.md); the other attributes under their ONNX names.
+ * docs/ir.md); the other attributes under their ONNX names. Opset 18's
+ * antialias, axes and keep_aspect_ratio_policy keep their defaults, which
+ * are what the IR means (scales or sizes for every axis, no antialiasing).
  */
 static bool ex_resize(struct ex *ex, const struct ir_node *n)
 {
@@ -666,11 +722,16 @@ static bool ex_resize(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
-/* Mish (an op from opset 18): x * tanh(softplus(x)), its definition. */
+/* Mish: itself where it exists (opset 18), before that its definition,
+ * x * tanh(softplus(x)). */
 static bool ex_mish(struct ex *ex, const struct ir_node *n)
 {
-	const char *sp = ex_new_name(ex, n, "softplus"), *th = ex_new_name(ex, n, "tanh");
+	const char *sp, *th;
 	struct ex_node *a, *b, *c;
+	if (ex_schema(ex, "Mish"))
+		return ex_plain(ex, n);
+	sp = ex_new_name(ex, n, "softplus");
+	th = ex_new_name(ex, n, "tanh");
 	a = ex_node_new(ex, n, "Softplus", ir_arena_printf(&ex->arena, "%s/softplus", n->name), 1,
 	                0);
 	ex_in(a, n->in[0]->name);
@@ -690,12 +751,14 @@ static bool ex_mish(struct ex *ex, const struct ir_node *n)
 /* ------------------------------------------------------------------------ */
 
 /*
- * Targets are opsets 13 to 17. Whether an op exists at the target opset, and
+ * Targets are opsets 13 to 25. Whether an op exists at the target opset, and
  * which element types it takes there, comes from export_types.h (generated
- * from ONNX's schemas), so the table says only how to write each op.
- * Raising FE_EXPORT_MAX_OPSET means revisiting the ops whose form changed in
- * opset 18: every Reduce* takes axes as an input, Split gains num_outputs,
- * Pad gains axes, Resize gains axes and antialias, and Mish exists.
+ * from ONNX's schemas and Changelog), so the table says only how to write
+ * each op. Raising FE_EXPORT_MAX_OPSET means extracting a newer Changelog
+ * (scripts/gen-export-types) and reading its entries for the ops export
+ * writes: a new input or attribute whose default is not what the IR means,
+ * or a form that changes, needs its writer to ask ex_schema; an attribute
+ * value that appears needs a row in ex_values_since.
  */
 /* The writers the export column of ops.h names (ex_op_<export>). */
 static const struct ex_op ex_op_plain = { ex_plain };
@@ -705,7 +768,7 @@ static const struct ex_op ex_op_conv = { ex_conv };
 static const struct ex_op ex_op_cumsum = { ex_cumsum };
 static const struct ex_op ex_op_expand = { ex_expand };
 static const struct ex_op ex_op_pad = { ex_pad };
-static const struct ex_op ex_op_reduce_axes_input = { ex_reduce_axes_input };
+static const struct ex_op ex_op_reduce = { ex_reduce };
 static const struct ex_op ex_op_reshape = { ex_reshape };
 static const struct ex_op ex_op_resize = { ex_resize };
 static const struct ex_op ex_op_scatter_elements = { ex_scatter_elements };
@@ -713,8 +776,8 @@ static const struct ex_op ex_op_slice = { ex_slice };
 static const struct ex_op ex_op_split = { ex_split };
 static const struct ex_op ex_op_tile = { ex_tile };
 static const struct ex_op ex_op_trilu = { ex_trilu };
-/* Mish exists from opset 18: it is written as its definition, and takes
- * what Softplus takes. */
+/* Before opset 18 Mish is written as its definition and takes what
+ * Softplus takes. */
 static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };
 static const struct ex_op ex_op_refuse_dropout = {
 	NULL, NULL,
@@ -739,24 +802,6 @@ bool fe_export_writes(enum ir_op op, const char **refusal)
 /* ------------------------------------------------------------------------ */
 /* The model                                                                */
 /* ------------------------------------------------------------------------ */
-
-/* The schema row of ONNX op in effect at opset, or NULL; *first is the
- * lowest opset the op has a row for (0: none at all). */
-static const struct ex_types *ex_types_find(const char *op, int64_t opset, int *first)
-{
-	const struct ex_types *best = NULL;
-	*first = 0;
-	for (size_t i = 0; i < sizeof ex_types / sizeof ex_types[0]; i++) {
-		const struct ex_types *t = &ex_types[i];
-		if (strcmp(t->op, op))
-			continue;
-		if (!*first || t->since < *first)
-			*first = t->since;
-		if (t->since <= opset && (!best || t->since > best->since))
-			best = t;
-	}
-	return best;
-}
 
 /* The types formal parameter k of n accepts (the last one when variadic). */
 static uint32_t ex_param_mask(const uint32_t *masks, int n, unsigned variadic, int k)
@@ -786,16 +831,57 @@ static bool ex_type_ok(struct ex *ex, const struct ir_node *n, const char *op, b
 }
 
 /*
- * The op must exist at the target opset and take the node's element types
- * there (export_types.h): a bf16 Conv, say, is no valid ONNX before opset 22
- * and gets an error instead of a model every consumer rejects.
+ * Attribute values that ONNX ops take only from some opset on: a node with
+ * one cannot be written at an earlier target. (Values the IR has that no
+ * version takes are the IR's business: its inference refuses them.)
+ */
+static const struct ex_value_since {
+	enum ir_op op;
+	const char *attr, *value; /* an IR attribute (string) and its value */
+	int since;                /* the first opset whose ONNX op takes it */
+} ex_values_since[] = {
+	{ IR_OP_SCATTER_ELEMENTS, "reduction", "add", 16 },
+	{ IR_OP_SCATTER_ELEMENTS, "reduction", "mul", 16 },
+	{ IR_OP_SCATTER_ELEMENTS, "reduction", "max", 18 },
+	{ IR_OP_SCATTER_ELEMENTS, "reduction", "min", 18 },
+	{ IR_OP_RESIZE, "coord", "half_pixel_symmetric", 19 },
+	{ IR_OP_PAD, "mode", "wrap", 19 },
+};
+
+static bool ex_check_values(struct ex *ex, const struct ir_node *n)
+{
+	for (size_t i = 0; i < sizeof ex_values_since / sizeof ex_values_since[0]; i++) {
+		const struct ex_value_since *v = &ex_values_since[i];
+		const struct ir_attr *a;
+		if (v->op != n->op || ex->opset >= v->since)
+			continue;
+		a = ir_attr_get(n, v->attr);
+		IR_ASSERT(a && a->kind == IR_ATTR_STRING);
+		if (strcmp(a->s, v->value))
+			continue;
+		return ex_node_error(ex, n,
+		                     "ONNX %s takes %s '%s' from opset %d; the export targets "
+		                     "opset %lld (use --opset %d or later)",
+		                     ir_ops[n->op].onnx, ex_attr_name(a->name), v->value, v->since,
+		                     (long long)ex->opset, v->since);
+	}
+	return true;
+}
+
+/*
+ * The op must exist at the target opset, take the node's element types
+ * there (export_types.h) and its attribute values (ex_values_since): a bf16
+ * Conv, say, is no valid ONNX before opset 22 and gets an error instead of a
+ * model every consumer rejects.
  */
 static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 {
-	const char *op = ex_ops[n->op]->types_as ? ex_ops[n->op]->types_as : ir_ops[n->op].onnx;
+	const char *op = ir_ops[n->op].onnx;
 	int first;
 	const struct ex_types *t = ex_types_find(op, ex->opset, &first);
 	bool ok = true;
+	if (!t && ex_ops[n->op]->types_as)
+		t = ex_types_find(op = ex_ops[n->op]->types_as, ex->opset, &first);
 	if (!t && first)
 		return ex_node_error(ex, n,
 		                     "%s exists from opset %d; the export targets opset %lld (use "
@@ -812,7 +898,7 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 	for (int i = 0; i < n->nout && ok; i++)
 		ok = ex_type_ok(ex, n, op, true, i,
 		                ex_param_mask(t->out, t->nout, t->out_variadic, i));
-	return ok;
+	return ok && ex_check_values(ex, n);
 }
 
 static bool ex_write_node(struct ex *ex, const struct ir_node *n)
@@ -871,6 +957,16 @@ static Onnx__GraphProto *ex_graph(struct ex *ex)
 	return g;
 }
 
+static int64_t ex_ir_version(int64_t opset)
+{
+	int64_t v = 0;
+	for (size_t i = 0; i < sizeof ex_ir_versions / sizeof ex_ir_versions[0]; i++)
+		if (ex_ir_versions[i].opset <= opset)
+			v = ex_ir_versions[i].ir_version;
+	IR_ASSERT(v != 0);
+	return v;
+}
+
 static Onnx__ModelProto *ex_model(struct ex *ex, const struct fe_export_options *o)
 {
 	Onnx__ModelProto *mp = ir_arena_alloc(&ex->arena, sizeof *mp);
@@ -881,7 +977,7 @@ static Onnx__ModelProto *ex_model(struct ex *ex, const struct fe_export_options 
 	os->has_version = true;
 	os->version = ex->opset;
 	mp->has_ir_version = true;
-	mp->ir_version = EX_IR_VERSION;
+	mp->ir_version = ex_ir_version(ex->opset);
 	mp->producer_name = (char *)(o && o->producer ? o->producer : "onnxc");
 	mp->producer_version = ONNXC_VERSION;
 	mp->n_opset_import = 1;

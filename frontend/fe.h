@@ -108,7 +108,7 @@ bool fe_parse_dims(const char *s, int *rank, int64_t *dims);
 
 /* Export (export.c): an IR module written back as a standard ONNX model. */
 #define FE_EXPORT_MIN_OPSET     13
-#define FE_EXPORT_MAX_OPSET     17
+#define FE_EXPORT_MAX_OPSET     25
 #define FE_EXPORT_DEFAULT_OPSET 17
 
 struct fe_export_options {

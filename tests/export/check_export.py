@@ -7,8 +7,9 @@ Usage (Debian's /usr/bin/python3: it has onnx and numpy):
     check_export.py mixed ONNXC ORT_RUN CASEDIR MAX_REL_L2 [ONNXC-ARGS...]
     check_export.py half ONNXC ORT_RUN FILE.oir
     check_export.py small ONNXC ORT_RUN DIR CASES.txt
-    check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--all]
+    check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--opset N] [--all]
     check_export.py cases ONNXC
+    check_export.py opsets ONNXC ORT_RUN FORMS.oir OPSET...
 
 roundtrip  exports MODEL and checks that
            - importing the exported file (`onnxc ir`) prints exactly the IR
@@ -18,9 +19,9 @@ roundtrip  exports MODEL and checks that
            - the ONNX checker accepts the file with full_check (strict shape
              inference, which compares its types with the value_info the
              writer records for every intermediate);
-           - the ModelProto is what the writer promises: ir_version 8, one
-             default-domain opset, static shapes, raw_data initializers,
-             unique node names;
+           - the ModelProto is what the writer promises: the ir_version that
+             goes with the opset (IR_VERSIONS), one default-domain opset,
+             static shapes, raw_data initializers, unique node names;
            - exporting the exported model again gives the same model (node
              names aside).
 ort        exports the ONNX backend test case in CASEDIR, runs the exported
@@ -56,6 +57,16 @@ node       the ONNX backend node tests onnxc passes (tests/node/expected.txt)
 cases      error cases (each a diagnostic naming the node or value, exit
            status 1; bad usage exit status 2) and export forms that need an
            opset (allowzero) or a decomposition (Mish).
+opsets     FORMS.oir (the op families whose form changes from opset 18)
+           exported at each OPSET (18 to 25) and at 17 (without what 17
+           cannot express): every node in the form its op's version there
+           defines (check_forms: axes inputs, Mish, no num_outputs, ...),
+           the ModelProto as `roundtrip` checks it, read back to the same IR,
+           and, where ONNX Runtime is installed,
+           its outputs against onnxc's own (`onnxc run` of FORMS.oir).
+           Also a bf16 Conv (opset 22) and Resize's half_pixel_symmetric
+           (19), read back and run. The onnx package's checker runs only
+           at the opsets it knows (Debian's onnx 1.12: up to 17).
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -133,10 +144,21 @@ def last_dump(stderr):
 ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 
 
+# The ModelProto's ir_version for each opset export writes: that of the ONNX
+# release that brought the opset (ONNX's docs/Versioning.md: 1.13 opset 18
+# with IR 8, 1.14 opset 19 with IR 9, ..., 1.20 opset 25 with IR 13), never
+# below the 8 export has always written.
+IR_VERSIONS = {13: 8, 14: 8, 15: 8, 16: 8, 17: 8, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10, 23: 11,
+               24: 12, 25: 13}
+# the last opset the installed onnx package's checker knows
+CHECKER_MAX_OPSET = onnx.defs.onnx_opset_version()
+
+
 def check_proto(path, opset):
     m = onnx.load(path)
-    if m.ir_version != 8:
-        raise Fail("ir_version is %d, not 8" % m.ir_version)
+    if m.ir_version != IR_VERSIONS[opset]:
+        raise Fail("ir_version is %d, not %d (opset %d)" % (m.ir_version, IR_VERSIONS[opset],
+                                                          opset))
     if [(o.domain, o.version) for o in m.opset_import] != [("", opset)]:
         raise Fail("opset_import is %s" % m.opset_import)
     if m.producer_name != "onnxc":
@@ -170,15 +192,19 @@ def unnamed(path):
 
 
 def roundtrip(onnxc, model, args, work, opset=17):
+    """Exports model at opset (given to onnxc unless it is the default, 17)."""
     out = os.path.join(work, "exported.onnx")
+    if opset != 17:
+        args = args + ["--opset", str(opset)]
     r = run([onnxc, "export", model, "-o", out, "--verify", "--dump-after=all"] + args)
     exported = last_dump(r.stderr)
     back = run([onnxc, "ir", out, "--verify"]).stdout
     compare_ir(exported, back, os.path.basename(model))
-    onnx.checker.check_model(out, full_check=True)
+    if opset <= CHECKER_MAX_OPSET:
+        onnx.checker.check_model(out, full_check=True)
     nodes = len(check_proto(out, opset).graph.node)
     again = os.path.join(work, "again.onnx")
-    run([onnxc, "export", out, "-o", again])
+    run([onnxc, "export", out, "-o", again] + (["--opset", str(opset)] if opset != 17 else []))
     with open(out, "rb") as f1, open(again, "rb") as f2:
         same = f1.read() == f2.read()
     if not same and unnamed(out) != unnamed(again):
@@ -572,7 +598,7 @@ def cmd_small(argv):
 CONST_NEEDED = re.compile(r"input \d+ \([^)]*\) '([^']*)' must be a constant")
 
 
-def export_node_case(onnxc, case, out):
+def export_node_case(onnxc, case, out, opset_args=()):
     """Exports CASE/model.onnx with its inputs' shapes bound, freezing the
     inputs the import needs as constants (as `onnxc check` does: those it
     names, or all of them when it names a value computed from them).
@@ -589,8 +615,8 @@ def export_node_case(onnxc, case, out):
                 args += ["--const", "%s=%s" % (name, path)]
             else:
                 args += ["--shape", "%s=%s" % (name, "x".join(str(d) for d in a.shape))]
-        r = run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", out] + args,
-                expect=None)
+        r = run([onnxc, "export", os.path.join(case, "model.onnx"), "-o", out] + args +
+                list(opset_args), expect=None)
         if r.returncode == 0:
             feeds = {n: a for n, a in inputs if n not in frozen}
             return feeds, frozen_original(case, frozen, out)
@@ -652,11 +678,15 @@ def node_verdict(exported, original, refs):
 
 # The ONNX ops the importer normalizes, so that the writer has to undo it:
 # shape operands made attributes, auto_pad resolved, ops renamed or
-# rewritten. The node tests of these (not _expanded) are what `node` runs
-# unless given --all (every passing case: about 4 times as long).
+# rewritten, and those whose form the writer picks by opset (the Reduce*
+# ops' axes, ScatterElements' reduction). The node tests of these (not
+# _expanded) are what `node` runs unless given --all (every passing case:
+# about 4 times as long).
 FORMS = {"Resize", "Upsample", "Slice", "Pad", "Clip", "Split", "Reshape", "Flatten",
          "Squeeze", "Unsqueeze", "ReduceSum", "Expand", "Tile", "Trilu", "CumSum", "Cast",
-         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}
+         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "ReduceMean",
+         "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+         "ReduceLogSum", "ReduceLogSumExp", "ScatterElements"}
 
 
 def node_cases(d, expected, everything):
@@ -679,7 +709,9 @@ def node_cases(d, expected, everything):
 def cmd_node(argv):
     from concurrent.futures import ThreadPoolExecutor
     everything = "--all" in argv
-    onnxc, ort_run, d, expected = [a for a in argv if a != "--all"]
+    argv = [a for a in argv if a != "--all"]
+    opset_args = argv[4:6] if argv[4:5] == ["--opset"] else []
+    onnxc, ort_run, d, expected = argv[:4]
     node, why = ort_available(ort_run)
     if not node:
         print("SKIP: %s" % why)
@@ -688,7 +720,8 @@ def cmd_node(argv):
     failed, excused = [], []
     with tempfile.TemporaryDirectory() as work, ThreadPoolExecutor(os.cpu_count()) as pool:
         exports = pool.map(lambda c: export_node_case(onnxc, os.path.join(d, c),
-                                                      os.path.join(work, c + ".onnx")), cases)
+                                                      os.path.join(work, c + ".onnx"),
+                                                      opset_args), cases)
         jobs = []
         for c, (feeds, original) in zip(cases, exports):
             if isinstance(feeds, str):
@@ -712,9 +745,10 @@ def cmd_node(argv):
         print("excused: %s: %s" % (c, msg))
     for c, msg in failed:
         print("FAILED: %s: %s" % (c, msg))
-    print("%d node tests (%s onnxc passes) exported and run by ONNX Runtime: %d match the "
-          "reference, %d differ as ONNX Runtime does on the original, %d failed" % (
+    print("%d node tests (%s onnxc passes) exported%s and run by ONNX Runtime: %d match "
+          "the reference, %d differ as ONNX Runtime does on the original, %d failed" % (
               len(cases), "all" if everything else "the normalized forms",
+              " at opset " + opset_args[1] if opset_args else "",
               len(cases) - len(excused) - len(failed), len(excused), len(failed)))
     return 1 if failed else 0
 
@@ -724,6 +758,19 @@ def cmd_node(argv):
 # ---------------------------------------------------------------------------
 
 HEAD = 'onnxc-ir 1\nmodule "m"\n'
+
+# bodies of the cases with forms that need an opset
+SCATTER_MAX = ("input %x : f32[3,2]\nconst %i : i64[1,2] = [2, 0]\n"
+               "const %u : f32[1,2] = [7, -7]\n"
+               "%y : f32[3,2] = scatter_elements(%x, %i, %u) {axis=0, reduction=\"max\"} @sc\n"
+               "output %y\n")
+RESIZE_SYMMETRIC = (
+    "input %x : f32[1,1,3,4]\n%y : f32[1,1,5,7] = resize(%x) {mode=\"linear\", "
+    "coord=\"half_pixel_symmetric\", nearest=\"round_prefer_floor\", cubic_a=-0.75, "
+    "exclude_outside=0, extrapolation=0, scales=[], sizes=[1,1,5,7], roi=[]} @rs\noutput %y\n")
+BF16_CONV = ("input %x : bf16[1,2,5,5]\ninput %w : bf16[3,2,3,3]\n"
+             "%y : bf16[1,3,3,3] = conv(%x, %w) {strides=[1,1], pads=[0,0,0,0], "
+             "dilations=[1,1], group=1} @conv\noutput %y\n")
 
 CASES = [
     # (name, IR text body, extra args, exit status, what stderr must contain)
@@ -756,9 +803,21 @@ CASES = [
      "input %x : i32[4]\n%y : i32[4] = relu(%x) @r\noutput %y\n", ["--opset", "13"], 1,
      "node 'r' (relu): cannot export: ONNX Relu at opset 13 does not take i32"),
     ("opset 12", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
-     ["--opset", "12"], 2, "--opset takes 13 to 17"),
-    ("opset 18", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
-     ["--opset", "18"], 2, "--opset takes 13 to 17"),
+     ["--opset", "12"], 2, "--opset takes 13 to 25"),
+    ("opset 26", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
+     ["--opset", "26"], 2, "--opset takes 13 to 25"),
+    ("ScatterElements max at opset 17 (from 18)", SCATTER_MAX, [], 1,
+     "node 'sc' (scatter_elements): cannot export: ONNX ScatterElements takes reduction "
+     "'max' from opset 18; the export targets opset 17 (use --opset 18 or later)"),
+    ("ScatterElements add at opset 15 (from 16)", SCATTER_MAX.replace('"max"', '"add"'),
+     ["--opset", "15"], 1, "ONNX ScatterElements takes reduction 'add' from opset 16; the "
+     "export targets opset 15"),
+    ("Resize's half_pixel_symmetric at opset 18 (from 19)", RESIZE_SYMMETRIC,
+     ["--opset", "18"], 1, "node 'rs' (resize): cannot export: ONNX Resize takes "
+     "coordinate_transformation_mode 'half_pixel_symmetric' from opset 19"),
+    ("a bf16 Conv at opset 21 (from 22)", BF16_CONV, ["--opset", "21"], 1,
+     "node 'conv' (conv): cannot export: ONNX Conv at opset 21 does not take bf16 for its "
+     "input 0 (it takes f32, f16, f64)"),
     ("no -o", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
      ["NO-OUTPUT"], 2, "no output file"),
     ("an unwritable output", "input %x : f32[2]\n%y : f32[2] = relu(%x) @r\noutput %y\n",
@@ -817,9 +876,243 @@ def cmd_cases(argv):
               "x * tanh(softplus(x)); an integer Relu is fine at opset 14")
 
 
+# ---------------------------------------------------------------------------
+# Opsets 18 and later: the forms that change
+# ---------------------------------------------------------------------------
+
+IR_NODE = re.compile(r"^(%\S+ : [^=]+(?:, %\S+ : [^=]+)*) = ([a-z_0-9]+)\((.*?)\)(?: \{(.*)\})? "
+                     r"@(\S+)$")
+
+
+def ir_nodes(text):
+    """The node lines of IR text: (results, op, {attribute: text}, name)."""
+    nodes = []
+    for line in text.splitlines():
+        m = IR_NODE.match(line)
+        if not m:
+            continue
+        results = [r.split(" : ")[0][1:] for r in re.split(r", (?=%)", m.group(1))]
+        attrs = dict(re.findall(r'(\w+)=(\[[^\]]*\]|"[^"]*"|[^,]+)', m.group(4) or ""))
+        nodes.append((results, m.group(2), attrs, unquote(m.group(5))))
+    return nodes
+
+
+def without_nodes(text, drop):
+    """IR text without the nodes for which drop(op, name) holds and the
+    outputs they define (the nodes must be leaves: nothing else may use
+    their results)."""
+    dropped = set()
+    for results, op, _, name in ir_nodes(text):
+        if drop(op, name):
+            dropped |= set(results)
+    keep = []
+    for line in text.splitlines():
+        m = IR_NODE.match(line)
+        if m and drop(m.group(2), unquote(m.group(5))):
+            continue
+        if line.startswith("output %") and line[8:].strip() in dropped:
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+def ints(text):
+    return [int(v) for v in text.strip("[]").split(",") if v.strip()]
+
+
+def check_forms(path, ir_text, opset):
+    """Each node of the exported model in the form its ONNX op's version at
+    opset defines (written out here from ONNX's Changelog, independently of
+    the writer's tables). Returns the number of IR nodes checked."""
+    g = onnx.load(path).graph
+    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    by_name = {n.name: n for n in g.node}
+    problems = []
+
+    def attrs(n):
+        return {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+
+    def want(cond, name, what):
+        if not cond:
+            problems.append("node '%s': %s" % (name, what))
+
+    def init(n, k):
+        """Input k of n as a list, if it is an initializer."""
+        return inits[n.input[k]].tolist() if len(n.input) > k and n.input[k] in inits else None
+
+    nodes = ir_nodes(ir_text)
+    for results, op, a, name in nodes:
+        if op == "mish":
+            if opset >= 18:
+                n = by_name.get(name)
+                want(n is not None and n.op_type == "Mish" and len(n.input) == 1, name,
+                     "not one Mish node at opset %d" % opset)
+            else:
+                ops = [by_name[name + s].op_type if name + s in by_name else None
+                       for s in ("/softplus", "/tanh", "")]
+                want(ops == ["Softplus", "Tanh", "Mul"], name, "Mish became %s" % ops)
+            continue
+        n = by_name.get(name)
+        if n is None:
+            problems.append("no node '%s' (%s)" % (name, op))
+            continue
+        na = attrs(n)
+        if op.startswith("reduce_"):
+            axes = ints(a["axes"])
+            if op == "reduce_sum" or opset >= 18:
+                want(len(n.input) == 2 and init(n, 1) == axes and "axes" not in na, name,
+                     "axes %s are not the int64 input at opset %d: inputs %s, attributes %s" %
+                     (axes, opset, list(n.input), na))
+            else:
+                want(len(n.input) == 1 and na.get("axes") == axes, name,
+                     "axes %s are not the attribute at opset %d: %s" % (axes, opset, na))
+            want(na.get("keepdims") == int(a["keepdims"]) and
+                 "noop_with_empty_axes" not in na, name, "attributes %s" % na)
+        elif op == "split":
+            want(len(n.input) == 2 and init(n, 1) == ints(a["split"]) and set(na) == {"axis"},
+                 name, "inputs %s, attributes %s (the split input, no num_outputs)" % (
+                     list(n.input), na))
+        elif op == "pad":
+            want(init(n, 1) == ints(a["pads"]) and len(n.input) <= 3 and
+                 na == {"mode": a["mode"].strip('"').encode()}, name,
+                 "inputs %s, attributes %s (pads for every axis, no axes input)" % (
+                     list(n.input), na))
+        elif op == "resize":
+            scales = a["scales"] != "[]"
+            want(len(n.input) == (3 if scales else 4) and n.input[1] == "" and
+                 init(n, 2 if scales else 3) is not None, name, "inputs %s" % list(n.input))
+            want(not {"antialias", "axes", "keep_aspect_ratio_policy"} & set(na) and
+                 na.get("coordinate_transformation_mode") == a["coord"].strip('"').encode(),
+                 name, "attributes %s" % na)
+        elif op == "scatter_elements":
+            want(na.get("reduction", b"none") == a["reduction"].strip('"').encode() and
+                 na.get("axis") == int(a["axis"]), name, "attributes %s" % na)
+    if problems:
+        raise Fail("%s at opset %d:\n  %s" % (os.path.basename(path), opset,
+                                              "\n  ".join(problems)))
+    return len(nodes)
+
+
+def read_back(onnxc, oir, out, opset, work):
+    """The exported file (out: oir exported at opset) read back to the IR
+    the export wrote. Returns a note on it."""
+    exported = last_dump(run([onnxc, "export", oir, "-o", os.path.join(work, "again.onnx"),
+                              "--opset", str(opset), "--dump-after=all"]).stderr)
+    r = run([onnxc, "ir", out, "--verify"], expect=None)
+    if r.returncode:
+        raise Fail("%s exported at opset %d does not read back:\n%s" % (
+            os.path.basename(oir), opset, r.stderr))
+    compare_ir(exported, r.stdout, "%s at opset %d" % (os.path.basename(oir), opset))
+    return "read back to the same IR"
+
+
+def ort_vs_onnxc(node, ort_run, onnxc, oir, models, work, rng):
+    """Each of models ((opset, file): exports of oir) under ONNX Runtime
+    against onnxc's run of oir on the same random inputs: |y - ref| <= 1e-6
+    + 1e-5 |ref|. Returns the number of outputs compared per model."""
+    work = tempfile.mkdtemp(prefix="ort_vs_onnxc_", dir=work)
+    g = onnx.load(models[0][1]).graph
+    feeds = random_inputs(g, rng)
+    ref_dir = os.path.join(work, "onnxc_out")
+    cmd = [onnxc, "run", oir, "--repeat", "1", "--output-dir", ref_dir,
+           "--cache-dir", os.path.join(work, "cache")]
+    for k, (name, a) in enumerate(feeds.items()):
+        path = os.path.join(work, "in_%d.npy" % k)
+        np.save(path, a)
+        cmd += ["--input", "%s=%s" % (name, path)]
+    run(cmd)
+    refs = [np.load(os.path.join(ref_dir, o.name.replace("/", "_") + ".npy")) for o in g.output]
+    results = ort_batch(node, ort_run, [(m, feeds) for _, m in models], work)
+    for (opset, _), res in zip(models, results):
+        if isinstance(res, str):
+            raise Fail("ONNX Runtime cannot run %s exported at opset %d: %s" % (
+                os.path.basename(oir), opset, res[-600:]))
+        for o, y, ref in zip(g.output, res, refs):
+            bad, worst = mismatches(y, ref, 1e-5, 1e-6)
+            if bad:
+                raise Fail("%s at opset %d: ONNX Runtime's output '%s' differs from onnxc's "
+                           "by up to %g (%d elements)" % (os.path.basename(oir), opset, o.name,
+                                                          worst, bad))
+    return len(g.output)
+
+
+def cmd_opsets(argv):
+    onnxc, ort_run, forms, opsets = argv[0], argv[1], argv[2], [int(v) for v in argv[3:]]
+    node, why = ort_available(ort_run)
+    rng = np.random.default_rng(18)
+    with open(forms) as f:
+        forms_text = f.read()
+    with tempfile.TemporaryDirectory() as work:
+        # the same model at opset 17 but for what 17 cannot express (max, min),
+        # read back but for Mish (its definition reads back as three nodes)
+        old, old_part = os.path.join(work, "forms17.oir"), os.path.join(work, "part17.oir")
+        with open(old, "w") as f:
+            f.write(without_nodes(forms_text, lambda _, name: name in ("scatter_max",
+                                                                        "scatter_min")))
+        with open(old_part, "w") as f:
+            f.write(without_nodes(forms_text, lambda op, name: op == "mish" or name in (
+                "scatter_max", "scatter_min")))
+        out = os.path.join(work, "forms17.onnx")
+        run([onnxc, "export", old, "-o", out, "--verify"])
+        onnx.checker.check_model(out, full_check=True)
+        check_proto(out, 17)
+        with open(old) as f:
+            n = check_forms(out, f.read(), 17)
+        d = os.path.join(work, "17")
+        os.makedirs(d)
+        roundtrip(onnxc, old_part, [], d, 17)
+        print("ok: opset 17: %d nodes in their opset-17 forms (Reduce* axes as attributes, "
+              "Mish as its definition), checker passed, read back to the same IR" % n)
+        models = []
+        for opset in opsets:
+            d = os.path.join(work, str(opset))
+            os.makedirs(d)
+            out = os.path.join(d, "forms.onnx")
+            run([onnxc, "export", forms, "-o", out, "--verify", "--opset", str(opset)])
+            check_proto(out, opset)
+            if opset <= CHECKER_MAX_OPSET:
+                onnx.checker.check_model(out, full_check=True)
+            n = check_forms(out, forms_text, opset)
+            note = read_back(onnxc, forms, out, opset, d)
+            print("ok: opset %d: ir_version %d, %d nodes in the forms of opset %d, %s" % (
+                opset, IR_VERSIONS[opset], n, opset, note))
+            models.append((opset, out))
+        # Resize's half_pixel_symmetric (from 19) and a bf16 Conv (from 22)
+        extra = {}
+        for name, body, since in (("half_pixel_symmetric", RESIZE_SYMMETRIC, 19),
+                                  ("bf16_conv", BF16_CONV, 22)):
+            oir = os.path.join(work, name + ".oir")
+            with open(oir, "w") as f:
+                f.write(HEAD + body)
+            extra[name] = (oir, [])
+            for opset in [o for o in opsets if o >= since]:
+                d = os.path.join(work, "%s.%d" % (name, opset))
+                os.makedirs(d)
+                out, _ = roundtrip(onnxc, oir, [], d, opset)
+                check_forms(out, HEAD + body, opset)
+                kept = os.path.join(work, "%s.%d.onnx" % (name, opset))
+                shutil.copy(out, kept)
+                extra[name][1].append((opset, kept))
+            print("ok: %s exported at opsets %s, read back to the same IR" % (
+                name, [o for o, _ in extra[name][1]]))
+        if not node:
+            print("note: ONNX Runtime not run: %s" % why)
+            return 0
+        k = ort_vs_onnxc(node, ort_run, onnxc, forms, models, work, rng)
+        print("ok: ONNX Runtime (%s) runs forms.oir exported at opsets %s: its %d outputs "
+              "are onnxc's" % (why, opsets, k))
+        # (ONNX Runtime has no bf16 Conv on the CPU)
+        oir, exported = extra["half_pixel_symmetric"]
+        if exported:
+            ort_vs_onnxc(node, ort_run, onnxc, oir, exported, work, rng)
+            print("ok: ONNX Runtime runs half_pixel_symmetric at opsets %s as onnxc does" % (
+                [o for o, _ in exported]))
+    return 0
+
+
 def main():
     modes = {"roundtrip": cmd_roundtrip, "ort": cmd_ort, "mixed": cmd_mixed, "half": cmd_half,
-             "small": cmd_small, "node": cmd_node, "cases": cmd_cases}
+             "small": cmd_small, "node": cmd_node, "cases": cmd_cases, "opsets": cmd_opsets}
     if len(sys.argv) < 3 or sys.argv[1] not in modes:
         sys.stderr.write(__doc__)
         return 2
