@@ -350,11 +350,11 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
                     struct ir_type *out);
 
-/* Model-local functions (inline.c): replaces the graph's calls of them
- * by their bodies (names[] are the graph's node names); false after
- * diagnostics. fe_restore_functions puts the proto's node list back. */
+/* Model-local functions (inline.c): replaces the graph's calls of them,
+ * its sub-graphs' included, by their bodies (names[] are the graph's node
+ * names); false after diagnostics. fe_free_model puts the proto's own
+ * node list back. */
 bool fe_inline_functions(struct fe *fe, const char **names);
-void fe_restore_functions(struct fe *fe);
 
 /* The op tables of each family, terminated by a NULL name. */
 extern const struct fe_op fe_ops_elementwise[];

@@ -539,6 +539,18 @@ static const char *node_name(struct fe *fe, const Onnx__NodeProto *p, size_t idx
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 
+/* " (version N)" of the model's import of domain d, or "". */
+static const char *domain_version(struct fe *fe, const char *d)
+{
+	for (size_t i = 0; i < fe->model->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = fe->model->opset_import[i];
+		if (o->domain && !strcmp(o->domain, d))
+			return ir_arena_printf(&fe->m->arena, " (version %lld)",
+			                       (long long)(o->has_version ? o->version : 1));
+	}
+	return "";
+}
+
 /* The default-domain opset node i of the graph is at (inline.c). */
 static int64_t node_opset(const struct fe *fe, size_t i)
 {
@@ -624,9 +636,9 @@ static bool scan_graph(struct fe *fe, const char **names)
 		}
 		if (!default_domain(p->domain)) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
-			              "domain '%s' is not supported (onnxc supports the default "
+			              "domain '%s'%s is not supported (onnxc supports the default "
 			              "ONNX domain)",
-			              p->domain);
+			              p->domain, domain_version(fe, p->domain));
 			unsupported++;
 			continue;
 		}

@@ -476,6 +476,33 @@ static bool imp_softmax(struct fe_node *nd)
 /* Reductions                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* x as element type t, named after output k (k < 0: an intermediate). */
+static struct ir_value *cast_as(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
+{
+	const char *name = k < 0 ? fe_tmp_name(nd, "cast") : fe_out_name(nd, k);
+	struct ir_node *n = fe_emit(nd, IR_OP_CAST, &x, 1, &name, 1);
+	ir_set_t(nd->fe->m, n, "to", t);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* ReduceMax and ReduceMin of bool (20): any and all, as the max and min of
+ * the values as uint8. */
+static bool reduce_bool(struct fe_node *nd, const int64_t *axes, int n, bool keep)
+{
+	struct ir_value *x = cast_as(nd, nd->in[0], IR_U8, -1);
+	const char *name = fe_tmp_name(nd, ir_ops[nd->def->ir].name);
+	struct ir_node *r;
+	if (!x)
+		return false;
+	r = fe_emit(nd, nd->def->ir, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, r, "axes", axes, n);
+	ir_set_i(nd->fe->m, r, "keepdims", keep);
+	if (!fe_finish(nd, r) || !(x = cast_as(nd, r->out[0], IR_BOOL, 0)))
+		return false;
+	fe_bind(nd, 0, x);
+	return true;
+}
+
 static bool imp_reduce(struct fe_node *nd)
 {
 	/* axes became an input in ReduceSum-13 and the other Reduce*-18 */
@@ -522,6 +549,9 @@ static bool imp_reduce(struct fe_node *nd)
 		fe_bind(nd, 0, nd->in[0]);
 		return true;
 	}
+	if (nd->in[0]->type.dtype == IR_BOOL && nd->version >= 20 &&
+	    (nd->def->ir == IR_OP_REDUCE_MAX || nd->def->ir == IR_OP_REDUCE_MIN))
+		return reduce_bool(nd, axes, n, keep != 0);
 	name = fe_out_name(nd, 0);
 	node = fe_emit(nd, nd->def->ir, nd->in, 1, &name, 1);
 	ir_set_ints(nd->fe->m, node, "axes", axes, n);

@@ -249,6 +249,41 @@ def function_cases():
     m.functions.extend([act, twice])
     c["functions"] = m
 
+    # an If inside a function (onnxscript's torch_lib tests IsScalar so),
+    # its condition from the call's attribute "flag", its branches reading
+    # the body's values; and the graph's own If whose branch calls the
+    # function: pkg.Pick(x) = flag ? Neg(x + 1) : Abs(x + 1)
+    flag = helper.make_node("Constant", [], ["f"], name="flag")
+    flag.attribute.extend([ref_attr("value_int", "flag", onnx.AttributeProto.INT)])
+    pick = helper.make_function(
+        "pkg", "Pick", ["x"], ["y"],
+        [helper.make_node("Constant", [], ["one"], value_float=1.0),
+         helper.make_node("Add", ["x", "one"], ["x1"], name="add"),
+         flag,
+         helper.make_node("Cast", ["f"], ["c"], to=TensorProto.BOOL, name="cond"),
+         helper.make_node(
+             "If", ["c"], ["y"], name="if",
+             then_branch=helper.make_graph([helper.make_node("Neg", ["x1"], ["n"], name="neg")],
+                                           "t", [], [vi("n", F, [2])]),
+             else_branch=helper.make_graph([helper.make_node("Abs", ["x1"], ["a"], name="abs")],
+                                           "e", [], [vi("a", F, [2])]))],
+        [helper.make_opsetid("", 18)], ["flag"])
+    m = model([helper.make_node("Pick", ["x"], ["p"], domain="pkg", name="p0", flag=0),
+               helper.make_node("If", ["yes"], ["y"], name="outer",
+                                then_branch=helper.make_graph(
+                                    [helper.make_node("Pick", ["p"], ["q"], domain="pkg",
+                                                      name="p1", flag=1)],
+                                    "t", [], [vi("q", F, [2])]),
+                                else_branch=helper.make_graph(
+                                    [helper.make_node("Identity", ["p"], ["r"])], "e", [],
+                                    [vi("r", F, [2])]))],
+              [vi("x", F, [2])], [vi("y", F, [2])],
+              [helper.make_tensor("yes", TensorProto.BOOL, [], [True])], opset=18)
+    m.opset_import.extend([helper.make_opsetid("pkg", 1)])
+    m.ir_version = 9
+    m.functions.extend([pick])
+    c["functions_if"] = m
+
     # If on a shape test that folds: the else branch is taken (dim 0 is 2,
     # not 1); it reads x from the outer scope, has an initializer of its
     # own and a nested If, whose condition is a constant too
