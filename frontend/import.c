@@ -766,9 +766,10 @@ static bool bind_inputs(struct fe *fe)
 		        tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0);
 		if (t.dtype == IR_DT_NONE) {
 			ir_error(fe->ctx,
-			         "graph input '%s' has element type %s, which onnxc does not "
+			         "graph input '%s' has element type %s (%d), which onnxc does not "
 			         "support",
-			         vi->name, ir_onnx_dtype_name(tp->tensor_type->elem_type));
+			         vi->name, ir_onnx_dtype_name(tp->tensor_type->elem_type),
+			         tp->tensor_type->elem_type);
 			continue;
 		}
 		sb = find_shape(fe->opt, vi->name);

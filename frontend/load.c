@@ -496,8 +496,8 @@ bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who, 
 	memset(out, 0, sizeof *out);
 	out->dtype = ir_dtype_from_onnx(code);
 	if (out->dtype == IR_DT_NONE) {
-		ir_error(fe->ctx, "%s has element type %s, which onnxc does not support", who,
-		         ir_onnx_dtype_name(code));
+		ir_error(fe->ctx, "%s has element type %s (%d), which onnxc does not support", who,
+		         ir_onnx_dtype_name(code), code);
 		return false;
 	}
 	if (t->n_dims > IR_MAX_RANK) {
