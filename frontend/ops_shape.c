@@ -1057,6 +1057,148 @@ static bool imp_upsample(struct fe_node *nd)
 	}
 }
 
+#define AA_MAX_TAPS    256       /* downsampling by at most 1/64 (cubic) */
+#define AA_MAX_WEIGHTS (1 << 24) /* elements of one dimension's weight matrix */
+
+/* The first tap (relative to the source coordinate's floor) and the taps
+ * of the antialiased filter at scale: the support is 1 (linear) or 2
+ * (cubic) stretched by 1 / min(scale, 1). */
+static int aa_taps(bool cubic, double scale, int64_t *start)
+{
+	double s = scale < 1 ? scale : 1;
+	*start = (int64_t)floor(-(cubic ? 2 : 1) / s) + 1;
+	return (int)(2 - 2 * *start);
+}
+
+/* x transposed by perm, named after output k (k < 0: an intermediate). */
+static struct ir_value *transpose_to(struct fe_node *nd, struct ir_value *x, const int64_t *perm,
+                                     int k)
+{
+	const char *name = k < 0 ? fe_tmp_name(nd, "transpose") : fe_out_name(nd, k);
+	struct ir_node *n = fe_emit(nd, IR_OP_TRANSPOSE, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "perm", perm, x->type.rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/*
+ * The weights of Resize-18's antialiased linear or cubic filter along one
+ * dimension, out x in (row y: what output y takes of each input), as ONNX's
+ * reference computes them: downsampling by scale < 1 stretches the filter
+ * by 1 / scale (the taps grow with it), the weights are normalized to sum 1,
+ * taps past the ends read the edge (or, with exclude_outside, are dropped).
+ */
+static void antialias_weights(bool cubic, const char *coord, double a, bool exclude, double scale,
+                              int64_t in, int64_t out, double *w)
+{
+	double s = scale < 1 ? scale : 1, c[AA_MAX_TAPS];
+	int64_t start;
+	int n = aa_taps(cubic, scale, &start), pad = (n + 1) / 2;
+	memset(w, 0, sizeof *w * (size_t)(in * out));
+	for (int64_t y = 0; y < out; y++) {
+		double xo = ir_resize_coord(coord, y, scale, in, out, 0, 1), sum = 0, frac;
+		double ratio = xo == floor(xo) ? 1 : xo - floor(xo), xp = xo + pad;
+		int64_t p = (int64_t)floor(xp), first;
+		for (int k = 0; k < n; k++) {
+			double t = fabs(s * ((double)(start + k) - ratio)), t2 = t * t;
+			c[k] = !cubic   ? (t < 1 ? 1 - t : 0)
+			       : t <= 1 ? ((a + 2) * t - (a + 3)) * t2 + 1
+			       : t < 2  ? ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+			                : 0;
+			sum += c[k];
+		}
+		/* the n taps nearest xo, ties to the smaller index (edge-padded) */
+		frac = xp - (double)p;
+		first = n % 2 == 0 ? p + (frac == 0 ? -(n / 2) : -(n / 2) + 1)
+		                   : p - (n - 1) / 2 + (frac <= 0.5 ? 0 : 1);
+		first -= pad;
+		for (int k = 0; k < n; k++)
+			c[k] /= sum;
+		if (exclude) {
+			sum = 0;
+			for (int k = 0; k < n; k++) {
+				if (first + k < 0 || first + k >= in)
+					c[k] = 0;
+				sum += c[k];
+			}
+			for (int k = 0; k < n && sum != 0; k++)
+				c[k] /= sum;
+		}
+		for (int k = 0; k < n; k++) {
+			int64_t i = first + k < 0 ? 0 : first + k >= in ? in - 1 : first + k;
+			w[y * in + i] += c[k];
+		}
+	}
+}
+
+/*
+ * Resize-18 with antialias=1 in linear or cubic mode, lowered exactly: the
+ * filter is separable, so each resized dimension is a MatMul by its weight
+ * matrix (the dimension moved last and back by transposes). The weights are
+ * dense: a constant of in x out per dimension, bounded by AA_MAX_WEIGHTS
+ * elements.
+ */
+static bool resize_antialias(struct fe_node *nd, bool cubic, const char *coord, double a,
+                             bool exclude, const float *scales, int ns, const int64_t *sizes)
+{
+	struct ir_value *x = nd->in[0];
+	int rank = x->type.rank, last = -1;
+	if (!ir_dtypes[x->type.dtype].is_float)
+		return fe_fail(nd, "antialias=1 needs a float input, not %s",
+		               ir_dtype_name(x->type.dtype));
+	if (!strcmp(coord, "tf_crop_and_resize"))
+		return fe_fail(nd, "antialias=1 with tf_crop_and_resize is not supported");
+	for (int d = 0; d < rank; d++)
+		if (sizes[d] != x->type.dims[d] || (ns && scales[d] != 1))
+			last = d;
+	for (int d = 0; d <= last; d++) {
+		int64_t in = x->type.dims[d], out = sizes[d], perm[IR_MAX_RANK];
+		double scale = ns ? scales[d] : in ? (double)out / (double)in : 1;
+		struct ir_type wt = { .dtype = x->type.dtype, .rank = 2, .dims = { in, out } };
+		double *w, *wt_data;
+		void *data;
+		struct ir_value *ab[2];
+		int64_t start;
+		if (sizes[d] == in && (!ns || scales[d] == 1))
+			continue;
+		if (in == 0 || in * out > AA_MAX_WEIGHTS ||
+		    aa_taps(cubic, scale, &start) > AA_MAX_TAPS)
+			return fe_fail(
+			        nd,
+			        "antialias=1 from %lld to %lld elements along dimension %d is "
+			        "beyond the lowering's weight matrix (%d elements, %d taps)",
+			        (long long)in, (long long)out, d, AA_MAX_WEIGHTS, AA_MAX_TAPS);
+		w = ir_arena_alloc_big(&nd->fe->m->arena, sizeof *w * (size_t)(in * out));
+		wt_data = ir_arena_alloc_big(&nd->fe->m->arena, sizeof *w * (size_t)(in * out));
+		antialias_weights(cubic, coord, a, exclude, scale, in, out, w);
+		for (int64_t i = 0; i < in; i++) /* [in, out]: x @ w^T */
+			for (int64_t y = 0; y < out; y++)
+				wt_data[i * out + y] = w[y * in + i];
+		data = ir_arena_alloc_big(&nd->fe->m->arena,
+		                          (size_t)(in * out) * (size_t)ir_dtype_size(wt.dtype));
+		for (int64_t i = 0; i < in * out; i++)
+			ir_store_f64(wt.dtype, data, i, wt_data[i]);
+		for (int k = 0, j = 0; k < rank; k++) /* d last */
+			if (k != d)
+				perm[j++] = k;
+		perm[rank - 1] = d;
+		if (d != rank - 1 && !(x = transpose_to(nd, x, perm, -1)))
+			return false;
+		ab[0] = x;
+		ab[1] = fe_const(nd, -1, &wt, data);
+		if (!(x = fe_simple(nd, IR_OP_MATMUL, ab, 2, d == last && d == rank - 1 ? 0 : -1)))
+			return false;
+		if (d != rank - 1) {
+			int64_t inv[IR_MAX_RANK];
+			for (int k = 0; k < rank; k++)
+				inv[perm[k]] = k;
+			if (!(x = transpose_to(nd, x, inv, d == last ? 0 : -1)))
+				return false;
+		}
+	}
+	fe_bind(nd, 0, x);
+	return true;
+}
+
 static bool imp_resize(struct fe_node *nd)
 {
 	const struct ir_type *x;
@@ -1065,6 +1207,7 @@ static bool imp_resize(struct fe_node *nd)
 	int ns = 0, nz = 0, nroi = 0, rank;
 	const char *mode, *coord, *nearest;
 	const char *policy = "stretch";
+	bool antialias = false;
 	float cubic_a, extrap;
 	int64_t exclude, axes[IR_MAX_RANK];
 	int na = -1;
@@ -1084,10 +1227,7 @@ static bool imp_resize(struct fe_node *nd)
 	extrap = fe_float(nd, "extrapolation_value", 0.0f);
 	if (nd->version >= 18) {
 		const int64_t *ax;
-		if (fe_int(nd, "antialias", 0))
-			return nd->failed ? false
-			                  : fe_fail(nd, "antialias=1 is not supported (the "
-			                                "filter widened for downsampling)");
+		antialias = fe_int(nd, "antialias", 0) != 0;
 		policy = fe_str(nd, "keep_aspect_ratio_policy", "stretch");
 		if (strcmp(policy, "stretch") && strcmp(policy, "not_larger") &&
 		    strcmp(policy, "not_smaller"))
@@ -1195,6 +1335,9 @@ static bool imp_resize(struct fe_node *nd)
 			if (sizes[i] < 0)
 				return fe_fail(nd, "negative size");
 	}
+	if (antialias && (!strcmp(mode, "linear") || !strcmp(mode, "cubic")))
+		return resize_antialias(nd, mode[0] == 'c', coord, cubic_a, exclude != 0, scales,
+		                        ns, sizes);
 	return emit_resize(nd, mode, coord, nearest, cubic_a, exclude, extrap, scales, ns, sizes,
 	                   roi, nroi);
 }

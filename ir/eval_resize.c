@@ -53,9 +53,18 @@ static double scale_of(const struct ir_node *n, int d)
 /* The source coordinate of output coordinate x along dimension d. */
 static double source_coord(const struct ir_node *n, int d, int64_t x)
 {
-	const char *coord = ir_attr_s(n, "coord");
-	int64_t in = n->in[0]->type.dims[d], out = n->out[0]->type.dims[d];
-	double scale = scale_of(n, d), len = scale * (double)in;
+	int rank = n->in[0]->type.rank, nroi;
+	const float *roi = ir_attr_floats(n, "roi", &nroi);
+	bool has_roi = nroi == 2 * rank; /* tf_crop_and_resize only */
+	return ir_resize_coord(ir_attr_s(n, "coord"), x, scale_of(n, d), n->in[0]->type.dims[d],
+	                       n->out[0]->type.dims[d], has_roi ? roi[d] : 0,
+	                       has_roi ? roi[rank + d] : 1);
+}
+
+double ir_resize_coord(const char *coord, int64_t x, double scale, int64_t in, int64_t out,
+                       double lo, double hi)
+{
+	double len = scale * (double)in;
 	double half = ((double)x + 0.5) / scale - 0.5;
 	if (!strcmp(coord, "half_pixel"))
 		return half;
@@ -67,10 +76,7 @@ static double source_coord(const struct ir_node *n, int d, int64_t x)
 		return len == 1 ? 0 : (double)x * (double)(in - 1) / (len - 1);
 	if (!strcmp(coord, "asymmetric"))
 		return (double)x / scale;
-	/* tf_crop_and_resize: roi is [starts..., ends...] in normalized units */
-	int rank = n->in[0]->type.rank;
-	const float *roi = ir_attr_floats(n, "roi", NULL);
-	double lo = roi[d], hi = roi[rank + d];
+	/* tf_crop_and_resize: the roi's [lo, hi] in normalized units */
 	if (len == 1)
 		return 0.5 * (lo + hi) * (double)(in - 1);
 	return lo * (double)(in - 1) + (double)x * (hi - lo) * (double)(in - 1) / (len - 1);

@@ -404,6 +404,11 @@ uint64_t ir_checksum(const void *data, size_t n);
  * resize node n reads inputs at[0..count) with weights w; count 0 where
  * tf_crop_and_resize extrapolates. Returns count (at most 4). */
 int ir_resize_taps(const struct ir_node *n, int d, int64_t x, int64_t at[4], double w[4]);
+/* Resize's coordinate transformation (ir/eval_resize.c): the source
+ * coordinate of output coordinate x along a dimension of in elements
+ * resized to out by scale (tf_crop_and_resize: the roi's lo and hi). */
+double ir_resize_coord(const char *coord, int64_t x, double scale, int64_t in, int64_t out,
+                       double lo, double hi);
 /* The input coordinate pad (in mode, its "mode" attribute) reads for
  * padded coordinate i - pads_begin, along a dimension of n elements: i
  * itself inside [0, n), else -1 for constant padding, the nearest end for

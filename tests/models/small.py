@@ -308,6 +308,16 @@ def function_cases():
                helper.make_tensor("yes", TensorProto.BOOL, [], [True])], opset=18)
     m.ir_version = 9
     c["if_constant"] = m
+
+    # Resize-18 antialias: 4 -> 2 by 0.5 along H and W, a MatMul by the
+    # filter's weights per dimension (H moved last and back); by hand, the
+    # stretched triangle at 0.5 gives output 0 taps -1..2 weighted
+    # 1/8, 3/8, 3/8, 1/8, tap -1 read at the edge: [1/2, 3/8, 1/8, 0]
+    c["resize_antialias"] = model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1)],
+        [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2])],
+        [const("s", np.array([1, 1, 0.5, 0.5], np.float32))], opset=18)
+    c["resize_antialias"].ir_version = 8
     return c
 
 
