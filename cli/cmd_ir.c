@@ -147,6 +147,29 @@ static int cmp_fe_op(const void *a, const void *b)
 	              (*(const struct fe_op *const *)b)->name);
 }
 
+/* The rows of the default domain's ops, or of the others'. */
+static void print_op_rows(const struct fe_op *const *list, size_t n, bool other_domains)
+{
+	for (size_t i = 0; i < n; i++) {
+		char v[64] = "";
+		size_t len = 0;
+		if ((list[i]->domain != NULL) != other_domains)
+			continue;
+		for (int k = 0; k < FE_MAX_VERSIONS && list[i]->versions[k]; k++)
+			len += (size_t)snprintf(v + len, sizeof v - len, "%s%d", k ? ", " : "",
+			                        list[i]->versions[k]);
+		if (list[i]->removed)
+			snprintf(v + len, sizeof v - len, " (removed in %d)", list[i]->removed);
+		if (other_domains)
+			printf("| %s | %s | %s | %s |\n", list[i]->name,
+			       list[i]->domain[0] ? list[i]->domain : "(default)", v,
+			       ir_ops[list[i]->ir].name);
+		else
+			printf("| %s | %s | %s |\n", list[i]->name, v,
+			       list[i]->ir == IR_OP_COUNT ? "(import)" : ir_ops[list[i]->ir].name);
+	}
+}
+
 /* docs/ops.md is this output (a test keeps them equal). */
 static void print_ops_markdown(void)
 {
@@ -157,28 +180,27 @@ static void print_ops_markdown(void)
 	       "operator (numbered, as in ONNX's docs/Changelog.md, by the opset that\n"
 	       "introduced them) onnxc implements, each with its own semantics; a model at\n"
 	       "opset N gets the last version not above N. *Lowers to* is the IR op it\n"
-	       "becomes; *(import)*: evaluated at import - shape queries and generators\n"
+	       "becomes (the main one, where it is lowered to several); *(import)*:\n"
+	       "evaluated at import - shape queries and generators\n"
 	       "become constants, an If whose condition is a constant becomes the branch\n"
 	       "it takes.\n\n"
 	       "| ONNX op | versions | lowers to |\n|---|---|---|\n",
 	       FE_MIN_OPSET, FE_MAX_OPSET);
-	const struct fe_op *list[256];
+	const struct fe_op *list[512];
 	size_t n = 0;
 	for (const struct fe_op *const *t = fe_op_tables; *t; t++)
-		for (const struct fe_op *o = *t; o->name && n < 256; o++)
+		for (const struct fe_op *o = *t; o->name; o++) {
+			IR_ASSERT(n < sizeof list / sizeof *list);
 			list[n++] = o;
+		}
 	qsort(list, n, sizeof *list, cmp_fe_op);
-	for (size_t i = 0; i < n; i++) {
-		char v[64] = "";
-		size_t len = 0;
-		for (int k = 0; k < FE_MAX_VERSIONS && list[i]->versions[k]; k++)
-			len += (size_t)snprintf(v + len, sizeof v - len, "%s%d", k ? ", " : "",
-			                        list[i]->versions[k]);
-		if (list[i]->removed)
-			snprintf(v + len, sizeof v - len, " (removed in %d)", list[i]->removed);
-		printf("| %s | %s | %s |\n", list[i]->name, v,
-		       list[i]->ir == IR_OP_COUNT ? "(import)" : ir_ops[list[i]->ir].name);
-	}
+	print_op_rows(list, n, false);
+	printf("\n## ONNX Runtime operators onnxc imports\n\n"
+	       "The ops of ONNX Runtime's com.microsoft domain that its transformer optimizer\n"
+	       "writes into models (Attention and its kin excepted); any other op of the\n"
+	       "domain is refused by name. *Versions* are the domain's.\n\n"
+	       "| ONNX Runtime op | domain | versions | lowers to |\n|---|---|---|---|\n");
+	print_op_rows(list, n, true);
 	printf("\n## IR ops\n\n"
 	       "Attributes are all required in the IR (the importer fills ONNX defaults);\n"
 	       "letters give their kinds: i int, f float, s string, I ints, F floats,\n"

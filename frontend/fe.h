@@ -197,6 +197,10 @@ typedef bool (*fe_import_fn)(struct fe_node *nd);
  * test compares the table with ONNX's list), so the version in effect at an
  * opset is the last one not above it, and the importer may switch on it.
  * removed: the opset from which ONNX deprecated the op (0: never).
+ * domain: NULL for the default domain; an op of another domain (ONNX
+ * Runtime's com.microsoft) is versioned by the model's import of it; ""
+ * for one of ONNX Runtime's ops that it registers in the default domain
+ * (versioned by the default opset, listed with ONNX Runtime's).
  */
 #define FE_MAX_VERSIONS 12
 struct fe_op {
@@ -205,8 +209,9 @@ struct fe_op {
 	enum ir_op ir; /* for the generic importers */
 	unsigned char versions[FE_MAX_VERSIONS];
 	int removed;
+	const char *domain;
 };
-const struct fe_op *fe_find_op(const char *op_type);
+const struct fe_op *fe_find_op(const char *domain, const char *op_type);
 /* The version of op in effect at opset: 0 when the op does not exist there
  * (or onnxc does not implement the version that does, or it was removed). */
 int fe_op_version(const struct fe_op *op, int64_t opset);
@@ -317,6 +322,31 @@ int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k);
 
+/*
+ * Lowerings' building blocks (an ONNX op as several IR ops). Each returns
+ * the result, named after ONNX output k (k < 0: an intermediate), or NULL
+ * after reporting; a NULL input gives NULL, so a chain is checked once.
+ */
+/* A rank-0 constant of type t holding v (rounded to t). */
+struct ir_value *fe_scalar(struct fe_node *nd, enum ir_dtype t, double v);
+struct ir_value *fe_unary(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k);
+struct ir_value *fe_binary(struct fe_node *nd, enum ir_op op, struct ir_value *a,
+                           struct ir_value *b, int k);
+struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k);
+/* x[start:end:step] along axis, the other axes whole. */
+struct ir_value *fe_slice_axis(struct fe_node *nd, struct ir_value *x, int axis, int64_t start,
+                               int64_t end, int64_t step, int k);
+struct ir_value *fe_concat(struct fe_node *nd, struct ir_value *const *xs, int n, int axis, int k);
+struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int64_t *perm, int k);
+/* A Reduce* IR op over sorted, non-negative axes. */
+struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x,
+                           const int64_t *axes, int naxes, bool keepdims, int k);
+
+/* LayerNormalization's IR node (ops_nn.c) with the ONNX outputs the node
+ * uses: y, and the mean and inverse standard deviation where asked. */
+bool fe_layer_norm(struct fe_node *nd, struct ir_value *const *in, int nin, int64_t axis,
+                   float eps);
+
 /* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
  * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
  * proto and closes the file. */
@@ -360,5 +390,6 @@ bool fe_inline_functions(struct fe *fe, const char **names);
 extern const struct fe_op fe_ops_elementwise[];
 extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
+extern const struct fe_op fe_ops_transformer[];
 
 #endif

@@ -474,9 +474,113 @@ struct ir_value *fe_simple(struct fe_node *nd, enum ir_op op, struct ir_value *c
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k)
 {
-	const char *name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
-	struct ir_node *n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
+	const char *name;
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "reshape");
+	n = fe_emit(nd, IR_OP_RESHAPE, &x, 1, &name, 1);
 	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building lowerings: each takes NULL inputs (an earlier step failed,      */
+/* reported) and returns NULL, so a lowering chains them and checks once.   */
+/* ------------------------------------------------------------------------ */
+
+struct ir_value *fe_scalar(struct fe_node *nd, enum ir_dtype t, double v)
+{
+	struct ir_type ty = { .dtype = t };
+	unsigned char buf[sizeof(double)];
+	ir_store_f64(t, buf, 0, v);
+	return fe_const(nd, -1, &ty, buf);
+}
+
+struct ir_value *fe_unary(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k)
+{
+	return x ? fe_simple(nd, op, &x, 1, k) : NULL;
+}
+
+struct ir_value *fe_binary(struct fe_node *nd, enum ir_op op, struct ir_value *a,
+                           struct ir_value *b, int k)
+{
+	struct ir_value *in[2] = { a, b };
+	return a && b ? fe_simple(nd, op, in, 2, k) : NULL;
+}
+
+struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
+{
+	const char *name;
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "cast");
+	n = fe_emit(nd, IR_OP_CAST, &x, 1, &name, 1);
+	ir_set_t(nd->fe->m, n, "to", t);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_slice_axis(struct fe_node *nd, struct ir_value *x, int axis, int64_t start,
+                               int64_t end, int64_t step, int k)
+{
+	int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], steps[IR_MAX_RANK];
+	const char *name;
+	struct ir_node *n;
+	int rank;
+	if (!x)
+		return NULL;
+	rank = x->type.rank;
+	for (int i = 0; i < rank; i++) {
+		starts[i] = i == axis ? start : 0;
+		ends[i] = i == axis ? end : x->type.dims[i];
+		steps[i] = i == axis ? step : 1;
+	}
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "slice");
+	n = fe_emit(nd, IR_OP_SLICE, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "starts", starts, rank);
+	ir_set_ints(nd->fe->m, n, "ends", ends, rank);
+	ir_set_ints(nd->fe->m, n, "steps", steps, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_concat(struct fe_node *nd, struct ir_value *const *xs, int n_in, int axis,
+                           int k)
+{
+	const char *name;
+	struct ir_node *n;
+	for (int i = 0; i < n_in; i++)
+		if (!xs[i])
+			return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "concat");
+	n = fe_emit(nd, IR_OP_CONCAT, xs, n_in, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int64_t *perm, int k)
+{
+	const char *name;
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "transpose");
+	n = fe_emit(nd, IR_OP_TRANSPOSE, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "perm", perm, x->type.rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x,
+                           const int64_t *axes, int naxes, bool keepdims, int k)
+{
+	const char *name;
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, ir_ops[op].name);
+	n = fe_emit(nd, op, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "axes", axes, naxes);
+	ir_set_i(nd->fe->m, n, "keepdims", keepdims);
 	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
@@ -503,16 +607,33 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape,
-	                                     fe_ops_control, NULL };
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,
+	                                     fe_ops_transformer, fe_ops_control, NULL };
 
-const struct fe_op *fe_find_op(const char *op_type)
+static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
+
+static bool same_domain(const char *row, const char *d)
+{
+	return row && row[0] ? d && !strcmp(row, d) : default_domain(d);
+}
+
+const struct fe_op *fe_find_op(const char *domain, const char *op_type)
 {
 	for (const struct fe_op *const *t = fe_op_tables; *t; t++)
 		for (const struct fe_op *o = *t; o->name; o++)
-			if (!strcmp(o->name, op_type))
+			if (!strcmp(o->name, op_type) && same_domain(o->domain, domain))
 				return o;
 	return NULL;
+}
+
+/* Whether onnxc imports any op of the (non-default) domain d. */
+static bool known_domain(const char *d)
+{
+	for (const struct fe_op *const *t = fe_op_tables; *t; t++)
+		for (const struct fe_op *o = *t; o->name; o++)
+			if (o->domain && o->domain[0] && d && !strcmp(o->domain, d))
+				return true;
+	return false;
 }
 
 int fe_op_version(const struct fe_op *op, int64_t opset)
@@ -537,7 +658,25 @@ static const char *node_name(struct fe *fe, const Onnx__NodeProto *p, size_t idx
 	return ir_arena_printf(&fe->m->arena, "%s_%zu", p->op_type ? p->op_type : "node", idx);
 }
 
-static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
+/* The model's version of domain d (1 when it does not import it, as
+ * ONNX's checker would refuse). */
+static int64_t domain_opset(const struct fe *fe, const char *d)
+{
+	for (size_t i = 0; i < fe->model->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = fe->model->opset_import[i];
+		if (o->domain && !strcmp(o->domain, d))
+			return o->has_version ? o->version : 1;
+	}
+	return 1;
+}
+
+/* The version of op in effect for a node at default-domain opset: ops of
+ * other domains go by the model's version of their domain. */
+static int node_version(const struct fe *fe, const struct fe_op *op, int64_t opset)
+{
+	return fe_op_version(op,
+	                     op->domain && op->domain[0] ? domain_opset(fe, op->domain) : opset);
+}
 
 /* " (version N)" of the model's import of domain d, or "". */
 static const char *domain_version(struct fe *fe, const char *d)
@@ -634,22 +773,28 @@ static bool scan_graph(struct fe *fe, const char **names)
 				ir_map_put(r, n,
 				           ir_arena_printf(&fe->m->arena, "node '%s'", names[i]));
 		}
-		if (!default_domain(p->domain)) {
+		if (!default_domain(p->domain) && !known_domain(p->domain)) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
 			              "domain '%s'%s is not supported (onnxc supports the default "
-			              "ONNX domain)",
+			              "ONNX domain and some com.microsoft ops)",
 			              p->domain, domain_version(fe, p->domain));
 			unsupported++;
 			continue;
 		}
-		op = fe_find_op(p->op_type);
-		if (!op) {
+		op = fe_find_op(p->domain, p->op_type);
+		if (!op && !default_domain(p->domain)) {
+			ir_node_error(fe->ctx, names[i], p->op_type,
+			              "op is not supported by onnxc (domain '%s'%s)", p->domain,
+			              domain_version(fe, p->domain));
+			unsupported++;
+		} else if (!op) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
 			              "op is not supported by onnxc (default domain, opset %lld)",
 			              (long long)node_opset(fe, i));
 			unsupported++;
-		} else if (!fe_op_version(op, node_opset(fe, i))) {
-			int64_t opset = node_opset(fe, i);
+		} else if (!node_version(fe, op, node_opset(fe, i))) {
+			int64_t opset = op->domain && op->domain[0] ? domain_opset(fe, op->domain)
+			                                            : node_opset(fe, i);
 			if (op->removed && opset >= op->removed)
 				ir_node_error(
 				        fe->ctx, names[i], p->op_type,
@@ -1073,14 +1218,14 @@ static bool attrs_unique(struct fe_node *nd)
 
 static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name, int64_t opset)
 {
-	const struct fe_op *op = fe_find_op(p->op_type);
+	const struct fe_op *op = fe_find_op(p->domain, p->op_type);
 	struct fe_node nd = { .fe = fe,
 		              .proto = p,
 		              .name = name,
 		              .op = p->op_type,
 		              .def = op,
 		              .opset = opset,
-		              .version = fe_op_version(op, opset) };
+		              .version = node_version(fe, op, opset) };
 	struct ir_arena *a = &fe->m->arena;
 
 	nd.nin = (int)p->n_input;
@@ -1173,10 +1318,10 @@ static bool imp_if(struct fe_node *nd)
 	names = ir_arena_alloc(&fe->m->arena, sizeof *names * (g->n_node + 1));
 	for (size_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *b = g->node[i];
-		const struct fe_op *op = b->op_type ? fe_find_op(b->op_type) : NULL;
+		const struct fe_op *op = b->op_type ? fe_find_op(b->domain, b->op_type) : NULL;
 		names[i] = ir_arena_printf(&fe->m->arena, "%s/%s/%s", nd->name,
 		                           cond ? "then" : "else", node_name(fe, b, i));
-		if (!op || !default_domain(b->domain) || !fe_op_version(op, nd->opset))
+		if (!op || !node_version(fe, op, nd->opset))
 			ir_node_error(fe->ctx, names[i], b->op_type ? b->op_type : "?",
 			              "op is not supported by onnxc (domain '%s', opset %lld)",
 			              b->domain && b->domain[0] ? b->domain : "ai.onnx",

@@ -74,6 +74,360 @@ static bool imp_gemm(struct fe_node *nd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Einsum                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Einsum (12) lowered to reduce_sum, where (diagonals), expand, transpose,
+ * reshape and batched matmul: each operand first loses its repeated labels
+ * (diagonals) and the labels no other term uses; then operands are
+ * contracted left to right, each pair as one [batch, M, K] x [batch, K, N]
+ * matmul; the result is transposed to the output's order.
+ *
+ * Labels: 0-51 the letters in ASCII order (the implicit output sorts
+ * them), 52 + j the j-th axis of the ellipsis, counted so that ellipses
+ * of different ranks align on the right and broadcast.
+ */
+#define EIN_ELL    52
+#define EIN_LABELS (EIN_ELL + IR_MAX_RANK)
+
+struct ein_term {
+	struct ir_value *x;
+	int rank;
+	int label[IR_MAX_RANK];
+};
+
+/* One term as written: its letters, and where the ellipsis stands (-1:
+ * none). */
+struct ein_spec {
+	int letter[IR_MAX_RANK + 1];
+	int nletters, ell;
+};
+
+static int ein_letter(char c)
+{
+	return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? 26 + c - 'a' : -1;
+}
+
+static bool ein_parse(struct fe_node *nd, const char *s, size_t len, struct ein_spec *t)
+{
+	t->nletters = 0;
+	t->ell = -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == ' ')
+			continue;
+		if (s[i] == '.' && i + 2 < len && s[i + 1] == '.' && s[i + 2] == '.' &&
+		    t->ell < 0) {
+			t->ell = t->nletters;
+			i += 2;
+		} else if (ein_letter(s[i]) < 0 || t->nletters == IR_MAX_RANK) {
+			return fe_fail(nd,
+			               "equation term '%.*s' is not letters and at most one "
+			               "'...' (of at most %d axes)",
+			               (int)len, s, IR_MAX_RANK);
+		} else {
+			t->letter[t->nletters++] = ein_letter(s[i]);
+		}
+	}
+	return true;
+}
+
+/* The labels of a term with ell ellipsis axes, of an ellipsis of ell_max. */
+static bool ein_labels(struct fe_node *nd, const struct ein_spec *t, int ell, int ell_max,
+                       int *label, int *rank)
+{
+	int n = 0;
+	if (t->nletters + ell > IR_MAX_RANK)
+		return fe_fail(nd, "an equation term has more than %d axes", IR_MAX_RANK);
+	for (int i = 0; i <= t->nletters; i++) {
+		if (i == t->ell)
+			for (int j = 0; j < ell; j++)
+				label[n++] = EIN_ELL + ell_max - ell + j;
+		if (i < t->nletters)
+			label[n++] = t->letter[i];
+	}
+	*rank = n;
+	return true;
+}
+
+/* t transposed so that its axes are the labels order[0..n) (a subset of
+ * its labels, in any order: the others must be gone). */
+static bool ein_permute(struct fe_node *nd, struct ein_term *t, const int *order, int n)
+{
+	int64_t perm[IR_MAX_RANK];
+	bool id = true;
+	IR_ASSERT(n == t->rank);
+	for (int i = 0; i < n; i++) {
+		for (perm[i] = 0; t->label[perm[i]] != order[i]; perm[i]++)
+			IR_ASSERT(perm[i] < t->rank - 1);
+		id &= perm[i] == i;
+	}
+	if (!id)
+		t->x = fe_transpose(nd, t->x, perm, -1);
+	memcpy(t->label, order, sizeof *order * (size_t)n);
+	return t->x != NULL;
+}
+
+/* Sums out t's axes whose labels keep[] does not hold. */
+static bool ein_sum_out(struct fe_node *nd, struct ein_term *t, const bool *keep)
+{
+	int64_t axes[IR_MAX_RANK];
+	int n = 0, r = 0;
+	for (int i = 0; i < t->rank; i++) {
+		if (keep[t->label[i]])
+			t->label[r++] = t->label[i];
+		else
+			axes[n++] = i;
+	}
+	if (n) {
+		t->x = fe_reduce(nd, IR_OP_REDUCE_SUM, t->x, axes, n, false, -1);
+		t->rank = r;
+	}
+	return t->x != NULL;
+}
+
+/* Replaces each label repeated in t by its diagonal. */
+static bool ein_diagonal(struct fe_node *nd, struct ein_term *t)
+{
+	for (int a = 0; a < t->rank; a++)
+		for (int b = a + 1; b < t->rank; b++) {
+			struct ir_type mt = { .dtype = IR_BOOL, .rank = t->rank };
+			int64_t d = t->x->type.dims[a];
+			struct ir_value *in[3];
+			unsigned char *mask;
+			if (t->label[a] != t->label[b])
+				continue;
+			if (t->x->type.dims[b] != d)
+				return fe_fail(nd, "a repeated label has sizes %lld and %lld",
+				               (long long)d, (long long)t->x->type.dims[b]);
+			for (int i = 0; i < t->rank; i++)
+				mt.dims[i] = i == a || i == b ? d : 1;
+			mask = ir_arena_alloc(&nd->fe->m->arena, (size_t)(d * d));
+			for (int64_t i = 0; i < d * d; i++)
+				mask[i] = i / d == i % d;
+			in[0] = fe_const(nd, -1, &mt, mask);
+			in[1] = t->x;
+			in[2] = fe_scalar(nd, t->x->type.dtype, 0);
+			t->x = fe_reduce(nd, IR_OP_REDUCE_SUM,
+			                 fe_simple(nd, IR_OP_WHERE, in, 3, -1), (int64_t[]){ b }, 1,
+			                 false, -1);
+			if (!t->x)
+				return false;
+			memmove(t->label + b, t->label + b + 1,
+			        sizeof(int) * (size_t)(t->rank - b - 1));
+			t->rank--;
+			b--;
+		}
+	return true;
+}
+
+/* t with its size-1 axes broadcast to size[] where that is larger. */
+static bool ein_broadcast(struct fe_node *nd, struct ein_term *t, const int64_t *size,
+                          const bool *shared)
+{
+	int64_t dims[IR_MAX_RANK];
+	bool any = false;
+	for (int i = 0; i < t->rank; i++) {
+		dims[i] = t->x->type.dims[i];
+		if (shared[t->label[i]] && dims[i] != size[t->label[i]]) {
+			if (dims[i] != 1)
+				return fe_fail(nd, "label sizes %lld and %lld do not broadcast",
+				               (long long)dims[i], (long long)size[t->label[i]]);
+			dims[i] = size[t->label[i]];
+			any = true;
+		}
+	}
+	if (any) {
+		struct ir_node *n = fe_emit(nd, IR_OP_EXPAND, &t->x, 1, NULL, 1);
+		ir_set_ints(nd->fe->m, n, "shape", dims, t->rank);
+		t->x = fe_finish(nd, n) ? n->out[0] : NULL;
+	}
+	return t->x != NULL;
+}
+
+static int64_t ein_size(const struct ein_term *t, const int *labels, int n)
+{
+	int64_t p = 1;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < t->rank; k++)
+			if (t->label[k] == labels[i])
+				p *= t->x->type.dims[k];
+	return p;
+}
+
+/* a := the contraction of a and b over their shared labels that later[]
+ * does not hold (the output's and the remaining operands' labels). */
+static bool ein_contract(struct fe_node *nd, struct ein_term *a, struct ein_term *b,
+                         const bool *later)
+{
+	bool in_a[EIN_LABELS] = { 0 }, in_b[EIN_LABELS] = { 0 }, keep[EIN_LABELS],
+	     shared[EIN_LABELS];
+	int64_t size[EIN_LABELS] = { 0 }, d3[3], out[IR_MAX_RANK];
+	int batch[IR_MAX_RANK], aonly[IR_MAX_RANK], contr[IR_MAX_RANK], bonly[IR_MAX_RANK],
+	        order[IR_MAX_RANK], nb = 0, na = 0, nc = 0, nbo = 0, n;
+	for (int i = 0; i < a->rank; i++)
+		in_a[a->label[i]] = true;
+	for (int i = 0; i < b->rank; i++)
+		in_b[b->label[i]] = true;
+	for (int l = 0; l < EIN_LABELS; l++)
+		keep[l] = later[l] || (in_a[l] && in_b[l]);
+	if (!ein_sum_out(nd, a, keep) || !ein_sum_out(nd, b, keep))
+		return false;
+	for (int l = 0; l < EIN_LABELS; l++)
+		shared[l] = in_a[l] && in_b[l];
+	for (int i = 0; i < a->rank; i++)
+		size[a->label[i]] = a->x->type.dims[i];
+	for (int i = 0; i < b->rank; i++)
+		if (b->x->type.dims[i] > size[b->label[i]])
+			size[b->label[i]] = b->x->type.dims[i];
+	if (!ein_broadcast(nd, a, size, shared) || !ein_broadcast(nd, b, size, shared))
+		return false;
+	for (int i = 0; i < a->rank; i++) {
+		int l = a->label[i];
+		if (!shared[l])
+			aonly[na++] = l;
+		else if (later[l])
+			batch[nb++] = l;
+		else
+			contr[nc++] = l;
+	}
+	for (int i = 0; i < b->rank; i++)
+		if (!shared[b->label[i]])
+			bonly[nbo++] = b->label[i];
+	if (nb + na + nbo > IR_MAX_RANK)
+		return fe_fail(nd, "an intermediate result has more than %d axes", IR_MAX_RANK);
+	/* a as [batch, M, K], b as [batch, K, N] */
+	memcpy(order, batch, sizeof(int) * (size_t)nb);
+	memcpy(order + nb, aonly, sizeof(int) * (size_t)na);
+	memcpy(order + nb + na, contr, sizeof(int) * (size_t)nc);
+	if (!ein_permute(nd, a, order, a->rank))
+		return false;
+	memcpy(order + nb, contr, sizeof(int) * (size_t)nc);
+	memcpy(order + nb + nc, bonly, sizeof(int) * (size_t)nbo);
+	if (!ein_permute(nd, b, order, b->rank))
+		return false;
+	d3[0] = ein_size(a, batch, nb), d3[1] = ein_size(a, aonly, na),
+	d3[2] = ein_size(a, contr, nc);
+	a->x = fe_reshape(nd, a->x, d3, 3, -1);
+	d3[1] = d3[2], d3[2] = ein_size(b, bonly, nbo);
+	b->x = fe_reshape(nd, b->x, d3, 3, -1);
+	/* the product as [batch..., aonly..., bonly...] */
+	n = 0;
+	for (int i = 0; i < nb; i++)
+		out[n] = size[batch[i]], order[n++] = batch[i];
+	for (int i = 0; i < na; i++)
+		out[n] = size[aonly[i]], order[n++] = aonly[i];
+	for (int i = 0; i < nbo; i++)
+		out[n] = size[bonly[i]], order[n++] = bonly[i];
+	a->x = fe_reshape(nd, fe_binary(nd, IR_OP_MATMUL, a->x, b->x, -1), out, n, -1);
+	a->rank = n;
+	memcpy(a->label, order, sizeof(int) * (size_t)n);
+	return a->x != NULL;
+}
+
+static bool imp_einsum(struct fe_node *nd)
+{
+	const char *eq = fe_str(nd, "equation", NULL), *arrow, *p;
+	struct ein_spec spec[IR_MAX_RANK + 1], out_spec;
+	struct ein_term *t;
+	int ell_max = 0, count[EIN_LABELS] = { 0 }, out_label[IR_MAX_RANK], out_rank, nterms = 0;
+	bool out_has[EIN_LABELS] = { 0 };
+	if (!fe_inputs(nd, 1, -1) || nd->failed)
+		return false;
+	if (!eq)
+		return fe_fail(nd, "attribute 'equation' is required");
+	if (nd->nin > IR_MAX_RANK)
+		return fe_fail(nd, "more than %d operands are not supported", IR_MAX_RANK);
+	arrow = strstr(eq, "->");
+	/* the input terms */
+	for (p = eq;; p++) {
+		const char *end = p + strcspn(p, ",-");
+		if (nterms == nd->nin)
+			return fe_fail(nd, "equation '%s' has more terms than the %d inputs", eq,
+			               nd->nin);
+		if (!ein_parse(nd, p, (size_t)(end - p), &spec[nterms]))
+			return false;
+		nterms++;
+		p = end;
+		if (*p != ',')
+			break;
+	}
+	if (nterms != nd->nin || (*p && p != arrow))
+		return fe_fail(nd, "equation '%s' does not have one term per input (%d)", eq,
+		               nd->nin);
+	t = ir_arena_alloc(&nd->fe->m->arena, sizeof *t * (size_t)nterms);
+	for (int i = 0; i < nterms; i++) {
+		int ell = nd->in[i]->type.rank - spec[i].nletters;
+		if (ell < 0 || (spec[i].ell < 0 && ell))
+			return fe_fail(nd, "equation term %d has %d labels for an input of rank %d",
+			               i, spec[i].nletters, nd->in[i]->type.rank);
+		if (ell > ell_max)
+			ell_max = ell;
+	}
+	for (int i = 0; i < nterms; i++) {
+		t[i].x = nd->in[i];
+		if (!ein_labels(nd, &spec[i], nd->in[i]->type.rank - spec[i].nletters, ell_max,
+		                t[i].label, &t[i].rank))
+			return false;
+		for (int k = 0; k < t[i].rank; k++)
+			count[t[i].label[k]]++;
+	}
+	/* the output's labels: as written, or the ellipsis and then the letters
+	 * used once, in order */
+	if (arrow) {
+		/* an ellipsis the output does not name is summed */
+		if (!ein_parse(nd, arrow + 2, strlen(arrow + 2), &out_spec))
+			return false;
+		if (!ein_labels(nd, &out_spec, out_spec.ell < 0 ? 0 : ell_max, ell_max, out_label,
+		                &out_rank))
+			return false;
+	} else {
+		out_rank = 0;
+		for (int j = 0; j < ell_max; j++)
+			out_label[out_rank++] = EIN_ELL + j;
+		for (int l = 0; l < EIN_ELL; l++)
+			if (count[l] == 1) {
+				if (out_rank == IR_MAX_RANK)
+					return fe_fail(nd, "the output has more than %d axes",
+					               IR_MAX_RANK);
+				out_label[out_rank++] = l;
+			}
+	}
+	for (int i = 0; i < out_rank; i++) {
+		if (!count[out_label[i]] || out_has[out_label[i]])
+			return fe_fail(nd,
+			               "equation '%s': an output label is repeated or in no input",
+			               eq);
+		out_has[out_label[i]] = true;
+	}
+	/* each operand without its diagonals and its labels no one else needs */
+	for (int i = 0; i < nterms; i++) {
+		bool keep[EIN_LABELS];
+		for (int l = 0; l < EIN_LABELS; l++)
+			keep[l] = out_has[l];
+		for (int j = 0; j < nterms; j++)
+			for (int k = 0; k < t[j].rank && j != i; k++)
+				keep[t[j].label[k]] = true;
+		if (!ein_diagonal(nd, &t[i]) || !ein_sum_out(nd, &t[i], keep))
+			return false;
+	}
+	for (int i = 1; i < nterms; i++) {
+		bool later[EIN_LABELS];
+		for (int l = 0; l < EIN_LABELS; l++)
+			later[l] = out_has[l];
+		for (int j = i + 1; j < nterms; j++)
+			for (int k = 0; k < t[j].rank; k++)
+				later[t[j].label[k]] = true;
+		if (!ein_contract(nd, &t[0], &t[i], later))
+			return false;
+	}
+	if (!ein_sum_out(nd, &t[0], out_has) || !ein_permute(nd, &t[0], out_label, out_rank))
+		return false;
+	fe_bind(nd, 0, t[0].x);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Convolution and pooling geometry                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -373,26 +727,17 @@ static bool imp_batch_norm(struct fe_node *nd)
 	return true;
 }
 
-static bool imp_layer_norm(struct fe_node *nd)
+bool fe_layer_norm(struct fe_node *nd, struct ir_value *const *in, int nin, int64_t axis, float eps)
 {
-	int64_t axis = fe_int(nd, "axis", -1);
-	float eps = fe_float(nd, "epsilon", 1e-5f);
 	const char *names[3];
 	int nout = 1;
 	struct ir_node *n;
-	/* statistics are always computed in FP32 (stash_type 1); doing so for
-	 * stash_type 0 only adds precision */
-	fe_ignore(nd, "stash_type");
-	if (!fe_inputs(nd, 2, 3) || nd->failed)
-		return false;
-	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
-		return false;
 	for (int k = 0; k < nd->nout && k < 3; k++)
 		if (nd->proto->output[k][0])
 			nout = k + 1;
 	for (int k = 0; k < nout; k++)
 		names[k] = fe_out_name(nd, k);
-	n = fe_emit(nd, IR_OP_LAYER_NORM, nd->in, nd->nin, names, nout);
+	n = fe_emit(nd, IR_OP_LAYER_NORM, in, nin, names, nout);
 	ir_set_i(nd->fe->m, n, "axis", axis);
 	ir_set_f(nd->fe->m, n, "epsilon", eps);
 	if (!fe_finish(nd, n))
@@ -400,6 +745,20 @@ static bool imp_layer_norm(struct fe_node *nd)
 	for (int k = 0; k < nout; k++)
 		fe_bind(nd, k, n->out[k]);
 	return true;
+}
+
+static bool imp_layer_norm(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", -1);
+	float eps = fe_float(nd, "epsilon", 1e-5f);
+	/* statistics are always computed in FP32 (stash_type 1); doing so for
+	 * stash_type 0 only adds precision */
+	fe_ignore(nd, "stash_type");
+	if (!fe_inputs(nd, 2, 3) || nd->failed)
+		return false;
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	return fe_layer_norm(nd, nd->in, nd->nin, axis, eps);
 }
 
 static bool imp_instance_norm(struct fe_node *nd)
@@ -413,6 +772,112 @@ static bool imp_instance_norm(struct fe_node *nd)
 	n = fe_emit(nd, IR_OP_INSTANCE_NORM, nd->in, 3, &name, 1);
 	ir_set_f(nd->fe->m, n, "epsilon", eps);
 	return finish1(nd, n);
+}
+
+/* GroupNormalization (18, 21): x [N, C, ...] as [N, G, rest], each group
+ * normalized by layer_norm over its last axis (mean and variance in FP32),
+ * then the scale and bias: per group in 18 (applied in the grouped view),
+ * per channel in 21. */
+static bool imp_group_norm(struct fe_node *nd)
+{
+	float eps = fe_float(nd, "epsilon", 1e-5f);
+	int64_t g, c, grouped[3], per[IR_MAX_RANK];
+	const struct ir_type *t;
+	struct ir_value *x, *in[2];
+	struct ir_node *n;
+	bool v18 = nd->version < 21;
+	fe_ignore(nd, "stash_type"); /* layer_norm's statistics are FP32 */
+	if (!fe_req_int(nd, "num_groups", &g) || !fe_inputs(nd, 3, 3) || nd->failed)
+		return false;
+	t = &nd->in[0]->type;
+	if (t->rank < 2 || !ir_dtypes[t->dtype].is_float)
+		return fe_fail(nd, "input must be float [N, C, ...]");
+	c = t->dims[1];
+	if (g < 1 || c % g)
+		return fe_fail(nd, "num_groups %lld does not divide the %lld channels",
+		               (long long)g, (long long)c);
+	for (int i = 1; i < 3; i++)
+		if (nd->in[i]->type.rank != 1 || nd->in[i]->type.dims[0] != (v18 ? g : c))
+			return fe_fail(nd, "%s must be [%lld]", i == 1 ? "scale" : "bias",
+			               (long long)(v18 ? g : c));
+	grouped[0] = t->dims[0], grouped[1] = g;
+	grouped[2] = ir_type_elems(t) / (t->dims[0] * g);
+	in[0] = fe_reshape(nd, nd->in[0], grouped, 3, -1);
+	in[1] = fe_scalar(nd, t->dtype, 1.0);
+	if (!in[0])
+		return false;
+	n = fe_emit(nd, IR_OP_LAYER_NORM, in, 2, NULL, 1);
+	ir_set_i(nd->fe->m, n, "axis", 2);
+	ir_set_f(nd->fe->m, n, "epsilon", eps);
+	if (!fe_finish(nd, n))
+		return false;
+	x = n->out[0];
+	/* the scale and bias as [G, 1] (18) or [C, 1, ...] (21) */
+	per[0] = v18 ? g : c;
+	for (int i = 1; i < (v18 ? 2 : t->rank - 1); i++)
+		per[i] = 1;
+	if (!v18)
+		x = fe_reshape(nd, x, t->dims, t->rank, -1);
+	x = fe_binary(nd, IR_OP_MUL, x, fe_reshape(nd, nd->in[1], per, v18 ? 2 : t->rank - 1, -1),
+	              -1);
+	x = fe_binary(nd, IR_OP_ADD, x, fe_reshape(nd, nd->in[2], per, v18 ? 2 : t->rank - 1, -1),
+	              v18 ? -1 : 0);
+	return bind1(nd, v18 ? fe_reshape(nd, x, t->dims, t->rank, 0) : x);
+}
+
+/* LpNormalization: x divided by its L1 or L2 norm along axis; where the
+ * norm is 0 (so is x) the result is 0, as in ONNX's tests. */
+static bool imp_lp_norm(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", -1), p = fe_int(nd, "p", 2);
+	struct ir_value *norm, *in[3];
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	if (p != 1 && p != 2)
+		return fe_fail(nd, "p must be 1 or 2, not %lld", (long long)p);
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	norm = fe_reduce(nd, p == 1 ? IR_OP_REDUCE_L1 : IR_OP_REDUCE_L2, nd->in[0], &axis, 1, true,
+	                 -1);
+	if (!norm)
+		return false;
+	in[0] = fe_binary(nd, IR_OP_EQUAL, norm, fe_scalar(nd, norm->type.dtype, 0), -1);
+	in[1] = fe_scalar(nd, norm->type.dtype, 1);
+	in[2] = norm;
+	if (!in[0])
+		return false;
+	norm = fe_simple(nd, IR_OP_WHERE, in, 3, -1);
+	return bind1(nd, fe_binary(nd, IR_OP_DIV, nd->in[0], norm, 0));
+}
+
+/* MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
+ * over axes, as ONNX's function body computes it. */
+static bool imp_mvn(struct fe_node *nd)
+{
+	int64_t axes[IR_MAX_RANK] = { 0, 2, 3 };
+	const int64_t *a;
+	int na = fe_ints(nd, "axes", &a);
+	struct ir_value *x, *mean, *var, *sd;
+	enum ir_dtype t;
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	x = nd->in[0];
+	t = x->type.dtype;
+	if (na > IR_MAX_RANK)
+		return fe_fail(nd, "axes has %d entries for rank %d", na, x->type.rank);
+	if (na >= 0)
+		memcpy(axes, a, sizeof *a * (size_t)na);
+	else
+		na = 3;
+	if ((na = fe_norm_axes(nd, axes, na, x->type.rank)) < 0)
+		return false;
+	mean = fe_reduce(nd, IR_OP_REDUCE_MEAN, x, axes, na, true, -1);
+	var = fe_reduce(nd, IR_OP_REDUCE_MEAN, fe_binary(nd, IR_OP_MUL, x, x, -1), axes, na, true,
+	                -1);
+	var = fe_binary(nd, IR_OP_SUB, var, fe_binary(nd, IR_OP_MUL, mean, mean, -1), -1);
+	sd = fe_binary(nd, IR_OP_ADD, fe_unary(nd, IR_OP_SQRT, var, -1), fe_scalar(nd, t, 1e-9),
+	               -1);
+	return bind1(nd, fe_binary(nd, IR_OP_DIV, fe_binary(nd, IR_OP_SUB, x, mean, -1), sd, 0));
 }
 
 static bool imp_lrn(struct fe_node *nd)
@@ -600,6 +1065,7 @@ static bool imp_cumsum(struct fe_node *nd)
 const struct fe_op fe_ops_nn[] = {
 	{ "MatMul", imp_matmul, IR_OP_MATMUL, { 1, 9, 13 } },
 	{ "Gemm", imp_gemm, IR_OP_GEMM, { 7, 9, 11, 13 } },
+	{ "Einsum", imp_einsum, IR_OP_MATMUL, { 12 } },
 	{ "Conv", imp_conv, IR_OP_CONV, { 1, 11, 22 } },
 	{ "ConvTranspose", imp_conv_transpose, IR_OP_CONV_TRANSPOSE, { 1, 11, 22 } },
 	{ "MaxPool", imp_pool, IR_OP_MAX_POOL, { 1, 8, 10, 11, 12, 22 } },
@@ -611,6 +1077,9 @@ const struct fe_op fe_ops_nn[] = {
 	{ "BatchNormalization", imp_batch_norm, IR_OP_BATCH_NORM, { 7, 9, 14, 15 } },
 	{ "LayerNormalization", imp_layer_norm, IR_OP_LAYER_NORM, { 17 } },
 	{ "InstanceNormalization", imp_instance_norm, IR_OP_INSTANCE_NORM, { 6, 22 } },
+	{ "GroupNormalization", imp_group_norm, IR_OP_LAYER_NORM, { 18, 21 } },
+	{ "LpNormalization", imp_lp_norm, IR_OP_REDUCE_L2, { 1, 22 } },
+	{ "MeanVarianceNormalization", imp_mvn, IR_OP_REDUCE_MEAN, { 9, 13 } },
 	{ "LRN", imp_lrn, IR_OP_LRN, { 1, 13 } },
 	{ "Softmax", imp_softmax, IR_OP_SOFTMAX, { 1, 11, 13 } },
 	{ "LogSoftmax", imp_softmax, IR_OP_LOG_SOFTMAX, { 1, 11, 13 } },

@@ -257,8 +257,21 @@ def opset_missing(d):
 
 @case
 def domain_unsupported(d):
+    n = helper.make_node("ATen", ["x"], ["y"], name="aten", domain="org.pytorch.aten")
+    return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], domains=[("org.pytorch.aten", 1)])
+
+
+@case
+def contrib_op_unsupported(d):
+    # com.microsoft is accepted for the ops onnxc has; others are refused by name
     n = helper.make_node("FusedGemm", ["x", "x"], ["y"], name="fg", domain="com.microsoft")
     return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], domains=[("com.microsoft", 1)])
+
+
+@case
+def gelu_bad_approximate(d):
+    n = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="fast")
+    return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], opset=20)
 
 
 @case

@@ -185,6 +185,7 @@ def cases():
                                       for t in inits], inits)
     c.update(amp_cases())
     c.update(function_cases())
+    c.update(transformer_cases())
     return c
 
 
@@ -318,6 +319,42 @@ def function_cases():
         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2])],
         [const("s", np.array([1, 1, 0.5, 0.5], np.float32))], opset=18)
     c["resize_antialias"].ir_version = 8
+    return c
+
+
+def transformer_cases():
+    """Transformer ops the importer lowers to several IR ops."""
+    c = {}
+    H = TensorProto.FLOAT16
+    c["gelu_tanh"] = model([helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")],
+                           [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], opset=20)
+    # half input: the statistics in FP32 (stash_type 1), cast back before the scale
+    c["rms_norm_fp16"] = model(
+        [helper.make_node("RMSNormalization", ["x", "g"], ["y"], axis=-1, epsilon=1e-6)],
+        [vi("x", H, [2, 4])], [vi("y", H, [2, 4])],
+        [const("g", np.ones(4, np.float16))], opset=23)
+    # interleaved pairs, half the head rotated, positions gathered from the caches
+    c["rotary_interleaved_partial"] = model(
+        [helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"],
+                          interleaved=1, rotary_embedding_dim=4)],
+        [vi("x", F, [1, 2, 3, 8]), vi("pos", I64, [1, 3])], [vi("y", F, [1, 2, 3, 8])],
+        [const("cos", np.ones((5, 2), np.float32)), const("sin", np.zeros((5, 2), np.float32))],
+        opset=23)
+    # a diagonal, then a batched contraction
+    c["einsum_diagonal"] = model(
+        [helper.make_node("Einsum", ["a", "b"], ["y"], equation="bii,bi->b")],
+        [vi("a", F, [2, 3, 3]), vi("b", F, [2, 3])], [vi("y", F, [2])], opset=12)
+    c["group_norm_18"] = model(
+        [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+        [vi("x", F, [1, 4, 2])], [vi("y", F, [1, 4, 2])],
+        [const("s", np.ones(2, np.float32)), const("b", np.zeros(2, np.float32))], opset=18)
+    m = model([helper.make_node("SkipLayerNormalization", ["x", "skip", "g", "b"],
+                                ["y", "", "", "sum"], domain="com.microsoft", epsilon=1e-5)],
+              [vi("x", F, [1, 2, 4]), vi("skip", F, [1, 2, 4])],
+              [vi("y", F, [1, 2, 4]), vi("sum", F, [1, 2, 4])],
+              [const("g", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    c["ms_skip_layer_norm"] = m
     return c
 
 

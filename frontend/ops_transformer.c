@@ -1,0 +1,486 @@
+/*
+ * ops_transformer.c - importers for the activations, normalizations and
+ * position encodings of transformers: ONNX's Gelu, Swish, RMSNormalization
+ * and RotaryEmbedding, and the com.microsoft ops ONNX Runtime's transformer
+ * optimizer writes into the models users ship (Gelu, FastGelu, BiasGelu,
+ * QuickGelu, BiasAdd, SkipLayerNormalization, SimplifiedLayerNormalization,
+ * SkipSimplifiedLayerNormalization, FusedMatMul, RotaryEmbedding). Any
+ * other com.microsoft op is refused by name (import.c).
+ *
+ * Each is lowered to IR ops, so inference, folding, export, mixed
+ * precision, gradients and both targets are those ops'. The activations'
+ * elementwise chains fuse into one generated kernel: a Gelu costs what a
+ * gelu IR op would. Half-precision inputs are computed in FP32 where the
+ * spec says so (stash_type) and, for the activations, because the generated
+ * kernel computes in FP32 anyway: the casts fuse.
+ */
+#include "fe.h"
+
+#include <math.h>
+#include <string.h>
+
+static bool bind1(struct fe_node *nd, struct ir_value *y)
+{
+	if (!y)
+		return false;
+	fe_bind(nd, 0, y);
+	return true;
+}
+
+static bool is_half(enum ir_dtype t) { return t == IR_F16 || t == IR_BF16; }
+
+/* x in type t (x itself when it already is). */
+static struct ir_value *as_type(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
+{
+	return x && x->type.dtype != t ? fe_cast(nd, x, t, k) : x;
+}
+
+static struct ir_value *mul(struct fe_node *nd, struct ir_value *a, struct ir_value *b, int k)
+{
+	return fe_binary(nd, IR_OP_MUL, a, b, k);
+}
+
+static struct ir_value *add(struct fe_node *nd, struct ir_value *a, struct ir_value *b, int k)
+{
+	return fe_binary(nd, IR_OP_ADD, a, b, k);
+}
+
+/* x times the constant c, in x's type. */
+static struct ir_value *scale(struct fe_node *nd, struct ir_value *x, double c, int k)
+{
+	return x ? mul(nd, x, fe_scalar(nd, x->type.dtype, c), k) : NULL;
+}
+
+static bool float_input(struct fe_node *nd, int i)
+{
+	enum ir_dtype t = nd->in[i]->type.dtype;
+	if (!ir_dtypes[t].is_float)
+		return fe_fail(nd, "input %d has type %s; the op takes float types", i,
+		               ir_dtype_name(t));
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activations                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum act { GELU_ERF, GELU_TANH, SWISH };
+
+/* The activation of x (in x's type), named after output k. */
+static struct ir_value *activate(struct fe_node *nd, struct ir_value *x, enum act a, double alpha,
+                                 int k)
+{
+	struct ir_value *inner;
+	if (!x)
+		return NULL;
+	switch (a) {
+	case GELU_ERF: /* x/2 (1 + erf(x/sqrt(2))) */
+		inner = fe_unary(nd, IR_OP_ERF, scale(nd, x, M_SQRT1_2, -1), -1);
+		break;
+	case GELU_TANH: /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+		inner = scale(nd, mul(nd, mul(nd, x, x, -1), x, -1), 0.044715, -1);
+		inner = scale(nd, add(nd, x, inner, -1), sqrt(2 / M_PI), -1);
+		inner = fe_unary(nd, IR_OP_TANH, inner, -1);
+		break;
+	case SWISH: /* x sigmoid(alpha x) */
+		return mul(
+		        nd, x,
+		        fe_unary(nd, IR_OP_SIGMOID, alpha == 1 ? x : scale(nd, x, alpha, -1), -1),
+		        k);
+	}
+	return mul(nd, scale(nd, x, 0.5, -1), add(nd, inner, fe_scalar(nd, x->type.dtype, 1), -1),
+	           k);
+}
+
+/* The activation of x + bias (bias may be NULL), computed in FP32 for half
+ * types, as ONNX output 0. */
+static bool activation(struct fe_node *nd, struct ir_value *bias, enum act a, double alpha)
+{
+	struct ir_value *x = nd->in[0];
+	enum ir_dtype t = x->type.dtype;
+	if (!float_input(nd, 0))
+		return false;
+	if (bias)
+		x = add(nd, x, bias, -1);
+	if (!is_half(t))
+		return bind1(nd, activate(nd, x, a, alpha, 0));
+	return bind1(nd, fe_cast(nd, activate(nd, as_type(nd, x, IR_F32, -1), a, alpha, -1), t, 0));
+}
+
+static bool imp_gelu(struct fe_node *nd)
+{
+	const char *approx = fe_str(nd, "approximate", "none");
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	if (strcmp(approx, "none") && strcmp(approx, "tanh"))
+		return fe_fail(nd, "approximate='%s' is not one of 'none' and 'tanh'", approx);
+	return activation(nd, NULL, approx[0] == 't' ? GELU_TANH : GELU_ERF, 0);
+}
+
+static bool imp_swish(struct fe_node *nd)
+{
+	float alpha = fe_float(nd, "alpha", 1.0f);
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	return activation(nd, NULL, SWISH, alpha);
+}
+
+/* com.microsoft Gelu (erf), BiasGelu (erf, of A + B), FastGelu (tanh, of
+ * X + an optional bias). */
+static bool imp_ms_gelu(struct fe_node *nd)
+{
+	bool biased = !strcmp(nd->op, "BiasGelu"), fast = !strcmp(nd->op, "FastGelu");
+	if (!fe_inputs(nd, biased ? 2 : 1, fast || biased ? 2 : 1))
+		return false;
+	return activation(nd, fe_in(nd, 1), fast ? GELU_TANH : GELU_ERF, 0);
+}
+
+static bool imp_quick_gelu(struct fe_node *nd)
+{
+	float alpha = fe_float(nd, "alpha", 1.702f);
+	if (!fe_inputs(nd, 1, 1) || nd->failed)
+		return false;
+	return activation(nd, NULL, SWISH, alpha);
+}
+
+static bool imp_bias_add(struct fe_node *nd)
+{
+	if (!fe_inputs(nd, 3, 3))
+		return false;
+	return bind1(nd, add(nd, add(nd, nd->in[0], nd->in[1], -1), nd->in[2], 0));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Normalizations                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The type a normalization with stash_type computes x in: the wider of the
+ * two. */
+static bool stash_type(struct fe_node *nd, enum ir_dtype x, enum ir_dtype *out)
+{
+	int64_t code = fe_int(nd, "stash_type", 1);
+	enum ir_dtype s = ir_dtype_from_onnx((int)code);
+	if (nd->failed)
+		return false;
+	if (s == IR_DT_NONE || !ir_dtypes[s].is_float)
+		return fe_fail(nd, "stash_type %lld is not a float type", (long long)code);
+	*out = ir_dtypes[x].size > ir_dtypes[s].size || (is_half(x) && is_half(s)) ? x : s;
+	return true;
+}
+
+/* x / sqrt(mean(x^2 over [axis, rank)) + eps), computed in type t; the
+ * inverse root mean square (keeping dims, type t) in *inv if asked. */
+static struct ir_value *rms(struct fe_node *nd, struct ir_value *x, int axis, float eps,
+                            enum ir_dtype t, struct ir_value **inv)
+{
+	int64_t axes[IR_MAX_RANK], count = 1;
+	int n = 0;
+	struct ir_value *ms, *r;
+	for (int i = axis; i < x->type.rank; i++) {
+		axes[n++] = i;
+		count *= x->type.dims[i];
+	}
+	x = as_type(nd, x, t, -1);
+	ms = fe_reduce(nd, IR_OP_REDUCE_SUM_SQUARE, x, axes, n, true, -1);
+	ms = fe_binary(nd, IR_OP_DIV, ms, fe_scalar(nd, t, (double)count), -1);
+	r = fe_unary(nd, IR_OP_RECIPROCAL,
+	             fe_unary(nd, IR_OP_SQRT, add(nd, ms, fe_scalar(nd, t, eps), -1), -1), -1);
+	if (inv)
+		*inv = r;
+	return mul(nd, x, r, -1);
+}
+
+/* RMSNormalization (23) and com.microsoft SimplifiedLayerNormalization:
+ * normalized in the stash type, cast back to X's type, times the scale;
+ * the latter's output 1 is the inverse root mean square. */
+static bool imp_rms_norm(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", -1);
+	float eps = fe_float(nd, "epsilon", 1e-5f);
+	struct ir_value *x, *inv = NULL;
+	enum ir_dtype t = IR_F32;
+	bool ms = nd->def->domain != NULL; /* SimplifiedLayerNormalization */
+	if (!fe_inputs(nd, 2, 2) || nd->failed || !float_input(nd, 0) ||
+	    !stash_type(nd, nd->in[0]->type.dtype, &t))
+		return false;
+	if (nd->nout > (ms ? 2 : 1))
+		return fe_fail(nd, "the op has at most %d outputs, not %d", ms ? 2 : 1, nd->nout);
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	x = rms(nd, nd->in[0], (int)axis, eps, t, &inv);
+	if (!bind1(nd, mul(nd, as_type(nd, x, nd->in[0]->type.dtype, -1), nd->in[1], 0)))
+		return false;
+	if (nd->nout > 1)
+		fe_bind(nd, 1, as_type(nd, inv, IR_F32, 1));
+	return true;
+}
+
+/* com.microsoft SkipLayerNormalization (input, skip, gamma, beta?, bias?)
+ * and SkipSimplifiedLayerNormalization (input, skip, gamma, bias?): the
+ * normalization of s = input + skip + bias over the last axis; outputs y,
+ * mean (LayerNorm only), the inverse standard deviation, and s. */
+static bool imp_skip_norm(struct fe_node *nd)
+{
+	bool simplified = !strcmp(nd->op, "SkipSimplifiedLayerNormalization");
+	float eps = fe_float(nd, "epsilon", 1e-12f);
+	struct ir_value *s, *bias;
+	int axis;
+	if (!fe_inputs(nd, 3, simplified ? 4 : 5) || nd->failed || !float_input(nd, 0))
+		return false;
+	if (nd->nout > 4)
+		return fe_fail(nd, "the op has at most 4 outputs, not %d", nd->nout);
+	axis = nd->in[0]->type.rank - 1;
+	if (axis < 0)
+		return fe_fail(nd, "input must have rank >= 1");
+	bias = fe_in(nd, simplified ? 3 : 4);
+	s = add(nd, nd->in[0], nd->in[1], bias ? -1 : 3);
+	if (bias)
+		s = add(nd, s, bias, 3);
+	if (!s)
+		return false;
+	if (simplified) {
+		struct ir_value *inv = NULL, *x;
+		enum ir_dtype t = is_half(s->type.dtype) ? IR_F32 : s->type.dtype;
+		if (nd->nout > 1 && nd->proto->output[1][0])
+			return fe_fail(nd, "output 1 (mean) is not defined for "
+			                   "SkipSimplifiedLayerNormalization");
+		x = rms(nd, s, axis, eps, t, &inv);
+		if (!bind1(nd, mul(nd, as_type(nd, x, s->type.dtype, -1), nd->in[2], 0)))
+			return false;
+		if (nd->nout > 2)
+			fe_bind(nd, 2, as_type(nd, inv, IR_F32, 2));
+	} else {
+		struct ir_value *in[3] = { s, nd->in[2], fe_in(nd, 3) };
+		if (!fe_layer_norm(nd, in, in[2] ? 3 : 2, axis, eps))
+			return false;
+	}
+	fe_bind(nd, 3, s);
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* FusedMatMul (com.microsoft)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* x with its last two axes swapped. */
+static struct ir_value *swap_last(struct fe_node *nd, struct ir_value *x)
+{
+	int64_t perm[IR_MAX_RANK];
+	int r = x->type.rank;
+	for (int i = 0; i < r; i++)
+		perm[i] = i;
+	perm[r - 2] = r - 1;
+	perm[r - 1] = r - 2;
+	return fe_transpose(nd, x, perm, -1);
+}
+
+static bool imp_fused_matmul(struct fe_node *nd)
+{
+	float alpha = fe_float(nd, "alpha", 1.0f);
+	int64_t ta = fe_int(nd, "transA", 0), tb = fe_int(nd, "transB", 0);
+	struct ir_value *in[2];
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	if (fe_int(nd, "transBatchA", 0) || fe_int(nd, "transBatchB", 0))
+		return nd->failed ? false
+		                  : fe_fail(nd, "transBatchA/transBatchB are not supported");
+	for (int i = 0; i < 2; i++) {
+		in[i] = nd->in[i];
+		if ((i ? tb : ta) && in[i]->type.rank < 2)
+			return fe_fail(nd, "transposing input %d needs rank >= 2", i);
+		if (i ? tb : ta)
+			in[i] = swap_last(nd, in[i]);
+	}
+	if (alpha == 1.0f)
+		return bind1(nd, fe_binary(nd, IR_OP_MATMUL, in[0], in[1], 0));
+	return bind1(nd, scale(nd, fe_binary(nd, IR_OP_MATMUL, in[0], in[1], -1), alpha, 0));
+}
+
+/* ------------------------------------------------------------------------ */
+/* RotaryEmbedding (23, and com.microsoft's)                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Rotates the first rdim features of each head of x by the angles whose
+ * cosines and sines are cos, sin [B or 1, S, rdim/2]: pairs (x1, x2) are
+ * the two halves of those features, or neighbours when interleaved, and
+ * become (cos x1 - sin x2, sin x1 + cos x2); the rest pass through. x is
+ * [B, heads, S, head] or [B, S, heads * head]; output k.
+ */
+static struct ir_value *rotate(struct fe_node *nd, struct ir_value *x, struct ir_value *cos,
+                               struct ir_value *sin, bool interleaved, int64_t rdim, int64_t heads,
+                               int k)
+{
+	const struct ir_type *t = &x->type;
+	bool packed = t->rank == 3;
+	int64_t d[5], hd, half = rdim / 2, cd[5];
+	struct ir_value *x1, *x2, *real, *imag, *rot, *parts[2];
+	int last = 3;
+	if (packed) {
+		if (heads <= 0 || t->dims[2] % heads) {
+			fe_fail(nd,
+			        "a 3-D input needs num_heads dividing its last dimension "
+			        "(%lld)",
+			        (long long)t->dims[2]);
+			return NULL;
+		}
+		d[0] = t->dims[0], d[1] = t->dims[1], d[2] = heads, d[3] = t->dims[2] / heads;
+		x = fe_reshape(nd, x, d, 4, -1);
+	} else if (t->rank != 4) {
+		{
+			fe_fail(nd, "input must be 3-D or 4-D, not %d-D", t->rank);
+			return NULL;
+		}
+	}
+	if (!x || !cos || !sin)
+		return NULL;
+	memcpy(d, x->type.dims, sizeof *d * 4);
+	hd = d[3];
+	if (rdim == 0)
+		rdim = hd, half = hd / 2;
+	if (rdim < 0 || rdim > hd || rdim % 2) {
+		fe_fail(nd,
+		        "rotary_embedding_dim %lld must be even and at most the head "
+		        "size %lld",
+		        (long long)rdim, (long long)hd);
+		return NULL;
+	}
+	if (cos->type.rank != 3 || cos->type.dims[2] != half ||
+	    !ir_type_eq(&cos->type, &sin->type)) {
+		fe_fail(nd, "cos and sin must be [batch, sequence, %lld]", (long long)half);
+		return NULL;
+	}
+	/* cos, sin as [B, 1, S, half] (heads first) or [B, S, 1, half] */
+	cd[0] = cos->type.dims[0];
+	cd[1] = packed ? cos->type.dims[1] : 1;
+	cd[2] = packed ? 1 : cos->type.dims[1];
+	cd[3] = half;
+	cd[4] = 1;
+	rot = rdim < hd ? fe_slice_axis(nd, x, 3, 0, rdim, 1, -1) : x;
+	if (interleaved) { /* [..., half, 2]: the pairs on a new last axis */
+		int64_t r5[5] = { d[0], d[1], d[2], half, 2 };
+		rot = fe_reshape(nd, rot, r5, 5, -1);
+		last = 4;
+	}
+	cos = fe_reshape(nd, cos, cd, interleaved ? 5 : 4, -1);
+	sin = fe_reshape(nd, sin, cd, interleaved ? 5 : 4, -1);
+	x1 = interleaved ? fe_slice_axis(nd, rot, 4, 0, 1, 1, -1)
+	                 : fe_slice_axis(nd, rot, 3, 0, half, 1, -1);
+	x2 = interleaved ? fe_slice_axis(nd, rot, 4, 1, 2, 1, -1)
+	                 : fe_slice_axis(nd, rot, 3, half, rdim, 1, -1);
+	real = fe_binary(nd, IR_OP_SUB, mul(nd, cos, x1, -1), mul(nd, sin, x2, -1), -1);
+	imag = add(nd, mul(nd, sin, x1, -1), mul(nd, cos, x2, -1), -1);
+	parts[0] = real, parts[1] = imag;
+	bool done = !interleaved && rdim == hd && !packed;
+	rot = fe_concat(nd, parts, 2, last, done ? k : -1);
+	if (done)
+		return rot;
+	if (interleaved) {
+		int64_t r4[4] = { d[0], d[1], d[2], rdim };
+		done = rdim == hd && !packed;
+		rot = fe_reshape(nd, rot, r4, 4, done ? k : -1);
+		if (done)
+			return rot;
+	}
+	if (rdim < hd) {
+		parts[0] = rot;
+		parts[1] = fe_slice_axis(nd, x, 3, rdim, hd, 1, -1);
+		rot = fe_concat(nd, parts, 2, 3, packed ? -1 : k);
+	}
+	return packed ? fe_reshape(nd, rot, t->dims, 3, k) : rot;
+}
+
+/* cache[ids] ([max, half] by [B, S]: [B, S, half]). */
+static struct ir_value *gather_rows(struct fe_node *nd, struct ir_value *cache,
+                                    struct ir_value *ids)
+{
+	struct ir_value *in[2] = { cache, ids };
+	const char *name = fe_tmp_name(nd, "gather");
+	struct ir_node *n;
+	if (!cache || !ids)
+		return NULL;
+	n = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", 0);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* ONNX RotaryEmbedding (23): x, cos_cache, sin_cache, position_ids?; the
+ * caches are [B, S, half] without position ids, [max, half] with them. */
+static bool imp_rotary(struct fe_node *nd)
+{
+	int64_t inter = fe_int(nd, "interleaved", 0), heads = fe_int(nd, "num_heads", 0),
+	        rdim = fe_int(nd, "rotary_embedding_dim", 0);
+	struct ir_value *cos, *sin, *ids;
+	if (!fe_inputs(nd, 3, 4) || nd->failed || !float_input(nd, 0))
+		return false;
+	cos = nd->in[1], sin = nd->in[2], ids = fe_in(nd, 3);
+	if (ids) {
+		cos = gather_rows(nd, cos, ids);
+		sin = gather_rows(nd, sin, ids);
+	}
+	return bind1(nd, rotate(nd, nd->in[0], cos, sin, inter != 0, rdim, heads, 0));
+}
+
+/* com.microsoft RotaryEmbedding: x, position_ids, cos_cache, sin_cache;
+ * position_ids [B, S], or [1]: the position of the first token. */
+static bool imp_ms_rotary(struct fe_node *nd)
+{
+	int64_t inter = fe_int(nd, "interleaved", 0), heads = fe_int(nd, "num_heads", 0),
+	        rdim = fe_int(nd, "rotary_embedding_dim", 0);
+	struct ir_value *ids, *cos, *sin;
+	if (!fe_inputs(nd, 4, 4) || nd->failed || !float_input(nd, 0))
+		return false;
+	if (fe_int(nd, "is_packed_batching", 0))
+		return nd->failed ? false : fe_fail(nd, "is_packed_batching=1 is not supported");
+	if (fe_float(nd, "scale", 1.0f) != 1.0f)
+		return nd->failed ? false : fe_fail(nd, "scale other than 1 is not supported");
+	ids = nd->in[1];
+	if (ids->type.rank == 1 && ids->type.dims[0] == 1) {
+		/* positions start .. start + S - 1, the same for every batch */
+		int64_t s = nd->in[0]->type.dims[nd->in[0]->type.rank == 4 ? 2 : 1],
+		        one_s[2] = { 1, s };
+		struct ir_type rt = { .dtype = ids->type.dtype, .rank = 1, .dims = { s } };
+		void *r = ir_arena_alloc(&nd->fe->m->arena, (size_t)(s * ir_dtype_size(rt.dtype)));
+		for (int64_t i = 0; i < s; i++)
+			ir_store_i64(rt.dtype, r, (size_t)i, i);
+		ids = fe_reshape(nd, add(nd, ids, fe_const(nd, -1, &rt, r), -1), one_s, 2, -1);
+	} else if (ids->type.rank != 2) {
+		return fe_fail(nd, "position_ids must be [batch, sequence] or [1]");
+	}
+	cos = gather_rows(nd, nd->in[2], ids);
+	sin = gather_rows(nd, nd->in[3], ids);
+	return bind1(nd, rotate(nd, nd->in[0], cos, sin, inter != 0, rdim, heads, 0));
+}
+
+#define MS "com.microsoft"
+const struct fe_op fe_ops_transformer[] = {
+	{ "Gelu", imp_gelu, IR_OP_ERF, { 20 } },
+	{ "Swish", imp_swish, IR_OP_SIGMOID, { 24 } },
+	{ "RMSNormalization", imp_rms_norm, IR_OP_REDUCE_SUM_SQUARE, { 23 } },
+	{ "RotaryEmbedding", imp_rotary, IR_OP_CONCAT, { 23 } },
+	{ "Gelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
+	{ "BiasGelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
+	{ "FastGelu", imp_ms_gelu, IR_OP_TANH, { 1 }, .domain = MS },
+	{ "QuickGelu", imp_quick_gelu, IR_OP_SIGMOID, { 1 }, .domain = MS },
+	{ "BiasAdd", imp_bias_add, IR_OP_ADD, { 1 }, .domain = MS },
+	{ "SkipLayerNormalization", imp_skip_norm, IR_OP_LAYER_NORM, { 1 }, .domain = MS },
+	{ "SimplifiedLayerNormalization",
+	  imp_rms_norm,
+	  IR_OP_REDUCE_SUM_SQUARE,
+	  { 1 },
+	  .domain = MS },
+	/* ONNX Runtime registers this one in the default domain too */
+	{ "SimplifiedLayerNormalization",
+	  imp_rms_norm,
+	  IR_OP_REDUCE_SUM_SQUARE,
+	  { 1 },
+	  .domain = "" },
+	{ "SkipSimplifiedLayerNormalization",
+	  imp_skip_norm,
+	  IR_OP_REDUCE_SUM_SQUARE,
+	  { 1 },
+	  .domain = MS },
+	{ "FusedMatMul", imp_fused_matmul, IR_OP_MATMUL, { 1 }, .domain = MS },
+	{ "RotaryEmbedding", imp_ms_rotary, IR_OP_CONCAT, { 1 }, .domain = MS },
+	{ NULL, NULL, 0, { 0 } },
+};

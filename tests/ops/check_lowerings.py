@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+"""Differential checks of ops the importer lowers to several IR ops.
+
+Usage: check_lowerings.py ONNXC [ORT_RUN_JS]
+
+Einsum is checked against numpy's einsum in float64 over equations the
+node tests do not cover (diagonals inside products, broadcast ellipses,
+three operands, implicit outputs, upper-case labels, sums of a label no
+other term has). ONNX Runtime's com.microsoft ops (and the ONNX ops that
+share their lowerings) are checked against float64 formulas of their
+definitions and, when scripts/ort_run.js finds onnxruntime-node, against
+ONNX Runtime itself; CI installs only Debian packages, so there that part
+is skipped and says so. Each case is written as a backend test case and
+run with `onnxc check` (FP32 tolerances) and, for a few, `--precision
+mixed`. Exits 1 on any failure.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS = "com.microsoft"
+rng = np.random.default_rng(7)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def model(op, inputs, outputs, attrs=None, domain="", opset=23, consts=None):
+    """One-node model: inputs [(name, array)], outputs [(name, array)]."""
+    def vi(name, a):
+        return helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(a.dtype) if hasattr(
+                helper, "np_dtype_to_tensor_dtype") else
+            onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], list(a.shape))
+    node = helper.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs],
+                            domain=domain, **(attrs or {}))
+    inits = [numpy_helper.from_array(a, n) for n, a in (consts or [])]
+    g = helper.make_graph([node], op, [vi(n, a) for n, a in inputs if n],
+                          [vi(n, a) for n, a in outputs], initializer=inits)
+    imports = [helper.make_opsetid("", opset)]
+    if domain:
+        imports.append(helper.make_opsetid(domain, 1))
+    m = helper.make_model(g, opset_imports=imports)
+    m.ir_version = 8
+    return m
+
+
+def write_case(root, name, m, inputs, outputs):
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for i, (n, a) in enumerate(inputs):
+        t = numpy_helper.from_array(a, n)
+        open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb").write(
+            t.SerializeToString())
+    for i, (n, a) in enumerate(outputs):
+        t = numpy_helper.from_array(a, n)
+        open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb").write(
+            t.SerializeToString())
+    return d
+
+
+# ---------------------------------------------------------------- Einsum
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),               # implicit output: ik
+    ("ba", [(3, 4)]),                           # implicit: ab, a transpose
+    ("ii", [(4, 4)]),                           # implicit: the trace
+    ("ii->i", [(4, 4)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("bii,bi->b", [(2, 3, 3), (2, 3)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,kl->", [(2, 3), (4, 5)]),
+    ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 2)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),   # ellipses broadcast
+    ("...i,i", [(2, 3, 4), (4,)]),
+    ("Ab,bC->CA", [(3, 4), (4, 2)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 5, 8)]),   # attention scores
+    ("bhqk,bhkd->bqhd", [(2, 3, 4, 5), (2, 3, 5, 8)]),
+    ("ijk,ikj->i", [(2, 3, 3), (2, 3, 3)]),
+    ("ij,j->", [(3, 4), (4,)]),
+    ("i...->...", [(3, 2, 2)]),
+]
+
+
+def einsum_cases(root):
+    cases = []
+    for k, (eq, shapes) in enumerate(EINSUM):
+        xs = [rand(*s, dtype=np.float64) for s in shapes]
+        y = np.einsum(eq.replace(" ", ""), *xs)
+        ins = [("x%d" % i, x) for i, x in enumerate(xs)]
+        m = model("Einsum", ins, [("y", np.asarray(y))], {"equation": eq}, opset=13)
+        cases.append(("einsum_%d" % k, m, ins, [("y", np.asarray(y))], eq))
+    return cases
+
+
+# ------------------------------------------------- com.microsoft and kin
+def erf(x):
+    from math import erf as e
+    return np.vectorize(e)(x)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def layer_norm(x, g, b, eps):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+def rms_norm(x, g, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+
+def rotary(x, cos, sin, interleaved, rdim=0, heads=0):
+    """x [B, S, heads * hd] or [B, N, S, hd]; cos/sin [B, S, rdim / 2]."""
+    shape = x.shape
+    if x.ndim == 3:
+        x = x.reshape(shape[0], shape[1], heads, -1)
+    else:
+        x = x.transpose(0, 2, 1, 3)
+    hd = x.shape[-1]
+    rdim = rdim or hd
+    c, s = cos[:, :, None, :], sin[:, :, None, :]
+    r = x[..., :rdim].copy()
+    if interleaved:
+        x1, x2 = r[..., 0::2], r[..., 1::2]
+        r[..., 0::2], r[..., 1::2] = c * x1 - s * x2, s * x1 + c * x2
+    else:
+        x1, x2 = r[..., :rdim // 2], r[..., rdim // 2:]
+        r = np.concatenate([c * x1 - s * x2, s * x1 + c * x2], -1)
+    y = np.concatenate([r, x[..., rdim:]], -1)
+    return y.reshape(shape) if len(shape) == 3 else y.transpose(0, 2, 1, 3)
+
+
+def f32(a):
+    return np.asarray(a, dtype=np.float32)
+
+
+def ms_cases():
+    B, S, H = 2, 3, 8
+    x, skip, g, b, bias = rand(B, S, H), rand(B, S, H), rand(H), rand(H), rand(H)
+    a2, b2 = rand(4, 3, 5), rand(4, 6, 3)
+    x64 = [t.astype(np.float64) for t in (x, skip, g, b, bias)]
+    s64 = x64[0] + x64[1] + x64[4]
+    cases = [
+        ("ms_gelu", "Gelu", [("x", x)], [("y", f32(gelu(x64[0])))], {}),
+        ("ms_fast_gelu", "FastGelu", [("x", x), ("bias", bias)],
+         [("y", f32(gelu_tanh(x64[0] + x64[4])))], {}),
+        ("ms_fast_gelu_nobias", "FastGelu", [("x", x)], [("y", f32(gelu_tanh(x64[0])))], {}),
+        ("ms_bias_gelu", "BiasGelu", [("x", x), ("bias", bias)],
+         [("y", f32(gelu(x64[0] + x64[4])))], {}),
+        ("ms_quick_gelu", "QuickGelu", [("x", x)],
+         [("y", f32(x64[0] * sigmoid(1.5 * x64[0])))], {"alpha": 1.5}),
+        ("ms_bias_add", "BiasAdd", [("x", x), ("bias", bias), ("skip", skip)],
+         [("y", f32(s64))], {}),
+        ("ms_skip_layer_norm", "SkipLayerNormalization",
+         [("x", x), ("skip", skip), ("gamma", g), ("beta", b), ("bias", bias)],
+         [("y", f32(layer_norm(s64, x64[2], x64[3], 1e-5))), ("", None), ("", None),
+          ("sum", f32(s64))], {"epsilon": 1e-5}),
+        # ONNX Runtime registers it in the default domain
+        ("simplified_layer_norm", "SimplifiedLayerNormalization",
+         [("x", x), ("gamma", g)], [("y", f32(rms_norm(x64[0], x64[2], 1e-6)))],
+         {"epsilon": 1e-6, "axis": -1}),
+        ("ms_skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization",
+         [("x", x), ("skip", skip), ("gamma", g), ("bias", bias)],
+         [("y", f32(rms_norm(s64, x64[2], 1e-6))), ("", None), ("", None),
+          ("sum", f32(s64))], {"epsilon": 1e-6}),
+        ("ms_fused_matmul", "FusedMatMul", [("a", a2), ("b", b2)],
+         [("y", f32(0.5 * np.matmul(a2.astype(np.float64).transpose(0, 2, 1),
+                                    b2.astype(np.float64).transpose(0, 2, 1))))],
+         {"alpha": 0.5, "transA": 1, "transB": 1}),
+    ]
+    # rotary embedding, com.microsoft's input order; positions as [B, S] and
+    # as a start offset [1]
+    N, hd, maxpos = 2, 8, 16
+    xr = rand(B, S, N * hd)
+    ang = rng.uniform(0, 3, (maxpos, hd // 2))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    pos = rng.integers(0, maxpos, (B, S)).astype(np.int64)
+    for inter in (0, 1):
+        want = rotary(xr.astype(np.float64), cos[pos], sin[pos], inter, heads=N)
+        cases.append(("ms_rotary_%d" % inter, "RotaryEmbedding",
+                      [("x", xr), ("pos", pos), ("cos", cos), ("sin", sin)],
+                      [("y", f32(want))], {"interleaved": inter, "num_heads": N}))
+    start = np.array([5], dtype=np.int64)
+    p2 = np.broadcast_to(np.arange(5, 5 + S), (B, S))
+    cases.append(("ms_rotary_offset", "RotaryEmbedding",
+                  [("x", xr), ("pos", start), ("cos", cos), ("sin", sin)],
+                  [("y", f32(rotary(xr.astype(np.float64), cos[p2], sin[p2], 0, heads=N)))],
+                  {"num_heads": N}))
+    out = []
+    for name, op, ins, outs, attrs in cases:
+        outs_named = [(n if n else "", a) for n, a in outs]
+        onames = [(n, a if a is not None else np.zeros(1, np.float32)) for n, a in outs_named]
+        m = model(op, ins, [(n, a) for n, a in onames if n], attrs,
+                  domain="" if not name.startswith("ms_") else MS)
+        # keep the unused outputs' places: outputs by position
+        node = m.graph.node[0]
+        del node.output[:]
+        node.output.extend([n for n, _ in outs_named])
+        out.append((name, m, ins, [(n, a) for n, a in outs_named if n], op))
+    return out
+
+
+# ONNX Runtime's CPU provider has these (BiasAdd is CUDA-only there)
+ORT_CPU = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
+           "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "FusedMatMul",
+           "RotaryEmbedding"}
+
+
+def run_check(onnxc, d, extra=()):
+    p = subprocess.run([onnxc, "check", d, "--json"] + list(extra), capture_output=True,
+                       text=True)
+    try:
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        r = {"status": "error", "message": p.stderr.strip()[-300:]}
+    return p.returncode == 0, r
+
+
+def ort_outputs(ort_run, d, inputs, nout):
+    import shutil
+    jobs_dir = os.path.join(d, "ort")
+    os.makedirs(jobs_dir)
+    args = ["node", ort_run, os.path.join(d, "model.onnx"), "--output-dir", jobs_dir]
+    for n, a in inputs:
+        f = os.path.join(jobs_dir, "in_%s.npy" % n)
+        np.save(f, a)
+        args += ["--input", "%s=%s" % (n, f)]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode:
+        shutil.rmtree(jobs_dir)
+        return None, p.stderr.strip()[-300:]
+    return [np.load(os.path.join(jobs_dir, "output_%d.npy" % k)) for k in range(nout)], ""
+
+
+def main():
+    onnxc = sys.argv[1]
+    ort_run = sys.argv[2] if len(sys.argv) > 2 else None
+    have_ort = ort_run and subprocess.run(["node", ort_run, "--check"],
+                                          capture_output=True).returncode == 0
+    failed = 0
+    with tempfile.TemporaryDirectory() as root:
+        for name, m, ins, outs, what in einsum_cases(root) + ms_cases():
+            d = write_case(root, name, m, ins, outs)
+            ok, r = run_check(onnxc, d)
+            line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
+            if ok and have_ort and what in ORT_CPU:
+                got, err = ort_outputs(ort_run, d, ins, len(outs))
+                if got is None:
+                    line += "; ONNX Runtime: %s" % err
+                    failed += 1
+                else:
+                    for (n, want), g in zip(outs, got):
+                        if not np.allclose(g, want, rtol=1e-3, atol=1e-5):
+                            line += "; ONNX Runtime differs on %s (max %.3g)" % (
+                                n, np.abs(g - want).max())
+                            failed += 1
+                    line += "; ONNX Runtime agrees"
+            if not ok:
+                failed += 1
+            print(line)
+    if not have_ort:
+        print("ONNX Runtime not found: its half of the com.microsoft checks was skipped")
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
