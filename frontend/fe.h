@@ -391,5 +391,6 @@ extern const struct fe_op fe_ops_elementwise[];
 extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
 extern const struct fe_op fe_ops_transformer[];
+extern const struct fe_op fe_ops_dynamic[];
 
 #endif

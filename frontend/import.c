@@ -607,8 +607,10 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,
-	                                     fe_ops_transformer, fe_ops_control, NULL };
+const struct fe_op *const fe_op_tables[] = {
+	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape, fe_ops_transformer,
+	fe_ops_dynamic,     fe_ops_control, NULL
+};
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 
@@ -623,6 +625,40 @@ const struct fe_op *fe_find_op(const char *domain, const char *op_type)
 		for (const struct fe_op *o = *t; o->name; o++)
 			if (!strcmp(o->name, op_type) && same_domain(o->domain, domain))
 				return o;
+	return NULL;
+}
+
+/*
+ * Default-domain ops onnxc does not compile because of what they need, not
+ * because they are missing: refused with the category named.
+ */
+static const struct {
+	const char *ops; /* space-separated */
+	const char *why;
+} refused_kinds[] = {
+	{ "StringConcat StringNormalizer StringSplit RegexFullMatch TfIdfVectorizer",
+	  "it works on strings, and onnxc has no string tensors" },
+	{ "SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert "
+	  "SequenceLength SequenceMap SplitToSequence ConcatFromSequence",
+	  "it works on sequences, and onnxc compiles tensors only" },
+	{ "Optional OptionalGetElement OptionalHasElement",
+	  "it works on optional values, and onnxc compiles tensors only" },
+	{ "NonMaxSuppression",
+	  "the shape of its output depends on the values of the boxes and scores, and onnxc "
+	  "compiles static shapes: export the model without the op and run the selection "
+	  "after it" },
+	{ "RandomNormal RandomNormalLike RandomUniform RandomUniformLike Bernoulli Multinomial",
+	  "it draws random numbers, and onnxc's inference models are deterministic" },
+	{ "ImageDecoder", "it decodes encoded images (bytes), and onnxc compiles tensors only" },
+};
+
+static const char *refused_kind(const char *op)
+{
+	size_t n = strlen(op);
+	for (size_t i = 0; i < sizeof refused_kinds / sizeof *refused_kinds; i++)
+		for (const char *p = refused_kinds[i].ops; (p = strstr(p, op)); p += n)
+			if ((p == refused_kinds[i].ops || p[-1] == ' ') && (!p[n] || p[n] == ' '))
+				return refused_kinds[i].why;
 	return NULL;
 }
 
@@ -776,8 +812,12 @@ static bool scan_graph(struct fe *fe, const char **names)
 		if (!default_domain(p->domain) && !known_domain(p->domain)) {
 			ir_node_error(fe->ctx, names[i], p->op_type,
 			              "domain '%s'%s is not supported (onnxc supports the default "
-			              "ONNX domain and some com.microsoft ops)",
-			              p->domain, domain_version(fe, p->domain));
+			              "ONNX domain and some com.microsoft ops)%s",
+			              p->domain, domain_version(fe, p->domain),
+			              !strcmp(p->domain, "ai.onnx.ml")
+			                      ? ": the classical machine-learning ops (trees, "
+			                        "linear models, encoders) are not compiled"
+			                      : "");
 			unsupported++;
 			continue;
 		}
@@ -788,9 +828,11 @@ static bool scan_graph(struct fe *fe, const char **names)
 			              domain_version(fe, p->domain));
 			unsupported++;
 		} else if (!op) {
-			ir_node_error(fe->ctx, names[i], p->op_type,
-			              "op is not supported by onnxc (default domain, opset %lld)",
-			              (long long)node_opset(fe, i));
+			const char *why = refused_kind(p->op_type);
+			ir_node_error(
+			        fe->ctx, names[i], p->op_type,
+			        "op is not supported by onnxc (default domain, opset %lld)%s%s",
+			        (long long)node_opset(fe, i), why ? ": " : "", why ? why : "");
 			unsupported++;
 		} else if (!node_version(fe, op, node_opset(fe, i))) {
 			int64_t opset = op->domain && op->domain[0] ? domain_opset(fe, op->domain)

@@ -269,6 +269,18 @@ def contrib_op_unsupported(d):
 
 
 @case
+def nonzero_runtime(d):
+    n = helper.make_node("NonZero", ["x"], ["y"], name="nz")
+    return model([n], [vi("x", [2, 2])], [vi("y", [2, 4], I64)])
+
+
+@case
+def sequence_op(d):
+    n = helper.make_node("SplitToSequence", ["x"], ["s"], name="split")
+    return model([n], [vi("x", [2, 2])], [helper.make_tensor_sequence_value_info("s", F, [1, 2])])
+
+
+@case
 def gelu_bad_approximate(d):
     n = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="fast")
     return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], opset=20)

@@ -355,6 +355,17 @@ def transformer_cases():
               [const("g", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     c["ms_skip_layer_norm"] = m
+    # data-dependent shapes folded at import: a constant condition becomes a
+    # gather of its indices; NonZero and Unique of constants become constants
+    c["dynamic_folded"] = model(
+        [helper.make_node("Compress", ["x", "keep"], ["y"], axis=1),
+         helper.make_node("NonZero", ["keep"], ["nz"]),
+         helper.make_node("Unique", ["u"], ["uy", "ui", "uinv", "uc"], sorted=0)],
+        [vi("x", F, [2, 4])],
+        [vi("y", F, [2, 2]), vi("nz", I64, [1, 2]), vi("uy", F, [3]), vi("ui", I64, [3]),
+         vi("uinv", I64, [5]), vi("uc", I64, [3])],
+        [const("keep", np.array([False, True, False, True])),
+         const("u", np.array([2, 1, 2, 3, 1], np.float32))], opset=13)
     return c
 
 

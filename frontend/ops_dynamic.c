@@ -1,0 +1,249 @@
+/*
+ * ops_dynamic.c - importers for ops whose output shape depends on the
+ * values of an input (NonZero, Compress, Unique).
+ *
+ * onnxc compiles static shapes, so these are evaluated at import when the
+ * deciding input is a constant (a weight, a folded expression, or a graph
+ * input bound with --const): NonZero and Unique become constants, Compress
+ * a Gather with constant indices (its data may still come at run time).
+ * Otherwise the node is refused with a diagnostic that says why and what a
+ * user can do. NonMaxSuppression is refused by import.c's list of ops
+ * onnxc does not compile (its boxes are in practice computed).
+ */
+#include "fe.h"
+
+#include <string.h>
+
+/* Input i's values decide the output's shape: true when they are known. */
+static bool need_values(struct fe_node *nd, int i)
+{
+	struct ir_value *v = fe_in(nd, i);
+	if (v && v->kind == IR_VAL_CONST && v->data)
+		return true;
+	return fe_fail(nd,
+	               "the shape of the output depends on the values of input %d '%s', which are "
+	               "computed at run time, and onnxc compiles static shapes: bind the graph "
+	               "input it comes from with --const INPUT=FILE.npy, or export the model "
+	               "without the op",
+	               i, v ? nd->proto->input[i] : "");
+}
+
+static bool fold_fits(struct fe_node *nd, int64_t work)
+{
+	if (!fe_fold_ok(nd->fe, work))
+		return fe_fail(nd,
+		               "evaluating the op at import (%lld element visits) exceeds the "
+		               "folding budget",
+		               (long long)work);
+	return true;
+}
+
+static bool imp_nonzero(struct fe_node *nd)
+{
+	struct ir_value *x;
+	int64_t n, nnz = 0, *out;
+	struct ir_type t = { .dtype = IR_I64, .rank = 2 };
+	if (!fe_inputs(nd, 1, 1) || !need_values(nd, 0))
+		return false;
+	x = nd->in[0];
+	n = ir_type_elems(&x->type);
+	if (!fold_fits(nd, n * (x->type.rank + 1)))
+		return false;
+	for (int64_t i = 0; i < n; i++)
+		nnz += ir_load_f64(x->type.dtype, x->data, (size_t)i) != 0;
+	if (!nnz)
+		return fe_fail(nd, "the input has no nonzero element: the output would be empty, "
+		                   "and onnxc has no empty tensors");
+	t.dims[0] = x->type.rank ? x->type.rank : 1;
+	t.dims[1] = nnz;
+	out = ir_arena_alloc(&nd->fe->m->arena, sizeof *out * (size_t)(t.dims[0] * nnz));
+	for (int64_t i = 0, k = 0; i < n; i++) {
+		int64_t rest = i;
+		if (ir_load_f64(x->type.dtype, x->data, (size_t)i) == 0)
+			continue;
+		for (int d = x->type.rank - 1; d >= 0; d--) {
+			out[d * nnz + k] = rest % x->type.dims[d];
+			rest /= x->type.dims[d];
+		}
+		if (!x->type.rank)
+			out[k] = 0;
+		k++;
+	}
+	fe_bind(nd, 0, fe_const(nd, 0, &t, out));
+	return true;
+}
+
+/* Output 0: x's slices along axis at the constant indices idx[0..n). */
+static bool gather_at(struct fe_node *nd, struct ir_value *x, int64_t axis, int64_t *idx, int64_t n)
+{
+	struct ir_type it = { .dtype = IR_I64, .rank = 1, .dims = { n } };
+	struct ir_value *in[2] = { x, fe_const(nd, -1, &it, idx) };
+	const char *name = fe_out_name(nd, 0);
+	struct ir_node *g = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
+	ir_set_i(nd->fe->m, g, "axis", axis);
+	if (!fe_finish(nd, g))
+		return false;
+	fe_bind(nd, 0, g->out[0]);
+	return true;
+}
+
+/* Compress: the slices along axis (of the flattened input without one)
+ * whose condition is true, as a Gather with their indices. */
+static bool imp_compress(struct fe_node *nd)
+{
+	bool has_axis = fe_has(nd, "axis");
+	int64_t axis = fe_int(nd, "axis", 0), len, k = 0, *idx;
+	struct ir_value *x, *c;
+	if (!fe_inputs(nd, 2, 2) || nd->failed || !need_values(nd, 1))
+		return false;
+	x = nd->in[0], c = nd->in[1];
+	if (c->type.dtype != IR_BOOL || c->type.rank != 1)
+		return fe_fail(nd, "condition must be a 1-D bool tensor");
+	if (has_axis) {
+		if ((axis = fe_axis(nd, axis, x->type.rank, "axis")) < 0)
+			return false;
+		len = x->type.dims[axis];
+	} else {
+		int64_t flat = ir_type_elems(&x->type);
+		if (!(x = fe_reshape(nd, x, &flat, 1, -1)))
+			return false;
+		len = flat, axis = 0;
+	}
+	if (c->type.dims[0] > len)
+		return fe_fail(nd, "condition has %lld entries for an axis of %lld",
+		               (long long)c->type.dims[0], (long long)len);
+	idx = ir_arena_alloc(&nd->fe->m->arena, sizeof *idx * (size_t)(c->type.dims[0] + 1));
+	for (int64_t i = 0; i < c->type.dims[0]; i++)
+		if (((const unsigned char *)c->data)[i])
+			idx[k++] = i;
+	if (!k)
+		return fe_fail(nd, "the condition selects nothing: the output would be empty, and "
+		                   "onnxc has no empty tensors");
+	return gather_at(nd, x, axis, idx, k);
+}
+
+/* Unique of a constant: slices along axis (elements, without one) compared
+ * by value, lexicographically. */
+struct uniq {
+	const struct ir_value *x;
+	int64_t inner, outer, len; /* slice i: [outer][i][inner] */
+};
+static int uniq_cmp_slices(const struct uniq *u, int64_t a, int64_t b)
+{
+	enum ir_dtype t = u->x->type.dtype;
+	for (int64_t o = 0; o < u->outer; o++)
+		for (int64_t j = 0; j < u->inner; j++) {
+			size_t ia = (size_t)((o * u->len + a) * u->inner + j),
+			       ib = (size_t)((o * u->len + b) * u->inner + j);
+			if (ir_dtypes[t].is_float) {
+				double va = ir_load_f64(t, u->x->data, ia),
+				       vb = ir_load_f64(t, u->x->data, ib);
+				if (va != vb)
+					return va < vb ? -1 : 1;
+			} else {
+				int64_t va = ir_load_i64(t, u->x->data, ia),
+				        vb = ir_load_i64(t, u->x->data, ib);
+				if (va != vb)
+					return va < vb ? -1 : 1;
+			}
+		}
+	return 0;
+}
+
+/* Sorts v[0..n) by slice, stably (a merge sort: qsort has no context). */
+static void uniq_sort(const struct uniq *u, int64_t *v, int64_t *tmp, int64_t n)
+{
+	int64_t h = n / 2, i = 0, j = h, k = 0;
+	if (n < 2)
+		return;
+	uniq_sort(u, v, tmp, h);
+	uniq_sort(u, v + h, tmp, n - h);
+	while (i < h && j < n)
+		tmp[k++] = uniq_cmp_slices(u, v[j], v[i]) < 0 ? v[j++] : v[i++];
+	while (i < h)
+		tmp[k++] = v[i++];
+	memcpy(v, tmp, sizeof *v * (size_t)k);
+}
+
+static bool imp_unique(struct fe_node *nd)
+{
+	bool has_axis = fe_has(nd, "axis");
+	int64_t axis = fe_int(nd, "axis", 0), sorted = fe_int(nd, "sorted", 1), nu = 0;
+	struct uniq u;
+	struct ir_value *x;
+	int64_t *order, *first, *inverse, *counts, *slot;
+	struct ir_type it = { .dtype = IR_I64, .rank = 1 };
+	struct ir_arena *a = &nd->fe->m->arena;
+	if (!fe_inputs(nd, 1, 1) || nd->failed || !need_values(nd, 0))
+		return false;
+	x = nd->in[0];
+	if (has_axis) {
+		if ((axis = fe_axis(nd, axis, x->type.rank, "axis")) < 0)
+			return false;
+	} else {
+		int64_t flat = ir_type_elems(&x->type);
+		if (!(x = fe_reshape(nd, x, &flat, 1, -1)))
+			return false;
+		axis = 0;
+	}
+	if (x->kind != IR_VAL_CONST || !x->data)
+		return fe_fail(nd, "the input could not be evaluated at import");
+	u.x = x, u.len = x->type.dims[axis], u.outer = 1, u.inner = 1;
+	for (int d = 0; d < x->type.rank; d++)
+		if (d != axis)
+			*(d < axis ? &u.outer : &u.inner) *= x->type.dims[d];
+	if (!u.len)
+		return fe_fail(nd, "the input is empty");
+	if (!fold_fits(nd, ir_type_elems(&x->type) * 64))
+		return false;
+	order = ir_arena_alloc(a, sizeof *order * (size_t)u.len);
+	first = ir_arena_alloc(a, sizeof *first * (size_t)u.len);
+	inverse = ir_arena_alloc(a, sizeof *inverse * (size_t)u.len);
+	counts = ir_arena_alloc(a, sizeof *counts * (size_t)u.len);
+	slot = ir_arena_alloc(a, sizeof *slot * (size_t)u.len);
+	for (int64_t i = 0; i < u.len; i++)
+		order[i] = i;
+	uniq_sort(&u, order, counts, u.len); /* counts: scratch until filled */
+	/* runs of equal slices in sorted order: slot[] numbers them */
+	for (int64_t i = 0; i < u.len; i++) {
+		if (!i || uniq_cmp_slices(&u, order[i - 1], order[i])) {
+			first[nu] = order[i];
+			counts[nu++] = 0;
+		}
+		slot[order[i]] = nu - 1;
+		counts[nu - 1]++;
+	}
+	if (!sorted) { /* renumber the uniques by their first occurrence */
+		int64_t *rank = ir_arena_alloc(a, sizeof *rank * (size_t)nu), *f2, *c2, m = 0;
+		f2 = ir_arena_alloc(a, sizeof *f2 * (size_t)nu);
+		c2 = ir_arena_alloc(a, sizeof *c2 * (size_t)nu);
+		for (int64_t i = 0; i < nu; i++)
+			rank[i] = -1;
+		for (int64_t i = 0; i < u.len; i++)
+			if (rank[slot[i]] < 0) {
+				f2[m] = first[slot[i]], c2[m] = counts[slot[i]];
+				rank[slot[i]] = m++;
+			}
+		for (int64_t i = 0; i < u.len; i++)
+			slot[i] = rank[slot[i]];
+		first = f2, counts = c2;
+	}
+	for (int64_t i = 0; i < u.len; i++)
+		inverse[i] = slot[i];
+	if (!gather_at(nd, x, axis, first, nu))
+		return false;
+	it.dims[0] = nu;
+	fe_bind(nd, 1, fe_const(nd, 1, &it, first));
+	it.dims[0] = u.len;
+	fe_bind(nd, 2, fe_const(nd, 2, &it, inverse));
+	it.dims[0] = nu;
+	fe_bind(nd, 3, fe_const(nd, 3, &it, counts));
+	return true;
+}
+
+const struct fe_op fe_ops_dynamic[] = {
+	{ "NonZero", imp_nonzero, IR_OP_COUNT, { 9, 13 } },
+	{ "Compress", imp_compress, IR_OP_GATHER, { 9, 11 } },
+	{ "Unique", imp_unique, IR_OP_GATHER, { 11 } },
+	{ NULL, NULL, 0, { 0 } },
+};
