@@ -452,12 +452,173 @@ static bool imp_ms_rotary(struct fe_node *nd)
 	return bind1(nd, rotate(nd, nd->in[0], cos, sin, inter != 0, rdim, heads, 0));
 }
 
+/* ------------------------------------------------------------------------ */
+/* State-space and KV-cache ops (opsets 24, 27)                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * CausalConvWithState (27): a depthwise causal convolution over [B, C, L]
+ * whose left context is the past state [B, C, K-1] (zeros without one),
+ * with an optional bias and SiLU; present_state is the last K-1 steps of
+ * the context and the input.
+ */
+static bool imp_causal_conv(struct fe_node *nd)
+{
+	const char *act = fe_str(nd, "activation", "none");
+	struct ir_value *x, *w, *past, *ctx, *parts[2], *y;
+	int64_t b, c, l, k, strides[1] = { 1 }, pads[2] = { 0, 0 }, dil[1] = { 1 };
+	bool silu;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 2, 4) || nd->failed || !float_input(nd, 0))
+		return false;
+	if (strcmp(act, "none") && strcmp(act, "silu") && strcmp(act, "swish"))
+		return fe_fail(nd, "activation '%s' is not one of 'none', 'silu' and 'swish'", act);
+	silu = strcmp(act, "none") != 0;
+	x = nd->in[0], w = nd->in[1], past = fe_in(nd, 3);
+	if (x->type.rank != 3 || w->type.rank != 3 || w->type.dims[0] != x->type.dims[1] ||
+	    w->type.dims[1] != 1)
+		return fe_fail(nd,
+		               "input must be [batch, channels, length] and weight [channels, 1, "
+		               "kernel]");
+	b = x->type.dims[0], c = x->type.dims[1], l = x->type.dims[2], k = w->type.dims[2];
+	if (k < 2 && nd->nout > 1 && nd->proto->output[1][0])
+		return fe_fail(nd, "a kernel of size 1 gives an empty present_state, which is not "
+		                   "supported (onnxc has no empty tensors)");
+	if (past) {
+		if (past->type.rank != 3 || past->type.dims[0] != b || past->type.dims[1] != c ||
+		    past->type.dims[2] != k - 1)
+			return fe_fail(nd, "past_state must be [%lld, %lld, %lld]", (long long)b,
+			               (long long)c, (long long)(k - 1));
+		parts[0] = past, parts[1] = x;
+		ctx = fe_concat(nd, parts, 2, 2, -1);
+	} else {
+		ctx = x;
+		pads[0] = k - 1; /* the zero context as the convolution's padding */
+	}
+	{
+		struct ir_value *in[3] = { ctx, w, fe_in(nd, 2) };
+		n = fe_emit(nd, IR_OP_CONV, in, in[2] ? 3 : 2, NULL, 1);
+		ir_set_ints(nd->fe->m, n, "strides", strides, 1);
+		ir_set_ints(nd->fe->m, n, "pads", pads, 2);
+		ir_set_ints(nd->fe->m, n, "dilations", dil, 1);
+		ir_set_i(nd->fe->m, n, "group", c);
+		if (!ctx || !fe_finish(nd, n))
+			return false;
+		y = n->out[0];
+	}
+	if (silu) /* in FP32 for half types, as the function body computes it */
+		y = as_type(nd,
+		            activate(nd,
+		                     as_type(nd, y, is_half(y->type.dtype) ? IR_F32 : y->type.dtype,
+		                             -1),
+		                     SWISH, 1, -1),
+		            x->type.dtype, -1);
+	if (!y)
+		return false;
+	fe_bind(nd, 0, y);
+	if (nd->nout < 2 || !nd->proto->output[1][0])
+		return true;
+	/* the last K-1 steps of context + input */
+	if (!past && l < k - 1) {
+		struct ir_type zt = { .dtype = x->type.dtype,
+			              .rank = 3,
+			              .dims = { b, c, k - 1 - l } };
+		void *zeros = ir_arena_alloc(
+		        &nd->fe->m->arena, (size_t)(ir_type_elems(&zt) * ir_dtype_size(zt.dtype)));
+		memset(zeros, 0, (size_t)(ir_type_elems(&zt) * ir_dtype_size(zt.dtype)));
+		parts[0] = fe_const(nd, -1, &zt, zeros), parts[1] = x;
+		fe_bind(nd, 1, fe_concat(nd, parts, 2, 2, 1));
+		return true;
+	}
+	l = ctx->type.dims[2];
+	fe_bind(nd, 1, fe_slice_axis(nd, ctx, 2, l - (k - 1), l, 1, 1));
+	return true;
+}
+
+/*
+ * TensorScatter (24): the KV-cache update. update [B, ..., S, ...] is
+ * written into past_cache [B, ..., max, ...] along axis at positions
+ * write_indices[b] + s (modulo max in circular mode; from 0 without
+ * write_indices): a scatter_elements with those positions as indices.
+ */
+static bool imp_tensor_scatter(struct fe_node *nd)
+{
+	const char *mode = fe_str(nd, "mode", "linear");
+	int64_t axis = fe_int(nd, "axis", -2), seq, max, shape[IR_MAX_RANK];
+	struct ir_value *past, *up, *wi, *pos, *idx;
+	struct ir_type rt = { .dtype = IR_I64 };
+	int64_t *r;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 2, 3) || nd->failed)
+		return false;
+	if (strcmp(mode, "linear") && strcmp(mode, "circular"))
+		return fe_fail(nd, "mode '%s' is not one of 'linear' and 'circular'", mode);
+	past = nd->in[0], up = nd->in[1], wi = fe_in(nd, 2);
+	if (up->type.rank != past->type.rank || up->type.rank < 2)
+		return fe_fail(nd, "update must have past_cache's rank (>= 2)");
+	if ((axis = fe_axis(nd, axis, past->type.rank, "axis")) < 0)
+		return false;
+	if (axis == 0)
+		return fe_fail(nd, "axis must not be the batch axis");
+	for (int d = 0; d < up->type.rank; d++)
+		if (d != axis && up->type.dims[d] != past->type.dims[d])
+			return fe_fail(nd, "update and past_cache differ in dimension %d", d);
+	seq = up->type.dims[axis], max = past->type.dims[axis];
+	if (seq > max)
+		return fe_fail(nd, "the update's %lld steps exceed the cache's %lld",
+		               (long long)seq, (long long)max);
+	/* s along axis, as [1, ..., S, ..., 1] */
+	rt.rank = up->type.rank;
+	for (int d = 0; d < rt.rank; d++)
+		rt.dims[d] = d == axis ? seq : 1;
+	r = ir_arena_alloc(&nd->fe->m->arena, sizeof *r * (size_t)seq);
+	for (int64_t s = 0; s < seq; s++)
+		r[s] = s;
+	pos = fe_const(nd, -1, &rt, r);
+	if (wi) {
+		if (wi->type.rank != 1 || wi->type.dims[0] != up->type.dims[0] ||
+		    !ir_dtypes[wi->type.dtype].is_int)
+			return fe_fail(nd, "write_indices must be [%lld] integers",
+			               (long long)up->type.dims[0]);
+		for (int d = 0; d < rt.rank; d++)
+			shape[d] = d ? 1 : up->type.dims[0];
+		pos = add(nd, pos, fe_reshape(nd, as_type(nd, wi, IR_I64, -1), shape, rt.rank, -1),
+		          -1);
+	}
+	if (!strcmp(mode, "circular")) {
+		struct ir_value *in[2] = { pos, fe_scalar(nd, IR_I64, (double)max) };
+		n = fe_emit(nd, IR_OP_MOD, in, 2, NULL, 1);
+		ir_set_i(nd->fe->m, n, "fmod", 0);
+		pos = pos && fe_finish(nd, n) ? n->out[0] : NULL;
+	}
+	if (!pos)
+		return false;
+	n = fe_emit(nd, IR_OP_EXPAND, &pos, 1, NULL, 1);
+	ir_set_ints(nd->fe->m, n, "shape", up->type.dims, up->type.rank);
+	if (!fe_finish(nd, n))
+		return false;
+	idx = n->out[0];
+	{
+		struct ir_value *in[3] = { past, idx, up };
+		const char *name = fe_out_name(nd, 0);
+		n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, in, 3, &name, 1);
+		ir_set_i(nd->fe->m, n, "axis", axis);
+		ir_set_s(nd->fe->m, n, "reduction", "none");
+		if (!fe_finish(nd, n))
+			return false;
+	}
+	fe_bind(nd, 0, n->out[0]);
+	return true;
+}
+
 #define MS "com.microsoft"
 const struct fe_op fe_ops_transformer[] = {
 	{ "Gelu", imp_gelu, IR_OP_ERF, { 20 } },
 	{ "Swish", imp_swish, IR_OP_SIGMOID, { 24 } },
 	{ "RMSNormalization", imp_rms_norm, IR_OP_REDUCE_SUM_SQUARE, { 23 } },
 	{ "RotaryEmbedding", imp_rotary, IR_OP_CONCAT, { 23 } },
+	{ "TensorScatter", imp_tensor_scatter, IR_OP_SCATTER_ELEMENTS, { 24 } },
+	{ "CausalConvWithState", imp_causal_conv, IR_OP_CONV, { 27 } },
 	{ "Gelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
 	{ "BiasGelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
 	{ "FastGelu", imp_ms_gelu, IR_OP_TANH, { 1 }, .domain = MS },

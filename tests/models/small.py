@@ -355,6 +355,17 @@ def transformer_cases():
               [const("g", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     c["ms_skip_layer_norm"] = m
+    # KV-cache update in circular mode: the positions wrap modulo the cache
+    c["tensor_scatter_circular"] = model(
+        [helper.make_node("TensorScatter", ["cache", "up", "w"], ["y"], mode="circular")],
+        [vi("cache", F, [2, 4, 3]), vi("up", F, [2, 2, 3]), vi("w", I64, [2])],
+        [vi("y", F, [2, 4, 3])], opset=24)
+    # causal depthwise convolution with SiLU: without a past state the zero
+    # context is the convolution's padding
+    c["causal_conv_silu"] = model(
+        [helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"], activation="silu")],
+        [vi("x", F, [1, 2, 5])], [vi("y", F, [1, 2, 5]), vi("state", F, [1, 2, 2])],
+        [const("w", np.ones((2, 1, 3), np.float32))], opset=27)
     # data-dependent shapes folded at import: a constant condition becomes a
     # gather of its indices; NonZero and Unique of constants become constants
     c["dynamic_folded"] = model(
