@@ -190,6 +190,21 @@ bool ir_infer_logic(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return broadcast_all(n, 0, out, err, errlen);
 }
 
+/* BitwiseNot/And/Or/Xor on integers; BitShift on unsigned integers only. */
+bool ir_infer_bitwise(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	enum ir_dtype t = T(0)->dtype;
+	bool shift = n->op == IR_OP_BIT_SHIFT;
+	if (!is_int(t) || (shift && ir_dtypes[t].is_signed))
+		FAIL("type %s is not supported (needs %s)", ir_dtype_name(t),
+		     shift ? "an unsigned integer type" : "an integer type");
+	if (n->nin == 1) {
+		out[0] = *T(0);
+		return true;
+	}
+	return same_dtype(n, 0, 1, err, errlen) && broadcast_all(n, 0, out, err, errlen);
+}
+
 bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	if (T(0)->dtype != IR_BOOL)

@@ -85,6 +85,7 @@ IR_OP(HARD_SIGMOID,       "hard_sigmoid",       "HardSigmoid",           1, 1,  
 IR_OP(SHRINK,             "shrink",             "Shrink",                1, 1,  1, 1,  ELTWISE, CLEAR,   cheap,         numeric,          eltwise,          plain,             unary,            fused,            "bias:f lambd:f")
 IR_OP(CLIP,               "clip",               "Clip",                  1, 1,  1, 1,  ELTWISE, CLEAR,   clamps,        numeric,          eltwise,          clip,              unary,            fused,            "min:f max:f")
 IR_OP(NOT,                "not",                "Not",                   1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      bool,             eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_NOT,            "bit_not",            "BitwiseNot",            1, 1,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
 IR_OP(ISNAN,              "isnan",              "IsNaN",                 1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      isnan,            eltwise,          plain,             none,             fused,            "")
 IR_OP(ISINF,              "isinf",              "IsInf",                 1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      isnan,            eltwise,          plain,             none,             fused,            "detect_negative:i detect_positive:i")
 IR_OP(CAST,               "cast",               "Cast",                  1, 1,  1, 1,  ELTWISE, SPECIAL, cast,          cast,             eltwise,          plain,             cast,             fused,            "to:t")
@@ -107,6 +108,10 @@ IR_OP(GREATER_EQUAL,      "greater_equal",      "GreaterOrEqual",        2, 2,  
 IR_OP(AND,                "and",                "And",                   2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
 IR_OP(OR,                 "or",                 "Or",                    2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
 IR_OP(XOR,                "xor",                "Xor",                   2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_AND,            "bit_and",            "BitwiseAnd",            2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_OR,             "bit_or",             "BitwiseOr",             2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_XOR,            "bit_xor",            "BitwiseXor",            2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_SHIFT,          "bit_shift",          "BitShift",              2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          bit_shift,         none,             fused,            "left:i")
 IR_OP(WHERE,              "where",              "Where",                 3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         where,            eltwise,          plain,             where,            fused,            "")
 /* dropout in training: x, seed (i64 scalar); the mask is drawn from the
  * seed, the salt and the element's index (docs/ir.md#dropout) */
