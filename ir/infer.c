@@ -493,7 +493,8 @@ bool ir_infer_lrn(const struct ir_node *n, struct ir_type *out, char *err, size_
 bool ir_infer_axis_op(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	int64_t axis = ir_attr_i(n, "axis");
-	bool num_ok = n->op == IR_OP_CUMSUM ? is_numeric(T(0)->dtype) : is_float(T(0)->dtype);
+	bool scan = n->op == IR_OP_CUMSUM || n->op == IR_OP_CUMPROD;
+	bool num_ok = scan ? is_numeric(T(0)->dtype) : is_float(T(0)->dtype);
 	if (!num_ok)
 		FAIL("type %s is not supported", ir_dtype_name(T(0)->dtype));
 	if (axis < 0 || axis >= T(0)->rank)

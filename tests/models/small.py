@@ -174,6 +174,11 @@ def cases():
         [const("k", np.array([3, 3, 3], np.uint8)), const("s", np.array([1, 8, 200], np.uint8))],
         opset=18)
 
+    # CumProd: CumSum's importer, a negative axis normalized
+    c["cumprod_forms"] = model(
+        [helper.make_node("CumProd", ["x", "ax"], ["y"], exclusive=1, reverse=1)],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [const("ax", np.int32(-1))], opset=26)
+
     # nodes listed out of order must be sorted topologically
     c["unsorted"] = model(
         [helper.make_node("Relu", ["t"], ["y"]),
