@@ -232,9 +232,9 @@ static void desc_cumsum(FILE *f, const struct rt_cumsum_desc *d)
 {
 	fprintf(f,
 	        "{ .dtype = %d, .exclusive = %d, .reverse = %d, .outer = %lld, .axis = %lld, "
-	        ".inner = %lld }",
+	        ".inner = %lld, .prod = %d }",
 	        d->dtype, d->exclusive, d->reverse, (long long)d->outer, (long long)d->axis,
-	        (long long)d->inner);
+	        (long long)d->inner, d->prod);
 }
 
 static void desc_gather(FILE *f, const struct rt_gather_desc *d)

@@ -507,6 +507,7 @@ static LLVMValueRef emit_int_unary(struct gen *g, const struct ir_node *n, LLVMV
 		return LLVMBuildSub(b, gt, lt, "");
 	}
 	case IR_OP_RELU: return s ? sel(g, LLVMBuildICmp(b, LLVMIntSLT, x, zero, ""), zero, x) : x;
+	case IR_OP_BIT_NOT: return LLVMBuildNot(b, x, "");
 	case IR_OP_CLIP:
 	case IR_OP_SHRINK: {
 		/* compute through f64, exactly enough for the attribute values */
@@ -594,6 +595,20 @@ static LLVMValueRef emit_binary(struct gen *g, const struct ir_node *n, LLVMValu
 			           LLVMBuildFMul(b, a, bv, ""), a);
 		return sel(g, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstNull(LLVMTypeOf(a)), ""),
 		           LLVMBuildMul(b, a, bv, ""), a);
+	case IR_OP_BIT_AND: return LLVMBuildAnd(b, a, bv, "");
+	case IR_OP_BIT_OR: return LLVMBuildOr(b, a, bv, "");
+	case IR_OP_BIT_XOR: return LLVMBuildXor(b, a, bv, "");
+	case IR_OP_BIT_SHIFT: {
+		/* LLVM's shifts by the width or more are poison; ONNX's give 0 */
+		LLVMTypeRef ty = LLVMTypeOf(a);
+		LLVMValueRef zero = LLVMConstNull(ty);
+		LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, bv,
+		                                 LLVMConstInt(ty, LLVMGetIntTypeWidth(ty), 0), "");
+		LLVMValueRef amt = sel(g, big, zero, bv);
+		LLVMValueRef r = ir_attr_i(n, "left") ? LLVMBuildShl(b, a, amt, "")
+		                                      : LLVMBuildLShr(b, a, amt, "");
+		return sel(g, big, zero, r);
+	}
 	case IR_OP_POW: {
 		/* the exponent may have another type: compute in the base's float
 		 * type (f64 for integer bases, exact for exact results) */

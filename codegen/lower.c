@@ -525,6 +525,7 @@ static bool lower_arg(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* CumSum, CumProd */
 static bool lower_cumsum(struct lower *l, struct ir_node *n)
 {
 	struct cg_step *s = lib_step(l, n, CG_LIB_CUMSUM, 1, 2, n->out[0], n->in[0]);
@@ -532,6 +533,7 @@ static bool lower_cumsum(struct lower *l, struct ir_node *n)
 	d->dtype = rt_dtype(n->in[0]->type.dtype);
 	d->exclusive = (int)ir_attr_i(n, "exclusive");
 	d->reverse = (int)ir_attr_i(n, "reverse");
+	d->prod = n->op == IR_OP_CUMPROD;
 	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
 	return true;
 }

@@ -676,6 +676,15 @@ static bool ex_scatter_elements(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/* BitShift: the IR's left flag as ONNX's direction. */
+static bool ex_bit_shift(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 0);
+	ex_ir_inputs(en);
+	ex_attr_s(en, "direction", ir_attr_i(n, "left") ? "LEFT" : "RIGHT");
+	return true;
+}
+
 /* CumSum: the axis as a scalar input. */
 static bool ex_cumsum(struct ex *ex, const struct ir_node *n)
 {
@@ -763,6 +772,7 @@ static bool ex_mish(struct ex *ex, const struct ir_node *n)
 /* The writers the export column of ops.h names (ex_op_<export>). */
 static const struct ex_op ex_op_plain = { ex_plain };
 static const struct ex_op ex_op_window_pool = { ex_window_pool };
+static const struct ex_op ex_op_bit_shift = { ex_bit_shift };
 static const struct ex_op ex_op_clip = { ex_clip };
 static const struct ex_op ex_op_conv = { ex_conv };
 static const struct ex_op ex_op_cumsum = { ex_cumsum };

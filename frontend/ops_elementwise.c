@@ -95,6 +95,23 @@ static bool imp_mod(struct fe_node *nd)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
+static bool imp_bit_shift(struct fe_node *nd)
+{
+	const char *dir = fe_str(nd, "direction", NULL);
+	const char *name;
+	struct ir_node *n;
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	if (!dir)
+		return fe_fail(nd, "attribute 'direction' is required");
+	if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+		return fe_fail(nd, "direction '%s' is not LEFT or RIGHT", dir);
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_BIT_SHIFT, nd->in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "left", strcmp(dir, "LEFT") == 0);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
+}
+
 static bool imp_clip(struct fe_node *nd)
 {
 	float lo = -INFINITY, hi = INFINITY;
@@ -388,6 +405,11 @@ const struct fe_op fe_ops_elementwise[] = {
 	U("Or", OR, 7),
 	U("Xor", XOR, 7),
 	U("Where", WHERE, 9, 16),
+	U("BitwiseNot", BIT_NOT, 18),
+	U("BitwiseAnd", BIT_AND, 18),
+	U("BitwiseOr", BIT_OR, 18),
+	U("BitwiseXor", BIT_XOR, 18),
+	{ "BitShift", imp_bit_shift, IR_OP_BIT_SHIFT, { 11 } },
 	{ "LeakyRelu", imp_leaky_relu, IR_OP_LEAKY_RELU, { 6, 16 } },
 	{ "Elu", imp_elu, IR_OP_ELU, { 6, 22 } },
 	{ "Celu", imp_celu, IR_OP_CELU, { 12 } },

@@ -1043,6 +1043,7 @@ static bool imp_arg(struct fe_node *nd)
 	return finish1(nd, n);
 }
 
+/* CumSum, CumProd */
 static bool imp_cumsum(struct fe_node *nd)
 {
 	int64_t excl = fe_int(nd, "exclusive", 0), rev = fe_int(nd, "reverse", 0), *axis;
@@ -1055,7 +1056,7 @@ static bool imp_cumsum(struct fe_node *nd)
 	if ((axis[0] = fe_axis(nd, axis[0], nd->in[0]->type.rank, "axis")) < 0)
 		return false;
 	name = fe_out_name(nd, 0);
-	n = fe_emit(nd, IR_OP_CUMSUM, nd->in, 1, &name, 1);
+	n = fe_emit(nd, nd->def->ir, nd->in, 1, &name, 1);
 	ir_set_i(nd->fe->m, n, "axis", axis[0]);
 	ir_set_i(nd->fe->m, n, "exclusive", excl != 0);
 	ir_set_i(nd->fe->m, n, "reverse", rev != 0);
@@ -1097,5 +1098,6 @@ const struct fe_op fe_ops_nn[] = {
 	{ "ArgMax", imp_arg, IR_OP_ARGMAX, { 1, 11, 12, 13 } },
 	{ "ArgMin", imp_arg, IR_OP_ARGMIN, { 1, 11, 12, 13 } },
 	{ "CumSum", imp_cumsum, IR_OP_CUMSUM, { 11, 14 } },
+	{ "CumProd", imp_cumsum, IR_OP_CUMPROD, { 26 } },
 	{ NULL, NULL, 0, { 0 } },
 };

@@ -1,6 +1,6 @@
 /*
  * eval_reduce.c - reference evaluators for reductions and the ops that work
- * along one axis: argmax/argmin, cumsum, softmax, log_softmax, hardmax.
+ * along one axis: argmax/argmin, cumsum, cumprod, softmax, log_softmax, hardmax.
  *
  * A reduction splits the input's dimensions into kept and reduced ones and
  * walks the reduced index space once per kept index. Floats accumulate in
@@ -170,26 +170,28 @@ bool eval_arg(struct fold *f)
 	return true;
 }
 
+/* cumsum and cumprod: floats accumulate in double, integers wrap in uint64 */
 bool eval_cumsum(struct fold *f)
 {
 	struct lanes l = lanes_of(f);
 	bool excl = ir_attr_i(f->n, "exclusive") != 0, rev = ir_attr_i(f->n, "reverse") != 0;
-	bool flt = isf(IN(0)->type.dtype);
+	bool flt = isf(IN(0)->type.dtype), prod = f->n->op == IR_OP_CUMPROD;
 	for (int64_t o = 0; o < l.outer; o++)
 		for (int64_t i = 0; i < l.inner; i++) {
-			double acc = 0;
-			uint64_t iacc = 0;
+			double acc = prod;
+			uint64_t iacc = prod;
 			for (int64_t j = 0; j < l.dim; j++) {
 				int64_t at = o * l.dim * l.inner + i +
 				             (rev ? l.dim - 1 - j : j) * l.inner;
 				if (flt) {
-					double x = getf(IN(0), at);
-					putf(f, 0, at, excl ? acc : acc + x);
-					acc += x;
+					double x = getf(IN(0), at), next = prod ? acc * x : acc + x;
+					putf(f, 0, at, excl ? acc : next);
+					acc = next;
 				} else {
 					uint64_t x = (uint64_t)geti(IN(0), at);
-					puti(f, 0, at, (int64_t)(excl ? iacc : iacc + x));
-					iacc += x;
+					uint64_t next = prod ? iacc * x : iacc + x;
+					puti(f, 0, at, (int64_t)(excl ? iacc : next));
+					iacc = next;
 				}
 			}
 		}

@@ -169,6 +169,7 @@ static bool unary_i(enum ir_op op, const struct ir_node *n, int64_t x, int64_t *
 	case IR_OP_ABS: *r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; break;
 	case IR_OP_SIGN: *r = x > 0 ? 1 : x < 0 ? -1 : 0; break;
 	case IR_OP_RELU: *r = x > 0 ? x : 0; break;
+	case IR_OP_BIT_NOT: *r = ~x; break; /* the store truncates to the type's width */
 	case IR_OP_CLIP: {
 		double lo = ir_attr_f(n, "min"), hi = ir_attr_f(n, "max");
 		*r = (double)x < lo ? sat_i64(lo) : (double)x > hi ? sat_i64(hi) : x;
@@ -242,6 +243,15 @@ static bool binary_i(enum ir_op op, const struct ir_node *n, int64_t a, int64_t 
 	case IR_OP_MIN: *r = a < b ? a : b; break;
 	case IR_OP_MAX: *r = a > b ? a : b; break;
 	case IR_OP_PRELU: *r = a >= 0 ? a : (int64_t)((uint64_t)a * ub); break;
+	case IR_OP_BIT_AND: *r = a & b; break;
+	case IR_OP_BIT_OR: *r = a | b; break;
+	case IR_OP_BIT_XOR: *r = a ^ b; break;
+	case IR_OP_BIT_SHIFT:
+		/* unsigned operands, zero-extended: a shift by the type's width or
+		 * more leaves 0 (numpy's, so ONNX's reference), and so does one of
+		 * 64 or more here; below 64 the store's truncation does the rest */
+		*r = ub >= 64 ? 0 : (int64_t)(ir_attr_i(n, "left") ? ua << ub : ua >> ub);
+		break;
 	default: return false;
 	}
 	return true;

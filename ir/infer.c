@@ -190,6 +190,21 @@ bool ir_infer_logic(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return broadcast_all(n, 0, out, err, errlen);
 }
 
+/* BitwiseNot/And/Or/Xor on integers; BitShift on unsigned integers only. */
+bool ir_infer_bitwise(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	enum ir_dtype t = T(0)->dtype;
+	bool shift = n->op == IR_OP_BIT_SHIFT;
+	if (!is_int(t) || (shift && ir_dtypes[t].is_signed))
+		FAIL("type %s is not supported (needs %s)", ir_dtype_name(t),
+		     shift ? "an unsigned integer type" : "an integer type");
+	if (n->nin == 1) {
+		out[0] = *T(0);
+		return true;
+	}
+	return same_dtype(n, 0, 1, err, errlen) && broadcast_all(n, 0, out, err, errlen);
+}
+
 bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	if (T(0)->dtype != IR_BOOL)
@@ -478,7 +493,8 @@ bool ir_infer_lrn(const struct ir_node *n, struct ir_type *out, char *err, size_
 bool ir_infer_axis_op(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	int64_t axis = ir_attr_i(n, "axis");
-	bool num_ok = n->op == IR_OP_CUMSUM ? is_numeric(T(0)->dtype) : is_float(T(0)->dtype);
+	bool scan = n->op == IR_OP_CUMSUM || n->op == IR_OP_CUMPROD;
+	bool num_ok = scan ? is_numeric(T(0)->dtype) : is_float(T(0)->dtype);
 	if (!num_ok)
 		FAIL("type %s is not supported", ir_dtype_name(T(0)->dtype));
 	if (axis < 0 || axis >= T(0)->rank)

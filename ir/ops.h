@@ -85,6 +85,7 @@ IR_OP(HARD_SIGMOID,       "hard_sigmoid",       "HardSigmoid",           1, 1,  
 IR_OP(SHRINK,             "shrink",             "Shrink",                1, 1,  1, 1,  ELTWISE, CLEAR,   cheap,         numeric,          eltwise,          plain,             unary,            fused,            "bias:f lambd:f")
 IR_OP(CLIP,               "clip",               "Clip",                  1, 1,  1, 1,  ELTWISE, CLEAR,   clamps,        numeric,          eltwise,          clip,              unary,            fused,            "min:f max:f")
 IR_OP(NOT,                "not",                "Not",                   1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      bool,             eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_NOT,            "bit_not",            "BitwiseNot",            1, 1,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
 IR_OP(ISNAN,              "isnan",              "IsNaN",                 1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      isnan,            eltwise,          plain,             none,             fused,            "")
 IR_OP(ISINF,              "isinf",              "IsInf",                 1, 1,  1, 1,  ELTWISE, CLEAR,   compares,      isnan,            eltwise,          plain,             none,             fused,            "detect_negative:i detect_positive:i")
 IR_OP(CAST,               "cast",               "Cast",                  1, 1,  1, 1,  ELTWISE, SPECIAL, cast,          cast,             eltwise,          plain,             cast,             fused,            "to:t")
@@ -107,6 +108,10 @@ IR_OP(GREATER_EQUAL,      "greater_equal",      "GreaterOrEqual",        2, 2,  
 IR_OP(AND,                "and",                "And",                   2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
 IR_OP(OR,                 "or",                 "Or",                    2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
 IR_OP(XOR,                "xor",                "Xor",                   2, 2,  1, 1,  ELTWISE, CLEAR,   compares,      logic,            eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_AND,            "bit_and",            "BitwiseAnd",            2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_OR,             "bit_or",             "BitwiseOr",             2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_XOR,            "bit_xor",            "BitwiseXor",            2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
+IR_OP(BIT_SHIFT,          "bit_shift",          "BitShift",              2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          bit_shift,         none,             fused,            "left:i")
 IR_OP(WHERE,              "where",              "Where",                 3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         where,            eltwise,          plain,             where,            fused,            "")
 /* dropout in training: x, seed (i64 scalar); the mask is drawn from the
  * seed, the salt and the element's index (docs/ir.md#dropout) */
@@ -145,6 +150,7 @@ IR_OP(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", "ReduceLogSumExp",       1, 1,  
 IR_OP(ARGMAX,             "argmax",             "ArgMax",                1, 1,  1, 1,  REDUCE,  CLEAR,   moves,         arg,              arg,              plain,             none,             arg,              "axis:i keepdims:i select_last_index:i")
 IR_OP(ARGMIN,             "argmin",             "ArgMin",                1, 1,  1, 1,  REDUCE,  CLEAR,   moves,         arg,              arg,              plain,             none,             arg,              "axis:i keepdims:i select_last_index:i")
 IR_OP(CUMSUM,             "cumsum",             "CumSum",                1, 1,  1, 1,  COMPUTE, DENY,    reduces,       axis_op,          cumsum,           cumsum,            cumsum,           cumsum,           "axis:i exclusive:i reverse:i")
+IR_OP(CUMPROD,            "cumprod",            "CumProd",               1, 1,  1, 1,  COMPUTE, INFER,   prod,          axis_op,          cumsum,           cumsum,            cumprod,          cumsum,           "axis:i exclusive:i reverse:i")
 /* data movement (shape-valued operands are attributes, fully resolved) */
 IR_OP(RESHAPE,            "reshape",            "Reshape",               1, 1,  1, 1,  MOVE,    CLEAR,   moves,         reshape,          reshape,          reshape,           reshape,          view,             "shape:I")
 IR_OP(TRANSPOSE,          "transpose",          "Transpose",             1, 1,  1, 1,  MOVE,    CLEAR,   moves,         transpose,        transpose,        plain,             transpose,        transpose,        "perm:I")

@@ -106,6 +106,7 @@ static const struct amp_why amp_cast = {
 	"existing casts are repainted to the precision around them or folded"
 };
 static const struct amp_why amp_pow = { "overflows FP16 easily; TensorFlow and TVM keep it FP32" };
+static const struct amp_why amp_bits = { "integer bit operations: no precision to choose" };
 static const struct amp_why amp_mod = { "loses all precision for large quotients: FP32" };
 static const struct amp_why amp_dropout = {
 	"scales by 1/(1-ratio) or zeroes: as exact as a multiply"

@@ -1,6 +1,6 @@
 /*
- * grad_reduce.c - gradient rules of the reductions, the softmax family
- * and cumsum (ir/eval_reduce.c).
+ * grad_reduce.c - gradient rules of the reductions, the softmax family,
+ * cumsum and cumprod (ir/eval_reduce.c).
  *
  * A reduction's gradient is the incoming gradient broadcast back over the
  * reduced axes, times the reduction's derivative.
@@ -8,6 +8,7 @@
 #include "grad.h"
 
 #include <math.h>
+#include <string.h>
 
 bool grad_softmax(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 {
@@ -104,5 +105,55 @@ bool grad_cumsum(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	c = ad_again(a, n, dy[0]);
 	ir_set_i(a->m, c, "reverse", !ir_attr_i(n, "reverse"));
 	ad_contrib(a, n, 0, ad_fin(a, c));
+	return true;
+}
+
+/*
+ * cumprod: y_j is the product of the x_k in j's prefix (suffix when
+ * reverse), x_j itself included unless exclusive, so dx_i is the sum, over
+ * the j whose prefix holds i, of dy_j times that prefix's product without
+ * x_i. For every i at once: the same scan over x with x_i replaced by 1, on
+ * a new axis of length n ahead of the scanned one, masked to those j and
+ * summed over them. No division, so exact where x has zeros; it takes n
+ * times the memory of x.
+ */
+bool grad_cumprod(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	struct ir_value *x = n->in[0], *m, *p;
+	const struct ir_type *t = &x->type;
+	int ax = (int)ir_attr_i(n, "axis"), r = t->rank;
+	bool excl = ir_attr_i(n, "exclusive") != 0, rev = ir_attr_i(n, "reverse") != 0;
+	int64_t len = t->dims[ax], j_axis = ax + 1;
+	struct ir_type row = *t, grid = { .dtype = IR_BOOL, .rank = r + 1 };
+	double *eye, *dep;
+	struct ir_node *c;
+	if (!ad_wants(a, n, 0))
+		return true;
+	if (r + 1 > IR_MAX_RANK) {
+		ir_node_error(a->m->ctx, n->name, ir_ops[n->op].name,
+		              "no gradient for cumprod on a rank-%d tensor", r);
+		return false;
+	}
+	/* row: x with a 1 ahead of the axis; grid: [i, j] over the two axes */
+	memmove(row.dims + ax + 1, row.dims + ax, sizeof(int64_t) * (size_t)(r - ax));
+	row.dims[ax] = 1;
+	row.rank = r + 1;
+	for (int d = 0; d <= r; d++)
+		grid.dims[d] = d == ax || d == ax + 1 ? len : 1;
+	eye = ir_arena_alloc(&a->m->arena, sizeof *eye * (size_t)(len * len + 1));
+	dep = ir_arena_alloc(&a->m->arena, sizeof *dep * (size_t)(len * len + 1));
+	for (int64_t i = 0; i < len; i++)
+		for (int64_t j = 0; j < len; j++) {
+			eye[i * len + j] = i == j;
+			dep[i * len + j] = rev ? (excl ? j < i : j <= i) : (excl ? j > i : j >= i);
+		}
+	m = ad_where(a, ad_constant(a, &grid, eye), ad_sc(a, x, 1), ad_reshape_to(a, x, &row));
+	c = ad_node(a, IR_OP_CUMPROD, &m, 1, 1);
+	ir_set_i(a->m, c, "axis", ax + 1);
+	ir_set_i(a->m, c, "exclusive", excl);
+	ir_set_i(a->m, c, "reverse", rev);
+	p = ad_op2(a, IR_OP_MUL, ad_fin(a, c), ad_reshape_to(a, dy[0], &row));
+	p = ad_where(a, ad_constant(a, &grid, dep), p, ad_sc(a, x, 0));
+	ad_contrib(a, n, 0, ad_reduce(a, IR_OP_REDUCE_SUM, p, &j_axis, 1, false));
 	return true;
 }

@@ -329,12 +329,14 @@ struct rt_arg_desc {
 };
 int rt_arg(struct rt_ctx *ctx, const struct rt_arg_desc *d, const void *x, int64_t *y);
 
-/* CumSum over the middle axis of [outer, axis, inner]. f32, f64, i32, i64. */
+/* CumSum (or CumProd) over the middle axis of [outer, axis, inner]. f32,
+ * f64, i32, i64. */
 struct rt_cumsum_desc {
 	int dtype;
 	int exclusive, reverse;
 	int64_t outer, axis, inner;
 	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
+	int prod;   /* 1: the running product (CumProd), 0: the running sum */
 };
 int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x, void *y);
 

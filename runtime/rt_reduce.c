@@ -1,6 +1,6 @@
 /*
  * rt_reduce.c - reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin
- * and CumSum.
+ * and CumSum/CumProd.
  *
  * rt_reduce first puts the shape in a canonical form: dimensions of size 1
  * are dropped (reducing or keeping them changes nothing) and neighbours
@@ -37,8 +37,8 @@
  * ArgMax/ArgMin over rows make two vectorizable passes (the extreme value,
  * then its first or last position); over strided lanes they keep a running
  * best value and index per column. NaNs are handled as the reference does.
- * CumSum accumulates floats in double and integers in wrapping 64-bit
- * arithmetic.
+ * CumSum and CumProd accumulate floats in double and integers in wrapping
+ * 64-bit arithmetic.
  */
 #include "onnxc_rt.h"
 #include "rt_index_reduce.h"
@@ -583,7 +583,7 @@ static const struct arg_fns *arg_fns_of(int dtype)
 typedef void (*cum_fn)(const void *x, void *y, int64_t axis, int64_t inner, int64_t w, int excl,
                        int rev);
 
-/* An [outer, axis, inner] job: ArgMax/ArgMin or CumSum. */
+/* An [outer, axis, inner] job: ArgMax/ArgMin or CumSum/CumProd. */
 struct axis_job {
 	const char *x;
 	char *y;
@@ -657,51 +657,58 @@ int rt_arg(struct rt_ctx *ctx, const struct rt_arg_desc *d, const void *x, int64
 }
 
 /* ------------------------------------------------------------------------ */
-/* CumSum                                                                   */
+/* CumSum, CumProd                                                          */
 /* ------------------------------------------------------------------------ */
 
 /*
  * Floats accumulate in double, integers in uint64 (wrapping like ONNX's
- * integer arithmetic). x and y may be the same buffer: every element is
- * read before its own position is written.
+ * integer arithmetic); OP is + (CumSum) or * (CumProd) and ID its identity.
+ * x and y may be the same buffer: every element is read before its own
+ * position is written.
  */
 
-#define CUMSUM(NAME, T, A)                                                                 \
+#define CUMSCAN(NAME, T, A, OP, ID)                                                        \
 	static void NAME(const void *xv, void *yv, int64_t axis, int64_t inner, int64_t w, \
 	                 int excl, int rev)                                                \
 	{                                                                                  \
 		const T *x = xv;                                                           \
 		T *y = yv;                                                                 \
-		A acc[CW] = { 0 }, one = 0;                                                \
+		A acc[CW], one = ID;                                                       \
 		int64_t step = rev ? -inner : inner, at = rev ? (axis - 1) * inner : 0;    \
-		if (w == 1) { /* one lane: keep its sum in a register */                   \
+		if (w == 1) { /* one lane: keep its running value in a register */         \
 			for (int64_t t = 0; t < axis; t++, at += step) {                   \
-				A next = one + (A)x[at];                                   \
+				A next = one OP(A) x[at];                                  \
 				y[at] = (T)(excl ? one : next);                            \
 				one = next;                                                \
 			}                                                                  \
 			return;                                                            \
 		}                                                                          \
+		for (int64_t c = 0; c < w; c++)                                            \
+			acc[c] = ID;                                                       \
 		for (int64_t t = 0; t < axis; t++, at += step)                             \
 			for (int64_t c = 0; c < w; c++) {                                  \
-				A next = acc[c] + (A)x[at + c];                            \
+				A next = acc[c] OP(A) x[at + c];                           \
 				y[at + c] = (T)(excl ? acc[c] : next);                     \
 				acc[c] = next;                                             \
 			}                                                                  \
 	}
 
-CUMSUM(cum_f32, float, double)
-CUMSUM(cum_f64, double, double)
-CUMSUM(cum_i32, int32_t, uint64_t)
-CUMSUM(cum_i64, int64_t, uint64_t)
+CUMSCAN(cum_f32, float, double, +, 0)
+CUMSCAN(cum_f64, double, double, +, 0)
+CUMSCAN(cum_i32, int32_t, uint64_t, +, 0)
+CUMSCAN(cum_i64, int64_t, uint64_t, +, 0)
+CUMSCAN(cumprod_f32, float, double, *, 1)
+CUMSCAN(cumprod_f64, double, double, *, 1)
+CUMSCAN(cumprod_i32, int32_t, uint64_t, *, 1)
+CUMSCAN(cumprod_i64, int64_t, uint64_t, *, 1)
 
-static cum_fn cum_fn_of(int dtype)
+static cum_fn cum_fn_of(int dtype, int prod)
 {
 	switch (dtype) {
-	case RT_F32: return cum_f32;
-	case RT_F64: return cum_f64;
-	case RT_I32: return cum_i32;
-	case RT_I64: return cum_i64;
+	case RT_F32: return prod ? cumprod_f32 : cum_f32;
+	case RT_F64: return prod ? cumprod_f64 : cum_f64;
+	case RT_I32: return prod ? cumprod_i32 : cum_i32;
+	case RT_I64: return prod ? cumprod_i64 : cum_i64;
 	default: return NULL;
 	}
 }
@@ -728,7 +735,7 @@ static void cum_cols(void *arg, int64_t b, int64_t e)
 
 int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x, void *y)
 {
-	cum_fn fn = cum_fn_of(d->dtype);
+	cum_fn fn = cum_fn_of(d->dtype, d->prod);
 	struct axis_job jb = axis_job_of(x, y, d->outer, d->axis, d->inner, d->dtype,
 	                                 (d->exclusive ? 1 : 0) | (d->reverse ? 2 : 0));
 	jb.cum = fn;

@@ -1,6 +1,6 @@
 /*
  * rtc_reduce.cu - reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin
- * and CumSum on the GPU, with rt_reduce.c's semantics.
+ * and CumSum/CumProd on the GPU, with rt_reduce.c's semantics.
  *
  * A reduction is first put in rt_reduce.c's canonical form (rtc_red_canon:
  * size-1 dims dropped, neighbours merged), then one of two kernels runs:
@@ -21,7 +21,7 @@
  * reference's rule, when there are many lanes or short ones; long rows
  * take a group of threads that reduce (value, index) candidates by the
  * same rule in parallel (RTC_ARG_BETTER, with the NaN cases settled
- * first). CumSum likewise runs a thread per lane, or a block per lane with
+ * first). CumSum and CumProd likewise runs a thread per lane, or a block per lane with
  * a chunked block scan; floats accumulate in FP64 as on the CPU, integers
  * wrap in 64 bits. x and y may be the same buffer.
  */
@@ -591,7 +591,7 @@ int rtc_arg(struct rtc_model *m, const struct rt_arg_desc *d, const void *x, int
 }
 
 /* ------------------------------------------------------------------------ */
-/* CumSum                                                                   */
+/* CumSum, CumProd                                                          */
 /* ------------------------------------------------------------------------ */
 
 /* Floats accumulate in double, integers in wrapping uint64. */
@@ -599,12 +599,22 @@ template <class T> struct cum_acc {
 	typedef typename std::conditional<std::is_integral<T>::value, uint64_t, double>::type type;
 };
 
+/* The scan's operation: the running sum (CumSum) or product (CumProd). */
+struct cum_add {
+	template <class A> static __device__ __forceinline__ A id() { return A(0); }
+	template <class A> static __device__ __forceinline__ A op(A a, A b) { return a + b; }
+};
+struct cum_mul {
+	template <class A> static __device__ __forceinline__ A id() { return A(1); }
+	template <class A> static __device__ __forceinline__ A op(A a, A b) { return a * b; }
+};
+
 struct cum_args {
 	int exclusive, reverse;
 };
 
-/* One lane per thread, in order (rt_reduce.c's CUMSUM). */
-template <class T, class Y>
+/* One lane per thread, in order (rt_reduce.c's CUMSCAN). */
+template <class Op, class T, class Y>
 __global__ void cum_lanes(const __grid_constant__ struct rtc_lanes l,
                           const __grid_constant__ struct cum_args c, const T *x, Y *y)
 {
@@ -612,10 +622,10 @@ __global__ void cum_lanes(const __grid_constant__ struct rtc_lanes l,
 	RTC_GRID_LOOP(lane, l.lanes)
 	{
 		int64_t base = rtc_lane_base(&l, lane);
-		A acc = 0;
+		A acc = Op::template id<A>();
 		for (int64_t p = 0; p < l.axis; p++) {
 			int64_t at = base + rtc_scan_pos(l.axis, c.reverse, p) * l.inner;
-			A next = acc + (A)to_acc(x[at]);
+			A next = Op::op(acc, (A)to_acc(x[at]));
 			y[at] = to_store<Y>(c.exclusive ? acc : next);
 			acc = next;
 		}
@@ -625,37 +635,37 @@ __global__ void cum_lanes(const __grid_constant__ struct rtc_lanes l,
 #define CUM_THREADS 256
 #define CUM_ITEMS   4
 
-/* The exclusive prefix sum of v over the block, in a fixed order; *total
- * gets the block's sum. */
-template <class A> __device__ __forceinline__ A block_scan(A v, A *total)
+/* The exclusive scan of v over the block, in a fixed order; *total gets the
+ * whole block's. */
+template <class Op, class A> __device__ __forceinline__ A block_scan(A v, A *total)
 {
 	__shared__ A warp_sum[CUM_THREADS / 32];
 	const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-	A pre = 0, excl;
+	A pre = Op::template id<A>(), excl;
 	for (int o = 1; o < 32; o *= 2) {
 		A n = __shfl_up_sync(0xffffffffu, v, o);
 		if (lane >= o)
-			v += n;
+			v = Op::op(n, v);
 	}
 	excl = __shfl_up_sync(0xffffffffu, v, 1);
 	if (lane == 0)
-		excl = 0;
+		excl = Op::template id<A>();
 	__syncthreads(); /* earlier readers of warp_sum are done */
 	if (lane == 31)
 		warp_sum[w] = v;
 	__syncthreads();
-	*total = 0;
+	*total = Op::template id<A>();
 	for (int i = 0; i < CUM_THREADS / 32; i++) {
 		if (i < w)
-			pre += warp_sum[i];
-		*total += warp_sum[i];
+			pre = Op::op(pre, warp_sum[i]);
+		*total = Op::op(*total, warp_sum[i]);
 	}
-	return pre + excl;
+	return Op::op(pre, excl);
 }
 
 /* Long lanes: a block per lane scans chunks of CUM_THREADS * CUM_ITEMS
- * elements, carrying the sum between chunks. */
-template <class T, class Y>
+ * elements, carrying the running value between chunks. */
+template <class Op, class T, class Y>
 __global__ void cum_blocks(const __grid_constant__ struct rtc_lanes l,
                            const __grid_constant__ struct cum_args c, const T *x, Y *y)
 {
@@ -663,42 +673,54 @@ __global__ void cum_blocks(const __grid_constant__ struct rtc_lanes l,
 	const int64_t chunk = CUM_THREADS * CUM_ITEMS;
 	for (int64_t lane = blockIdx.x; lane < l.lanes; lane += gridDim.x) {
 		int64_t base = rtc_lane_base(&l, lane);
-		A carry = 0;
+		A carry = Op::template id<A>();
 		for (int64_t c0 = 0; c0 < l.axis; c0 += chunk) {
-			A v[CUM_ITEMS], sum = 0, total;
+			A v[CUM_ITEMS], part = Op::template id<A>(), total;
 			int64_t p0 = c0 + threadIdx.x * CUM_ITEMS;
 			for (int k = 0; k < CUM_ITEMS; k++) {
 				int64_t p = p0 + k, a = rtc_scan_pos(l.axis, c.reverse, p);
-				v[k] = p < l.axis ? (A)to_acc(x[base + a * l.inner]) : 0;
-				sum += v[k];
+				v[k] = p < l.axis ? (A)to_acc(x[base + a * l.inner])
+				                  : Op::template id<A>();
+				part = Op::op(part, v[k]);
 			}
-			A run = carry + block_scan(sum, &total); /* before this thread's items */
+			/* before this thread's items */
+			A run = Op::op(carry, block_scan<Op>(part, &total));
 			for (int k = 0; k < CUM_ITEMS; k++) {
 				int64_t p = p0 + k, a = rtc_scan_pos(l.axis, c.reverse, p);
-				A next = run + v[k];
+				A next = Op::op(run, v[k]);
 				if (p < l.axis)
 					y[base + a * l.inner] =
 					        to_store<Y>(c.exclusive ? run : next);
 				run = next;
 			}
-			carry += total;
+			carry = Op::op(carry, total);
 		}
 	}
 }
 
-template <class T, class Y>
-static void cum_launch(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *x, void *y)
+template <class Op, class T, class Y>
+static void cum_launch_op(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *x,
+                          void *y)
 {
 	struct rtc_lanes l = rtc_lanes_of(d->outer, d->axis, d->inner);
 	struct cum_args c = { d->exclusive != 0, d->reverse != 0 };
 	cudaStream_t s = rtc_stream(m);
 	int sm = rtc_sm_count(m);
 	if (rtc_axis_serial(l.lanes, d->axis, sm))
-		cum_lanes<T, Y><<<rtc_blocks(l.lanes, RTC_THREADS, sm), RTC_THREADS, 0, s>>>(
+		cum_lanes<Op, T, Y><<<rtc_blocks(l.lanes, RTC_THREADS, sm), RTC_THREADS, 0, s>>>(
 		        l, c, (const T *)x, (Y *)y);
 	else
-		cum_blocks<T, Y><<<rtc_blocks(l.lanes, 1, sm), CUM_THREADS, 0, s>>>(
+		cum_blocks<Op, T, Y><<<rtc_blocks(l.lanes, 1, sm), CUM_THREADS, 0, s>>>(
 		        l, c, (const T *)x, (Y *)y);
+}
+
+template <class T, class Y>
+static void cum_launch(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *x, void *y)
+{
+	if (d->prod)
+		cum_launch_op<cum_mul, T, Y>(m, d, x, y);
+	else
+		cum_launch_op<cum_add, T, Y>(m, d, x, y);
 }
 
 int rtc_cumsum(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *x, void *y)

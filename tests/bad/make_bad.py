@@ -1116,6 +1116,34 @@ def mod_float_fmod0(d):
 
 
 @case
+def bitshift_bad_direction(d):
+    u8 = TensorProto.UINT8
+    return model([helper.make_node("BitShift", ["a", "b"], ["y"], name="shift", direction="UP")],
+                 [vi("a", [2], u8), vi("b", [2], u8)], [vi("y", [2], u8)], opset=11)
+
+
+@case
+def bitshift_no_direction(d):
+    u8 = TensorProto.UINT8
+    return model([helper.make_node("BitShift", ["a", "b"], ["y"], name="shift")],
+                 [vi("a", [2], u8), vi("b", [2], u8)], [vi("y", [2], u8)], opset=11)
+
+
+@case
+def bitshift_signed(d):
+    i8 = TensorProto.INT8
+    return model([helper.make_node("BitShift", ["a", "b"], ["y"], name="shift",
+                                   direction="LEFT")],
+                 [vi("a", [2], i8), vi("b", [2], i8)], [vi("y", [2], i8)], opset=11)
+
+
+@case
+def bitwise_and_float(d):
+    return model([helper.make_node("BitwiseAnd", ["a", "b"], ["y"], name="and")],
+                 [vi("a", [2]), vi("b", [2])], [vi("y", [2])], opset=18)
+
+
+@case
 def too_few_inputs(d):
     return model([helper.make_node("Add", ["x"], ["y"], name="add")],
                  [vi("x", [2])], [vi("y", [2])])

@@ -750,18 +750,22 @@ static void test_arg(void)
 		compare_bytes("arg empty", down(dy, 48), bytes(48, 0));
 }
 
+/* CumSum and CumProd (flags 4: factors near 1, so long products stay in
+ * range; integer products wrap alike in any order). */
 static void cumsum_case(int64_t outer, int64_t axis, int64_t inner, bool in_place)
 {
 	int64_t n = outer * axis * inner;
-	std::vector<float> x = rnd_floats(n, -1, 1), want((size_t)n);
-	for (int flags = 0; flags < 4; flags++) {
+	std::vector<float> xs = rnd_floats(n, -1, 1), xp = rnd_floats(n, 0.999f, 1.001f),
+	                   want((size_t)n);
+	for (int flags = 0; flags < 8; flags++) {
+		int excl = flags & 1, rev = (flags >> 1) & 1, prod = flags >> 2;
+		const std::vector<float> &x = prod ? xp : xs;
 		FOR_IOS(t)
 		{
 			if (in_place && t.dt != t.yt)
 				continue;
 			std::vector<float> xr = rounded(x, t.dt);
-			struct rt_cumsum_desc d = { RT_F32, flags & 1, flags >> 1, outer,
-				                    axis,   inner,     0 };
+			struct rt_cumsum_desc d = { RT_F32, excl, rev, outer, axis, inner, 0, prod };
 			EXPECT(rt_cumsum(ctx, &d, xr.data(), want.data()) == RT_OK);
 			d.dtype = t.dt;
 			d.ydtype = t.yt;
@@ -775,9 +779,7 @@ static void cumsum_case(int64_t outer, int64_t axis, int64_t inner, bool in_plac
 		for (int dt : dts) {
 			bytes xi((size_t)n * esize(dt)), wi((size_t)n * esize(dt));
 			rnd_fill(xi);
-			struct rt_cumsum_desc d = {
-				dt, flags & 1, flags >> 1, outer, axis, inner, 0
-			};
+			struct rt_cumsum_desc d = { dt, excl, rev, outer, axis, inner, 0, prod };
 			EXPECT(rt_cumsum(ctx, &d, xi.data(), wi.data()) == RT_OK);
 			void *dx = up(xi), *dy = in_place ? dx : dev(wi.size());
 			if (ran(rtc_cumsum(&M, &d, dx, dy), "rtc_cumsum int"))

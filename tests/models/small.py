@@ -158,6 +158,27 @@ def cases():
         [vi("a", F, [3]), vi("b", F, [1]), vi("c", F, [3])],
         [vi("s", F, [3]), vi("m", F, [3]), vi("x", F, [3])])
 
+    # the bitwise ops; BitShift's direction becomes left=0/1, and a shift by
+    # the width or more folds to 0 (numpy's, so ONNX's reference)
+    U8 = TensorProto.UINT8
+    c["bitwise_forms"] = model(
+        [helper.make_node("BitwiseAnd", ["a", "b"], ["t_and"]),
+         helper.make_node("BitwiseOr", ["t_and", "b"], ["t_or"]),
+         helper.make_node("BitwiseXor", ["t_or", "a"], ["t_xor"]),
+         helper.make_node("BitwiseNot", ["t_xor"], ["t_not"]),
+         helper.make_node("BitShift", ["t_not", "b"], ["y"], direction="RIGHT"),
+         helper.make_node("BitShift", ["k", "s"], ["k_left"], direction="LEFT"),
+         helper.make_node("BitwiseNot", ["k_left"], ["k_not"]),
+         helper.make_node("BitShift", ["k_not", "b"], ["z"], direction="LEFT")],
+        [vi("a", U8, [3]), vi("b", U8, [3])], [vi("y", U8, [3]), vi("z", U8, [3])],
+        [const("k", np.array([3, 3, 3], np.uint8)), const("s", np.array([1, 8, 200], np.uint8))],
+        opset=18)
+
+    # CumProd: CumSum's importer, a negative axis normalized
+    c["cumprod_forms"] = model(
+        [helper.make_node("CumProd", ["x", "ax"], ["y"], exclusive=1, reverse=1)],
+        [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [const("ax", np.int32(-1))], opset=26)
+
     # nodes listed out of order must be sorted topologically
     c["unsorted"] = model(
         [helper.make_node("Relu", ["t"], ["y"]),

@@ -684,6 +684,19 @@ static void test_reduce(void)
 	     "%a : f64[2,4] = cumsum(%x) {axis=1, exclusive=0, reverse=0} @cs\n"
 	     "%b : f64[2,4] = cumsum(%x) {axis=1, exclusive=1, reverse=1} @cs1\n"
 	     "output %a\noutput %b\n");
+	/* cumprod every way; lanes through exact zeros (the columns of %z) */
+	CASE("input %x : f64[2,4]\n"
+	     "%a : f64[2,4] = cumprod(%x) {axis=1, exclusive=0, reverse=0} @cp\n"
+	     "%b : f64[2,4] = cumprod(%x) {axis=1, exclusive=1, reverse=0} @cp1\n"
+	     "%c : f64[2,4] = cumprod(%x) {axis=0, exclusive=0, reverse=1} @cp2\n"
+	     "%d : f64[2,4] = cumprod(%x) {axis=1, exclusive=1, reverse=1} @cp3\n"
+	     "output %a\noutput %b\noutput %c\noutput %d\n");
+	CASE("input %x : f64[2,3]\n"
+	     "const %z : f64[2,1] = [0, 0]\n"
+	     "%w : f64[2,7] = concat(%x, %z, %x) {axis=1} @cat\n"
+	     "%a : f64[2,7] = cumprod(%w) {axis=1, exclusive=0, reverse=0} @cp\n"
+	     "%b : f64[2,7] = cumprod(%w) {axis=1, exclusive=1, reverse=1} @cp1\n"
+	     "output %a\noutput %b\n");
 }
 
 /* ------------------------------------------------------------------------ */

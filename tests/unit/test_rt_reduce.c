@@ -1,5 +1,6 @@
 /*
- * test_rt_reduce.c - rt_reduce, rt_arg and rt_cumsum against the reference.
+ * test_rt_reduce.c - rt_reduce, rt_arg and rt_cumsum (CumSum, CumProd) against the
+ * reference.
  *
  * Every case runs the kernel on a context of 1 thread and one of 3 and
  * demands bit-identical results (the work split never changes the order of
@@ -11,7 +12,8 @@
  * sums are checked against a bound that grows with the reduced length;
  * max/min and everything on integers must be exact. ArgMax/ArgMin use data
  * with many ties and with NaNs, for select_last_index either way, and an
- * empty axis; CumSum every exclusive/reverse combination, and in place.
+ * empty axis; CumSum and CumProd every exclusive/reverse combination, and in
+ * place.
  */
 #include "onnxc_rt.h"
 #include "refcheck.h"
@@ -404,14 +406,17 @@ static void test_arg(void)
 	close_ctxs(c);
 }
 
+/* CumSum, or CumProd when prod (on factors near 1, or small integers that
+ * wrap alike everywhere). */
 static void check_cumsum(struct ctxs c, enum ir_dtype t, int rank, const int64_t *dims, int axis,
-                         int excl, int rev, bool in_place, uint64_t *seed)
+                         int excl, int rev, bool in_place, int prod, uint64_t *seed)
 {
-	struct rt_cumsum_desc d = { rt_code(t), excl, rev, 0, 0, 0 };
+	struct rt_cumsum_desc d = { rt_code(t), excl, rev, 0, 0, 0, 0, prod };
 	struct axis_attrs a = { axis, 0, 0, excl, rev };
 	int64_t n = count(rank, dims);
 	size_t bytes = (size_t)n * (size_t)ir_dtype_size(t);
-	struct ref_tensor x = tensor(t, rank, dims, -50, 50, false, seed);
+	double lo = !prod ? -50 : isfloat(t) ? 0.5 : -3, hi = !prod ? 50 : isfloat(t) ? 1.5 : 4;
+	struct ref_tensor x = tensor(t, rank, dims, lo, hi, false, seed);
 	void *y1 = malloc(bytes + 1), *y3 = malloc(bytes + 1);
 	char what[80];
 	split3(rank, dims, axis, &d.outer, &d.axis, &d.inner);
@@ -423,10 +428,10 @@ static void check_cumsum(struct ctxs c, enum ir_dtype t, int rank, const int64_t
 		CHECK_EQ(rt_cumsum(c.three, &d, x.data, y3), RT_OK);
 	}
 	same_bits(y1, y3, bytes, "rt_cumsum");
-	snprintf(what, sizeof what, "cumsum %s axis %d excl %d rev %d", ir_dtype_name(t), axis,
-	         excl, rev);
-	match_ref(IR_OP_CUMSUM, set_cumsum, &a, &x, t, y1, n, isfloat(t) ? 1e-6 : 0,
-	          isfloat(t) ? 1e-6 : 0, what);
+	snprintf(what, sizeof what, "%s %s axis %d excl %d rev %d", prod ? "cumprod" : "cumsum",
+	         ir_dtype_name(t), axis, excl, rev);
+	match_ref(prod ? IR_OP_CUMPROD : IR_OP_CUMSUM, set_cumsum, &a, &x, t, y1, n,
+	          isfloat(t) ? 1e-6 : 0, isfloat(t) ? 1e-6 : 0, what);
 	free(x.data);
 	free(y1);
 	free(y3);
@@ -440,15 +445,15 @@ static void test_cumsum(void)
 	struct ctxs c = open_ctxs();
 	uint64_t seed = 5;
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-		for (int f = 0; f < 4; f++) {
-			int excl = f & 1, rev = f >> 1;
-			check_cumsum(c, types[i], 2, a, 1, excl, rev, false, &seed);
-			check_cumsum(c, types[i], 2, a, 0, excl, rev, f == 3, &seed);
-			check_cumsum(c, types[i], 3, b, 1, excl, rev, f == 1, &seed);
-			check_cumsum(c, types[i], 3, b, 2, excl, rev, false, &seed);
-			check_cumsum(c, types[i], 2, big, 1, excl, rev, false, &seed);
-			check_cumsum(c, types[i], 3, zero, 1, excl, rev, false, &seed);
-			check_cumsum(c, types[i], 3, zero, 2, excl, rev, false, &seed);
+		for (int f = 0; f < 8; f++) {
+			int excl = f & 1, rev = (f >> 1) & 1, p = f >> 2;
+			check_cumsum(c, types[i], 2, a, 1, excl, rev, false, p, &seed);
+			check_cumsum(c, types[i], 2, a, 0, excl, rev, f == 3, p, &seed);
+			check_cumsum(c, types[i], 3, b, 1, excl, rev, f == 5, p, &seed);
+			check_cumsum(c, types[i], 3, b, 2, excl, rev, false, p, &seed);
+			check_cumsum(c, types[i], 2, big, 1, excl, rev, false, p, &seed);
+			check_cumsum(c, types[i], 3, zero, 1, excl, rev, false, p, &seed);
+			check_cumsum(c, types[i], 3, zero, 2, excl, rev, false, p, &seed);
 		}
 	close_ctxs(c);
 }

@@ -724,8 +724,12 @@ static void test_softmax_lanes(void)
 	CHECK_EQ(bad, 0);
 }
 
-/* CumSum as cum_lanes (sequential) and as cum_blocks (chunks of threads'
- * items, exclusive prefixes over the threads, a carry between chunks). */
+/* The scan's operation: CumProd's product or CumSum's sum, wrapping. */
+static uint64_t cum_op(int prod, uint64_t a, uint64_t b) { return prod ? a * b : a + b; }
+
+/* CumSum and CumProd as cum_lanes (sequential) and as cum_blocks (chunks of
+ * threads' items, exclusive prefixes over the threads, a carry between
+ * chunks). */
 static void test_cumsum(void)
 {
 	int bad = 0;
@@ -737,7 +741,8 @@ static void test_cumsum(void)
 			                    rnd_in(1, 3),
 			                    rnd(3) ? rnd_in(0, 40) : rnd_in(1000, 5000),
 			                    rnd_in(1, 3),
-			                    0 };
+			                    0,
+			                    (int)rnd(2) };
 		struct rtc_lanes l = rtc_lanes_of(d.outer, d.axis, d.inner);
 		int64_t n = d.outer * d.axis * d.inner;
 		int64_t *x = alloc(8 * (size_t)n), *y = alloc(8 * (size_t)n),
@@ -748,17 +753,17 @@ static void test_cumsum(void)
 		CHECK_EQ(rt_cumsum(ctx, &d, x, y), RT_OK);
 		for (int64_t lane = 0; lane < l.lanes; lane++) {
 			int64_t base = rtc_lane_base(&l, lane);
-			uint64_t acc = 0, carry = 0;
+			uint64_t id = d.prod ? 1 : 0, acc = id, carry = id;
 			for (int64_t p = 0; p < d.axis; p++) {
 				int64_t at = base + rtc_scan_pos(d.axis, d.reverse, p) * d.inner;
-				uint64_t next = acc + (uint64_t)x[at];
+				uint64_t next = cum_op(d.prod, acc, (uint64_t)x[at]);
 				z[at] = (int64_t)(d.exclusive ? acc : next);
 				acc = next;
 			}
 			for (int64_t c0 = 0; c0 < d.axis; c0 += threads * items) {
 				uint64_t pre = carry;
 				for (int t = 0; t < threads; t++) {
-					uint64_t run = pre, sum = 0;
+					uint64_t run = pre, sum = id;
 					for (int k = 0; k < items; k++) {
 						int64_t p = c0 + t * items + k;
 						if (p < d.axis) {
@@ -766,13 +771,14 @@ static void test_cumsum(void)
 							        base +
 							        rtc_scan_pos(d.axis, d.reverse, p) *
 							                d.inner;
-							uint64_t next = run + (uint64_t)x[at];
+							uint64_t next = cum_op(d.prod, run,
+							                       (uint64_t)x[at]);
 							w[at] = (int64_t)(d.exclusive ? run : next);
 							run = next;
-							sum += (uint64_t)x[at];
+							sum = cum_op(d.prod, sum, (uint64_t)x[at]);
 						}
 					}
-					pre += sum;
+					pre = cum_op(d.prod, pre, sum);
 				}
 				carry = pre;
 			}
