@@ -360,5 +360,6 @@ bool fe_inline_functions(struct fe *fe, const char **names);
 extern const struct fe_op fe_ops_elementwise[];
 extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
+extern const struct fe_op fe_ops_loss[];
 
 #endif

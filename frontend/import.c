@@ -503,8 +503,9 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape,
-	                                     fe_ops_control, NULL };
+const struct fe_op *const fe_op_tables[] = {
+	fe_ops_elementwise, fe_ops_nn, fe_ops_shape, fe_ops_loss, fe_ops_control, NULL,
+};
 
 const struct fe_op *fe_find_op(const char *op_type)
 {
