@@ -314,13 +314,57 @@ struct generated {
 	int nranges;
 };
 
+/* The integer scalar constant v holds, in *x. */
+static bool const_scalar(const struct ir_value *v, int64_t *x)
+{
+	if (v->kind != IR_VAL_CONST || !v->data || ir_type_elems(&v->type) != 1 ||
+	    ir_dtypes[v->type.dtype].is_float)
+		return false;
+	*x = ir_load_i64(v->type.dtype, v->data, 0);
+	return true;
+}
+
+/*
+ * Whether data input v is the target of a loss with an ignore_index as the
+ * importer lowers NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
+ * (frontend/ops_loss.c): where(equal(v, IGNORE), 0, v), reshaped into the
+ * indices of a gather_elements over the classes. Then its classes are
+ * [0, C) (*classes) and IGNORE (*ignore) is valid too.
+ */
+static bool loss_target(const struct ir_value *v, int64_t *classes, int64_t *ignore)
+{
+	for (int k = 0; k < v->nuses; k++) {
+		const struct ir_node *w = v->uses[k].node, *eq = w->in[0]->def;
+		int64_t zero;
+		if (w->op != IR_OP_WHERE || v->uses[k].index != 2 || !eq || eq->op != IR_OP_EQUAL ||
+		    eq->in[0] != v || !const_scalar(eq->in[1], ignore) ||
+		    !const_scalar(w->in[1], &zero) || zero != 0)
+			continue;
+		for (int j = 0; j < w->out[0]->nuses; j++) {
+			const struct ir_value *r = w->out[0]->uses[j].node->out[0];
+			if (w->out[0]->uses[j].node->op != IR_OP_RESHAPE)
+				continue;
+			for (int i = 0; i < r->nuses; i++) {
+				const struct ir_node *g = r->uses[i].node;
+				if (g->op == IR_OP_GATHER_ELEMENTS && r->uses[i].index == 1) {
+					*classes = g->in[0]->type.dims[ir_attr_i(g, "axis")];
+					return true;
+				}
+			}
+		}
+	}
+	return false;
+}
+
 /*
  * The values the trainer must check before a step (rt_train_range): the
- * cross-entropy label's classes, [0, C) (the loss has no ignore_index), and
- * the data inputs a Gather, GatherElements or ScatterElements reads as its
- * indices directly, ONNX's [-dim, dim) of the axis (the tightest if several
- * read it). Indices reached through other ops are the compiled step's own
- * check (RT_ERR_INDEX). Read from the eval step before it is compiled.
+ * cross-entropy label's classes, [0, C) (the loss has no ignore_index); a
+ * loss target with an ignore_index (loss_target), [0, C) or the ignored
+ * value, as PyTorch checks it; and the data inputs a Gather,
+ * GatherElements or ScatterElements reads as its indices directly, ONNX's
+ * [-dim, dim) of the axis (the tightest if several read it). Indices
+ * reached through other ops are the compiled step's own check
+ * (RT_ERR_INDEX). Read from the eval step before it is compiled.
  */
 static void find_ranges(struct ir_arena *a, const struct train_cli *c, const struct train_step *s,
                         const struct ir_module *em, struct generated *g)
@@ -333,6 +377,9 @@ static void find_ranges(struct ir_arena *a, const struct train_cli *c, const str
 		if (i == label) {
 			const struct ir_type *y = &em->outputs[1]->type;
 			r.hi = y->dims[y->rank - 1];
+			r.what = "class label";
+		} else if (loss_target(s->data[i], &r.hi, &r.ignore)) {
+			r.has_ignore = 1;
 			r.what = "class label";
 		}
 		for (int k = 0; i != label && k < s->data[i]->nuses; k++) {
@@ -362,8 +409,11 @@ static const char *print_ranges(FILE *f, const struct generated *g)
 	fprintf(f, "static const struct rt_train_range ranges[] = {\n");
 	for (int i = 0; i < g->nranges; i++) {
 		const struct rt_train_range *r = &g->ranges[i];
-		fprintf(f, "\t{ %d, %lldLL, %lldLL, 0, 0, ", r->data, (long long)r->lo,
-		        (long long)r->hi);
+		/* an ignore_index of INT64_MIN has no literal of its own */
+		fprintf(f, "\t{ %d, %lldLL, %lldLL, %d, %lldLL%s, ", r->data, (long long)r->lo,
+		        (long long)r->hi, r->has_ignore,
+		        (long long)(r->ignore == INT64_MIN ? r->ignore + 1 : r->ignore),
+		        r->ignore == INT64_MIN ? " - 1" : "");
 		cg_print_c_string(f, r->what);
 		fprintf(f, " },\n");
 	}

@@ -1180,6 +1180,40 @@ def resize_both_scales_sizes(d):
     return model([n], [vi("x", [1, 1, 2, 2])], [vi("y", [1, 1, 4, 4])], c)
 
 
+def loss_model(op="NegativeLogLikelihoodLoss", x=(3, 5), t=(3,), xtype=F, ttype=I64,
+               w=None, opset=13, **attrs):
+    """A loss node over x and target t (and weight w): cases break it."""
+    inputs = [vi("x", list(x), xtype), vi("t", list(t), ttype)]
+    inits = [] if w is None else [const("w", w)]
+    n = helper.make_node(op, ["x", "t"] + (["w"] if inits else []), ["y"], name="loss", **attrs)
+    return model([n], inputs, [vi("y", [], xtype)], inits, opset=opset)
+
+
+@case
+def loss_bad_reduction(d):
+    return loss_model(reduction="avg")
+
+
+@case
+def loss_bf16_before_22(d):
+    return loss_model(xtype=TensorProto.BFLOAT16)
+
+
+@case
+def loss_float_target(d):
+    return loss_model(op="SoftmaxCrossEntropyLoss", ttype=F)
+
+
+@case
+def loss_target_shape(d):
+    return loss_model(x=(3, 5, 2), t=(3, 5))
+
+
+@case
+def loss_weight_shape(d):
+    return loss_model(op="SoftmaxCrossEntropyLoss", w=np.ones(4, np.float32))
+
+
 @case
 def upsample_inf_scale_empty(d):
     # scale inf is invalid; with an empty spatial dim 0 * inf is NaN, which

@@ -204,6 +204,18 @@ def cases():
     outs = [helper.make_node("Identity", [t.name], [t.name + "_out"]) for t in inits]
     c["encodings"] = model(outs, [], [vi(t.name + "_out", t.data_type, list(t.dims))
                                       for t in inits], inits)
+    # the loss ops: SoftmaxCrossEntropyLoss with weights, an ignore_index
+    # (an int32 target), the mean over the applied weights and log_prob;
+    # NegativeLogLikelihoodLoss of [N, C] without either, no reduction
+    c["loss_sce"] = model(
+        [helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y", "lp"],
+                          ignore_index=-1)],
+        [vi("x", F, [2, 3, 4]), vi("t", TensorProto.INT32, [2, 4])],
+        [vi("y", F, []), vi("lp", F, [2, 3, 4])],
+        [const("w", np.array([0.5, 1, 2], np.float32))], opset=13)
+    c["loss_nll"] = model(
+        [helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], reduction="none")],
+        [vi("x", F, [3, 5]), vi("t", I64, [3])], [vi("y", F, [3])], opset=13)
     c.update(amp_cases())
     c.update(function_cases())
     c.update(transformer_cases())
@@ -426,6 +438,14 @@ def amp_cases():
         [vi("x", F, [512, 512])], [vi("y", F, [512, 512])],
         [const("w1", weights((512, 512), 2)), const("b", weights((512,), 3)),
          const("w2", weights((512, 512), 4))])
+    # a loss on half logits: log_softmax (infer) and the picked values feed
+    # only deny sums, so the loss is computed in FP32
+    c["amp_loss"] = model(
+        [helper.make_node("MatMul", ["x", "w"], ["logits"]),
+         helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "t", "cw"], ["y"],
+                          ignore_index=-100)],
+        [vi("x", F, [64, 256]), vi("t", I64, [64])], [vi("y", F, [])],
+        [const("w", weights((256, 256), 7)), const("cw", weights((256,), 8) + 1)])
     # a clear op (MaxPool) between two half convolutions follows them
     c["amp_clear_between"] = model(
         [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),

@@ -4,7 +4,8 @@ weights, data order and hyper-parameters.
     check.py --onnxc ONNXC MODEL OPTIMIZER [--precision mixed] [--steps N]
              [--rtol R] [--keep DIR]
 
-MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt). PyTorch 1.13
+MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt, drop, up, sce,
+nll). PyTorch 1.13
 trains the model (train() mode, batches in file order) and exports it at
 initialisation; `onnxc train` compiles that export with the same loss and
 hyper-parameters; OUTDIR/train runs the same batches (--shuffle off). Every
@@ -62,16 +63,21 @@ def check_trained(args, work, ref, trained):
     # PyTorch with the same weights in eval() mode: the export is for
     # inference (BatchNormalization on the trained running statistics, no
     # Dropout), so onnxc compiles it as it is
-    xb = x[:ref["batch"]]
-    xfile = os.path.join(work, "export_x.npy")
-    np.save(xfile, xb)
+    # (a model exported with its loss computes the loss of a batch)
+    batch = {"x": x[:ref["batch"]]}
+    if ref["loss"] == "none":
+        batch["label"] = np.load(os.path.join(work, "data", "label.npy"))[:ref["batch"]]
+    feeds = []
+    for name, value in batch.items():
+        np.save(os.path.join(work, "export_%s.npy" % name), value)
+        feeds += ["--input", "%s=%s" % (name, os.path.join(work, "export_%s.npy" % name))]
     model.eval()
     with torch.no_grad():
-        y = model(torch.from_numpy(xb)).numpy()
+        y = model(*[torch.from_numpy(v) for v in batch.values()]).numpy()
 
     def compare(who, cmd, out):
-        subprocess.run(cmd + [trained, "--input", "x=" + xfile, "--output-dir",
-                              os.path.dirname(out)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd + [trained] + feeds + ["--output-dir", os.path.dirname(out)],
+                       check=True, stdout=subprocess.DEVNULL)
         err = float(np.abs(np.load(out) - y).max() / (np.abs(y).max() + 1e-30))
         print("%s on the exported model vs PyTorch eval() with its weights: max relative "
               "error %.2e%s" % (who, err, "" if err <= 1e-4 else "  FAIL"))
@@ -79,7 +85,8 @@ def check_trained(args, work, ref, trained):
 
     status |= compare("onnxc run", [args.onnxc, "run", "--repeat", "1", "--cache-dir",
                                     os.path.join(work, "cache")],
-                      os.path.join(work, "run", "y.npy"))
+                      os.path.join(work, "run", "loss.npy" if ref["loss"] == "none"
+                                   else "y.npy"))
     ort_run = os.path.join(HERE, "..", "..", "scripts", "ort_run.js")
     node = shutil.which("node")
     if node and subprocess.run([node, ort_run, "--check"], capture_output=True).returncode == 0:
@@ -88,6 +95,25 @@ def check_trained(args, work, ref, trained):
     else:
         print("ONNX Runtime not installed (scripts/ort_run.js --check): export not run")
     return status
+
+
+def check_bad_label(work):
+    """A model exported with its loss (ignore_index -1 or -100, 8 classes):
+    a label outside [0, 8) that is not the ignored value is refused before
+    any step, as PyTorch raises."""
+    import numpy as np
+    bad = os.path.join(work, "badlabel")
+    shutil.copytree(os.path.join(work, "data"), bad)
+    label = np.load(os.path.join(bad, "label.npy"))
+    label.reshape(len(label), -1)[3, 0] = 8
+    np.save(os.path.join(bad, "label.npy"), label)
+    p = subprocess.run([os.path.join(work, "out", "train"), "--data", bad, "--steps", "1"],
+                       capture_output=True, text=True)
+    want = "sample 3%s: class label 8 is not in [0, 8) nor the ignored " % (
+        ", element 0" if label.ndim > 1 else "")
+    ok = p.returncode != 0 and want in p.stderr
+    print("label 8 of 8 classes: %s" % ("refused" if ok else "not refused  FAIL\n" + p.stderr))
+    return 0 if ok else 1
 
 
 def main():
@@ -169,6 +195,10 @@ def main():
                 else "losses differ  FAIL"))
             if not same:
                 return 1
+        if ref["loss"] == "none":
+            status = check_bad_label(work)
+            if status:
+                return status
         return check_trained(args, work, ref, trained)
     finally:
         if not args.keep:

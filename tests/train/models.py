@@ -13,7 +13,10 @@ Models: an MLP, a small CNN (Conv, BatchNorm, ReLU, MaxPool, AvgPool,
 Gemm) and a tiny GPT-style decoder (embeddings, LayerNorm, causal
 attention, GELU), each with cross-entropy; mse (the MLP on a regression
 target); drop (the MLP with two training-mode Dropouts); up (nearest and
-bilinear upsampling: Resize, with a skip connection). PyTorch cannot draw
+bilinear upsampling: Resize, with a skip connection); sce and nll (the
+MLP exported with its loss, trained with --loss none: cross-entropy with
+class weights and an ignore_index some labels take, SoftmaxCrossEntropyLoss
+in the export; nll_loss over [N, C, T], NegativeLogLikelihoodLoss). PyTorch cannot draw
 onnxc's masks, so the reference run of drop multiplies by the masks
 dropout_masks() computes from docs/ir.md#dropout and docs/training.md#dropout
 (written here from the documents, not from onnxc's code); PyTorch's own
@@ -87,6 +90,29 @@ class MLPDrop(nn.Module):
     def forward(self, x):
         x = self.drop(F.relu(self.fc1(x)), 0)
         return self.fc3(self.drop(torch.tanh(self.fc2(x)), 1))
+
+
+class MLPLoss(nn.Module):
+    """The MLP and its loss, with class weights (a buffer: --frozen):
+    forward(x, label) is the loss. sce: F.cross_entropy, ignore_index -1;
+    nll: x [N, T, 16], the classes moved to axis 1, F.nll_loss of the log
+    probabilities over them (PyTorch's default ignore_index, -100, which no
+    label takes)."""
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.mlp = MLP()
+        self.register_buffer("class_weight", torch.linspace(0.5, 2.0, 8))
+
+    def forward(self, x, label):
+        y = self.mlp(x)
+        if self.kind == "sce":
+            return F.cross_entropy(y, label, weight=self.class_weight, ignore_index=-1)
+        # the log probabilities by hand: the export would fuse
+        # F.log_softmax and F.nll_loss into one SoftmaxCrossEntropyLoss
+        y = y.transpose(1, 2)
+        return F.nll_loss(y - torch.logsumexp(y, 1, keepdim=True), label,
+                          weight=self.class_weight)
 
 
 M64 = (1 << 64) - 1
@@ -200,6 +226,13 @@ def make(name, batch, steps, rng):
         else:
             label = (x[:, :8].argmax(1) + (x[:, 8] > 0)) % 8
         return model, x, label
+    if name in ("sce", "nll"):
+        shape = (n, 16) if name == "sce" else (n, 3, 16)
+        x = rng.standard_normal(shape).astype(np.float32)
+        label = (x[..., :8].argmax(-1) + (x[..., 8] > 0)) % 8
+        if name == "sce":  # about a quarter of the samples ignored
+            label[rng.random(n) < 0.25] = -1
+        return MLPLoss(name), x, label
     if name in ("cnn", "up"):
         model = CNN() if name == "cnn" else UpNet()
         label = rng.integers(0, 10, n)
@@ -216,7 +249,7 @@ def make(name, batch, steps, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up"])
+    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up", "sce", "nll"])
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
@@ -224,16 +257,21 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16,
-                           "up": 8}[args.model]
+                           "up": 8, "sce": 16, "nll": 4}[args.model]
     model, x, label = make(args.model, batch, args.steps, rng)
+    with_loss = isinstance(model, MLPLoss)  # exported with its loss: --loss none
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
     # exported in training mode (BatchNormalization stays a node with its
     # running statistics; eval mode would fold it into the convolution);
     # the trace runs a forward pass, so the initial state is put back
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.train()
-    torch.onnx.export(model, (torch.from_numpy(x[:batch]),), os.path.join(args.out, "model.onnx"),
-                      input_names=["x"], output_names=["y"], opset_version=14,
+    example = (torch.from_numpy(x[:batch]),)
+    if with_loss:
+        example += (torch.from_numpy(label[:batch]),)
+    torch.onnx.export(model, example, os.path.join(args.out, "model.onnx"),
+                      input_names=["x", "label"][:len(example)],
+                      output_names=["loss" if with_loss else "y"], opset_version=14,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
     model.load_state_dict(state)
     np.save(os.path.join(args.out, "data", "x.npy"), x)
@@ -256,8 +294,10 @@ def main():
         lb = torch.from_numpy(label[step * batch:(step + 1) * batch])
         if args.model == "drop":  # the train program's seed is 0
             model.masks = dropout_masks(0, step, [(batch, 32)] * 2, MLPDrop.RATIOS)
-        y = model(xb)
-        if args.model == "mse":
+        y = model(xb, lb) if with_loss else model(xb)
+        if with_loss:
+            loss = y
+        elif args.model == "mse":
             loss = F.mse_loss(y, lb)
         else:
             loss = F.cross_entropy(y.reshape(-1, y.shape[-1]), lb.reshape(-1))
@@ -278,7 +318,8 @@ def main():
         accuracy = float((pred == le).mean())
     json.dump({"model": args.model, "optimizer": args.optimizer, "batch": batch,
                "frozen": frozen, "accuracy": accuracy,
-               "steps": args.steps, "loss": "mse" if args.model == "mse" else "cross-entropy",
+               "steps": args.steps,
+               "loss": "none" if with_loss else "mse" if args.model == "mse" else "cross-entropy",
                "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in hyper.items()},
                "losses": losses}, open(os.path.join(args.out, "reference.json"), "w"), indent=1)
 

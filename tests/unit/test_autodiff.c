@@ -806,6 +806,59 @@ static void test_network(void)
 	           TRAIN);
 }
 
+/*
+ * The loss ops as the importer lowers them (frontend/ops_loss.c; the IR of
+ * tests/golden/loss_sce.oir in f64): SoftmaxCrossEntropyLoss with class
+ * weights (positive, so their sum stays away from 0; differentiated too,
+ * as onnxc train does for a weight it is not told to freeze), an
+ * ignore_index two targets take, the mean over the applied weights and the
+ * log_prob output; NegativeLogLikelihoodLoss with an ignore_index and no
+ * weights (the applied weights are a where of 0 and 1), and plain means.
+ */
+static void test_loss(void)
+{
+	check_case("sce_weight_ignore",
+	           "input %x : f64[2,3,4]\ninput %pw : f64[3]\n"
+	           "const %t : i64[2,4] = [0, 2, -1, 1, 1, -1, 0, 2]\n"
+	           "const %ii : i64[] = [-1]\nconst %zi : i64[] = [0]\n"
+	           "const %z : f64[] = [0]\n"
+	           "%lp : f64[2,3,4] = log_softmax(%x) {axis=1} @sce\n"
+	           "%ign : bool[2,4] = equal(%t, %ii) @sce\n"
+	           "%safe : i64[2,4] = where(%ign, %zi, %t) @sce\n"
+	           "%idx : i64[2,1,4] = reshape(%safe) {shape=[2,1,4]} @sce\n"
+	           "%pick : f64[2,1,4] = gather_elements(%lp, %idx) {axis=1} @sce\n"
+	           "%p2 : f64[2,4] = reshape(%pick) {shape=[2,4]} @sce\n"
+	           "%neg : f64[2,4] = neg(%p2) @sce\n"
+	           "%wt : f64[2,4] = gather(%pw, %safe) {axis=0} @sce\n"
+	           "%l : f64[2,4] = mul(%neg, %wt) @sce\n"
+	           "%wa : f64[2,4] = where(%ign, %z, %wt) @sce\n"
+	           "%l0 : f64[2,4] = where(%ign, %z, %l) @sce\n"
+	           "%s : f64[] = reduce_sum(%l0) {axes=[0,1], keepdims=0} @sce\n"
+	           "%ws : f64[] = reduce_sum(%wa) {axes=[0,1], keepdims=0} @sce\n"
+	           "%y : f64[] = div(%s, %ws) @sce\n"
+	           "output %y\noutput %lp\n",
+	           0);
+	check_case("nll_ignore",
+	           "input %x : f64[3,5]\n"
+	           "const %t : i64[3] = [4, 7, 1]\n"
+	           "const %ii : i64[] = [7]\nconst %zi : i64[] = [0]\n"
+	           "const %z : f64[] = [0]\nconst %one : f64[] = [1]\n"
+	           "%ign : bool[3] = equal(%t, %ii) @nll\n"
+	           "%safe : i64[3] = where(%ign, %zi, %t) @nll\n"
+	           "%idx : i64[3,1] = reshape(%safe) {shape=[3,1]} @nll\n"
+	           "%pick : f64[3,1] = gather_elements(%x, %idx) {axis=1} @nll\n"
+	           "%p2 : f64[3] = reshape(%pick) {shape=[3]} @nll\n"
+	           "%neg : f64[3] = neg(%p2) @nll\n"
+	           "%wa : f64[3] = where(%ign, %z, %one) @nll\n"
+	           "%l0 : f64[3] = where(%ign, %z, %neg) @nll\n"
+	           "%s : f64[] = reduce_sum(%l0) {axes=[0], keepdims=0} @nll\n"
+	           "%ws : f64[] = reduce_sum(%wa) {axes=[0], keepdims=0} @nll\n"
+	           "%y : f64[] = div(%s, %ws) @nll\n"
+	           "%m : f64[] = reduce_mean(%neg) {axes=[0], keepdims=0} @nll\n"
+	           "output %y\noutput %m\n",
+	           0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Diagnostics and the pass's contract                                      */
 /* ------------------------------------------------------------------------ */
@@ -894,5 +947,5 @@ TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) 
                       T(test_conv) T(test_conv_transpose) T(test_norms) T(test_softmax)
                               T(test_batch_norm_train) T(test_batch_norm_train_values) T(test_pool)
                                       T(test_reduce) T(test_move) T(test_slice) T(test_gather)
-                                              T(test_network) T(test_no_rule) T(test_bad_arguments)
-                                                      T(test_contract))
+                                              T(test_network) T(test_loss) T(test_no_rule)
+                                                      T(test_bad_arguments) T(test_contract))

@@ -1,0 +1,225 @@
+/*
+ * ops_loss.c - importers for ONNX's loss ops: NegativeLogLikelihoodLoss and
+ * SoftmaxCrossEntropyLoss, lowered to IR ops (no loss op in the IR).
+ *
+ * Both are the same negative log likelihood of input [N, C, d1..dk] (log
+ * probabilities; SoftmaxCrossEntropyLoss takes their log_softmax over C
+ * first) at target [N, d1..dk]:
+ *
+ *   safe   = where(target == ignore_index, 0, target)
+ *   loss   = -gather_elements(input, safe[:, None], axis 1)[:, 0] * weight[safe]
+ *   loss   = where(target == ignore_index, 0, loss)
+ *   applied weight = where(target == ignore_index, 0, weight[safe]) (1 without weight)
+ *
+ * then reduction none (loss), sum (its sum) or mean (its sum over the sum of
+ * the applied weights; the plain mean when nothing is weighted or ignored).
+ * An ignored target may lie outside [0, C), negative included: it is
+ * replaced by class 0 before anything indexes with it, and its loss is
+ * selected away rather than multiplied by 0, so an infinite log probability
+ * there gives 0, not NaN. Every op here has a gradient rule, so onnxc train
+ * differentiates a model exported with its loss (--loss none).
+ */
+#include "fe.h"
+
+#include <string.h>
+
+/* What both ops share: the checked operands and attributes. */
+struct nll {
+	struct ir_value *target, *weight; /* weight: NULL when omitted */
+	struct ir_value *ignored;         /* bool [N, d..]: NULL without ignore_index */
+	enum { RED_NONE, RED_SUM, RED_MEAN } reduction;
+};
+
+/* A scalar constant of dtype t holding v. */
+static struct ir_value *scalar(struct fe_node *nd, enum ir_dtype t, double v)
+{
+	struct ir_type st = { .dtype = t };
+	unsigned char buf[8];
+	if (ir_dtypes[t].is_float)
+		ir_store_f64(t, buf, 0, v);
+	else
+		ir_store_i64(t, buf, 0, (int64_t)v);
+	return fe_const(nd, -1, &st, buf);
+}
+
+/* Reads the attributes and checks input x, target and weight against each
+ * other; x's dtype is the op's T, which holds bfloat16 from version bf16_from
+ * of the op. */
+static bool read_nll(struct fe_node *nd, struct nll *l, int bf16_from)
+{
+	const char *red = fe_str(nd, "reduction", "mean");
+	bool has_ii = fe_has(nd, "ignore_index");
+	int64_t ii = fe_int(nd, "ignore_index", 0);
+	bool bf16 = nd->version >= bf16_from;
+	const struct ir_type *x, *t, *w;
+	char s1[IR_TYPE_STR_MAX], s2[IR_TYPE_STR_MAX];
+	memset(l, 0, sizeof *l);
+	if (!fe_inputs(nd, 2, 3) || nd->failed)
+		return false;
+	if (!strcmp(red, "none"))
+		l->reduction = RED_NONE;
+	else if (!strcmp(red, "sum"))
+		l->reduction = RED_SUM;
+	else if (!strcmp(red, "mean"))
+		l->reduction = RED_MEAN;
+	else
+		return fe_fail(nd, "reduction '%s' is not one of none, sum, mean", red);
+	x = &nd->in[0]->type;
+	t = &nd->in[1]->type;
+	if (x->dtype != IR_F16 && x->dtype != IR_F32 && x->dtype != IR_F64 &&
+	    !(bf16 && x->dtype == IR_BF16))
+		return fe_fail(nd, "input is %s: the op takes %s", ir_dtype_name(x->dtype),
+		               bf16 ? "float16, float, double or bfloat16"
+		                    : "float16, float or double");
+	if (t->dtype != IR_I32 && t->dtype != IR_I64)
+		return fe_fail(nd, "target is %s, not int32 or int64", ir_dtype_name(t->dtype));
+	if (x->rank < 2 || t->rank != x->rank - 1 || t->dims[0] != x->dims[0] ||
+	    memcmp(t->dims + 1, x->dims + 2, sizeof t->dims[0] * (size_t)(t->rank - 1)))
+		return fe_fail(nd, "input %s and target %s are not [N, C, d1..dk] and [N, d1..dk]",
+		               ir_type_str(x, s1, sizeof s1), ir_type_str(t, s2, sizeof s2));
+	if ((l->weight = fe_in(nd, 2))) {
+		w = &l->weight->type;
+		if (w->dtype != x->dtype || w->rank != 1 || w->dims[0] != x->dims[1])
+			return fe_fail(nd, "weight %s is not %s[%lld], one per class",
+			               ir_type_str(w, s1, sizeof s1), ir_dtype_name(x->dtype),
+			               (long long)x->dims[1]);
+	}
+	l->target = nd->in[1];
+	/* an int32 target never equals an ignore_index beyond int32 */
+	if (has_ii && (t->dtype == IR_I64 || (ii >= INT32_MIN && ii <= INT32_MAX))) {
+		struct ir_value *eq[2] = { l->target, NULL }, *in[3];
+		struct ir_type st = { .dtype = t->dtype };
+		unsigned char buf[8];
+		ir_store_i64(t->dtype, buf, 0, ii); /* exact: not through a double */
+		if (!(eq[1] = fe_const(nd, -1, &st, buf)) ||
+		    !(l->ignored = fe_simple(nd, IR_OP_EQUAL, eq, 2, -1)))
+			return false;
+		in[0] = l->ignored;
+		in[1] = scalar(nd, t->dtype, 0);
+		in[2] = l->target;
+		if (!in[1] || !(l->target = fe_simple(nd, IR_OP_WHERE, in, 3, -1)))
+			return false;
+	}
+	return !nd->failed;
+}
+
+/* The sum (op REDUCE_SUM) or mean of x over all axes, a scalar named after
+ * output k (k < 0: an intermediate called what). */
+static struct ir_value *reduce_all(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k,
+                                   const char *what)
+{
+	int64_t axes[IR_MAX_RANK];
+	const char *name = k < 0 ? fe_tmp_name(nd, what) : fe_out_name(nd, k);
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	for (int i = 0; i < x->type.rank; i++)
+		axes[i] = i;
+	n = fe_emit(nd, op, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "axes", axes, x->type.rank);
+	ir_set_i(nd->fe->m, n, "keepdims", 0);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* x[:, target] for x [N, C, d..]: [N, d..], an intermediate. */
+static struct ir_value *pick(struct fe_node *nd, struct ir_value *x, struct ir_value *target)
+{
+	const struct ir_type *t = &target->type;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_value *in[2] = { x, NULL };
+	const char *name = fe_tmp_name(nd, "picked");
+	struct ir_node *n;
+	/* the target [N, d..] as indices [N, 1, d..] of the class axis */
+	dims[0] = t->dims[0];
+	dims[1] = 1;
+	memcpy(dims + 2, t->dims + 1, sizeof dims[0] * (size_t)(t->rank - 1));
+	if (!(in[1] = fe_reshape(nd, target, dims, t->rank + 1, -1)))
+		return NULL;
+	n = fe_emit(nd, IR_OP_GATHER_ELEMENTS, in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", 1);
+	return fe_finish(nd, n) ? fe_reshape(nd, n->out[0], t->dims, t->rank, -1) : NULL;
+}
+
+/* The loss of log probabilities lp [N, C, d..], bound to output 0. */
+static bool nll_loss(struct fe_node *nd, const struct nll *l, struct ir_value *lp)
+{
+	enum ir_dtype dt = lp->type.dtype;
+	bool none = l->reduction == RED_NONE,
+	     ratio = l->reduction == RED_MEAN && (l->weight || l->ignored);
+	struct ir_value *zero = l->ignored ? scalar(nd, dt, 0) : NULL, *w = NULL, *loss, *in[3];
+	/* each value is named after the output where it is the last */
+	if ((l->ignored && !zero) || !(loss = pick(nd, lp, l->target)) ||
+	    !(loss = fe_simple(nd, IR_OP_NEG, &loss, 1, none && !l->weight && !zero ? 0 : -1)))
+		return false;
+	if (l->weight) {
+		struct ir_node *n;
+		const char *name = fe_tmp_name(nd, "weight");
+		in[0] = l->weight;
+		in[1] = l->target;
+		n = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
+		ir_set_i(nd->fe->m, n, "axis", 0);
+		if (!fe_finish(nd, n))
+			return false;
+		w = n->out[0];
+		in[0] = loss;
+		in[1] = w;
+		if (!(loss = fe_simple(nd, IR_OP_MUL, in, 2, none && !zero ? 0 : -1)))
+			return false;
+	}
+	if (zero) {
+		in[0] = l->ignored;
+		in[1] = zero;
+		in[2] = loss;
+		if (!(loss = fe_simple(nd, IR_OP_WHERE, in, 3, none ? 0 : -1)))
+			return false;
+		if (ratio) { /* the applied weights: 0 where ignored */
+			in[2] = w ? w : scalar(nd, dt, 1);
+			if (!in[2] || !(w = fe_simple(nd, IR_OP_WHERE, in, 3, -1)))
+				return false;
+		}
+	}
+	if (ratio) {
+		in[0] = reduce_all(nd, IR_OP_REDUCE_SUM, loss, -1, "sum");
+		in[1] = reduce_all(nd, IR_OP_REDUCE_SUM, w, -1, "weight_sum");
+		loss = in[0] && in[1] ? fe_simple(nd, IR_OP_DIV, in, 2, 0) : NULL;
+	} else if (!none) {
+		loss = reduce_all(nd,
+		                  l->reduction == RED_SUM ? IR_OP_REDUCE_SUM : IR_OP_REDUCE_MEAN,
+		                  loss, 0, NULL);
+	}
+	if (!loss)
+		return false;
+	fe_bind(nd, 0, loss);
+	return true;
+}
+
+static bool imp_nll_loss(struct fe_node *nd)
+{
+	struct nll l;
+	/* bfloat16 joined T in version 22 */
+	return read_nll(nd, &l, 22) && nll_loss(nd, &l, nd->in[0]);
+}
+
+/* The log probabilities are the optional second output, log_prob. */
+static bool imp_softmax_cross_entropy(struct fe_node *nd)
+{
+	struct nll l;
+	const char *name;
+	struct ir_node *n;
+	if (!read_nll(nd, &l, 13)) /* bfloat16 joined T in version 13 */
+		return false;
+	name = nd->nout > 1 && nd->proto->output[1][0] ? fe_out_name(nd, 1)
+	                                               : fe_tmp_name(nd, "log_prob");
+	n = fe_emit(nd, IR_OP_LOG_SOFTMAX, nd->in, 1, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", 1);
+	if (!fe_finish(nd, n))
+		return false;
+	fe_bind(nd, 1, n->out[0]);
+	return nll_loss(nd, &l, n->out[0]);
+}
+
+const struct fe_op fe_ops_loss[] = {
+	{ "NegativeLogLikelihoodLoss", imp_nll_loss, IR_OP_GATHER_ELEMENTS, { 12, 13, 22 } },
+	{ "SoftmaxCrossEntropyLoss", imp_softmax_cross_entropy, IR_OP_LOG_SOFTMAX, { 12, 13 } },
+	{ NULL, NULL, 0, { 0 } },
+};
