@@ -270,6 +270,9 @@ int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v);
 int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v);
 /* Input i must be a constant with data: reports (naming what) if not. */
 bool fe_need_const(struct fe_node *nd, int i, const char *what);
+/* The same for an operand that decides values, not shapes (a DFT's length,
+ * a window's size): the message names --const, which binds a graph input. */
+bool fe_need_const_value(struct fe_node *nd, int i, const char *what);
 bool fe_is_const(struct fe_node *nd, int i);
 
 /* Building. Names a new IR value after the node's k-th ONNX output. */
@@ -296,6 +299,9 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n);
 #define FE_FOLD_BASE     ((int64_t)1 << 22)
 #define FE_FOLD_PER_BYTE 2
 bool fe_fold_ok(struct fe *fe, int64_t work);
+/* Whether a constant of type t may be created at import (its element count
+ * and the constant limit); reports on nd if not. */
+bool fe_check_const_size(struct fe_node *nd, const struct ir_type *t);
 /* Whether a node of the graph reads the tensor, or it is a graph output. */
 bool fe_tensor_used(struct fe *fe, const char *name);
 /* Whether v is a float initializer of the model (a weight). */
@@ -316,6 +322,8 @@ int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
 /* A reshape of x to dims, named after output k (k < 0: an intermediate). */
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k);
+/* x transposed by perm, named after output k (k < 0: an intermediate). */
+struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int64_t *perm, int k);
 
 /* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
  * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
@@ -360,5 +368,6 @@ bool fe_inline_functions(struct fe *fe, const char **names);
 extern const struct fe_op fe_ops_elementwise[];
 extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
+extern const struct fe_op fe_ops_signal[];
 
 #endif
