@@ -129,12 +129,15 @@ static struct ir_value *const_values(struct fe_node *nd, int k, const struct ir_
 	return fe_const(nd, k, t, data);
 }
 
-/* An int64 constant of dims (rank r) holding 0, 1, ... in order. */
+/* An int64 constant of dims (rank r) holding 0, 1, ... in order (NULL
+ * after reporting when it is past the constant limit). */
 static struct ir_value *iota(struct fe_node *nd, const int64_t *dims, int r)
 {
 	struct ir_type t = { .dtype = IR_I64, .rank = r };
 	int64_t n, *v;
 	memcpy(t.dims, dims, sizeof *dims * (size_t)r);
+	if (!fe_check_const_size(nd, &t))
+		return NULL;
 	n = ir_type_elems(&t);
 	v = ir_arena_alloc_big(&nd->fe->m->arena, sizeof *v * (size_t)(n ? n : 1));
 	for (int64_t i = 0; i < n; i++)
