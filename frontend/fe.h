@@ -275,6 +275,9 @@ int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v);
 int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v);
 /* Input i must be a constant with data: reports (naming what) if not. */
 bool fe_need_const(struct fe_node *nd, int i, const char *what);
+/* The same for an operand that decides values, not shapes (a DFT's length,
+ * a window's size): the message names --const, which binds a graph input. */
+bool fe_need_const_value(struct fe_node *nd, int i, const char *what);
 bool fe_is_const(struct fe_node *nd, int i);
 
 /* Building. Names a new IR value after the node's k-th ONNX output. */
@@ -301,6 +304,9 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n);
 #define FE_FOLD_BASE     ((int64_t)1 << 22)
 #define FE_FOLD_PER_BYTE 2
 bool fe_fold_ok(struct fe *fe, int64_t work);
+/* Whether a constant of type t may be created at import (its element count
+ * and the constant limit); reports on nd if not. */
+bool fe_check_const_size(struct fe_node *nd, const struct ir_type *t);
 /* Whether a node of the graph reads the tensor, or it is a graph output. */
 bool fe_tensor_used(struct fe *fe, const char *name);
 /* Whether v is a float initializer of the model (a weight). */
@@ -393,5 +399,6 @@ extern const struct fe_op fe_ops_shape[];
 extern const struct fe_op fe_ops_transformer[];
 extern const struct fe_op fe_ops_dynamic[];
 extern const struct fe_op fe_ops_loss[];
+extern const struct fe_op fe_ops_signal[];
 
 #endif

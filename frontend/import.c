@@ -243,7 +243,8 @@ static void want_inputs(struct fe *fe, struct fe_wanted *w, struct ir_value *v)
 	}
 }
 
-bool fe_need_const(struct fe_node *nd, int i, const char *what)
+/* Input i must be a constant with data; hint says how to make it one. */
+static bool need_const(struct fe_node *nd, int i, const char *what, const char *hint)
 {
 	struct ir_value *v = fe_in(nd, i);
 	if (!v)
@@ -253,10 +254,23 @@ bool fe_need_const(struct fe_node *nd, int i, const char *what)
 	if (v->kind != IR_VAL_CONST || !v->data)
 		return fe_fail(nd,
 		               "input %d (%s) '%s' must be a constant, but it is computed at run "
-		               "time; onnxc needs static shapes (bind symbolic dimensions with "
-		               "--dim or --shape)",
-		               i, what, nd->proto->input[i]);
+		               "time; %s",
+		               i, what, nd->proto->input[i], hint);
 	return true;
+}
+
+bool fe_need_const(struct fe_node *nd, int i, const char *what)
+{
+	return need_const(nd, i, what,
+	                  "onnxc needs static shapes (bind symbolic dimensions with --dim or "
+	                  "--shape)");
+}
+
+bool fe_need_const_value(struct fe_node *nd, int i, const char *what)
+{
+	return need_const(nd, i, what,
+	                  "onnxc computes what it decides at import (bind a graph input to a "
+	                  "tensor file with --const INPUT=FILE)");
 }
 
 int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v)
@@ -404,6 +418,20 @@ bool fe_is_weight(struct fe *fe, const struct ir_value *v)
 		return false;
 	p = ir_map_get(&fe->reserved, v->name);
 	return p && !strcmp(*p, "initializer");
+}
+
+bool fe_check_const_size(struct fe_node *nd, const struct ir_type *t)
+{
+	int64_t n = ir_type_elems(t);
+	if (n < 0)
+		return fe_fail(nd,
+		               "the result would have more elements than a 64-bit size can count");
+	if (n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
+		return fe_fail(nd,
+		               "the result would have %lld elements, more than the constant limit "
+		               "of %lld bytes allows",
+		               (long long)n, (long long)nd->fe->max_const_bytes);
+	return true;
 }
 
 bool fe_fold_ok(struct fe *fe, int64_t work)
@@ -608,8 +636,8 @@ static const struct fe_op fe_ops_control[] = {
 };
 
 const struct fe_op *const fe_op_tables[] = {
-	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape, fe_ops_transformer,
-	fe_ops_dynamic,     fe_ops_loss,    fe_ops_control, NULL
+	fe_ops_elementwise, fe_ops_nn,   fe_ops_shape,  fe_ops_transformer, fe_ops_dynamic,
+	fe_ops_loss,        fe_ops_signal, fe_ops_control, NULL
 };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }

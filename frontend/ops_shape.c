@@ -28,20 +28,6 @@ static bool bind1(struct fe_node *nd, struct ir_value *y)
 /* Constants and shape queries                                              */
 /* ------------------------------------------------------------------------ */
 
-static bool check_const_size(struct fe_node *nd, const struct ir_type *t)
-{
-	int64_t n = ir_type_elems(t);
-	if (n < 0)
-		return fe_fail(nd,
-		               "the result would have more elements than a 64-bit size can count");
-	if (n > nd->fe->max_const_bytes / ir_dtype_size(t->dtype))
-		return fe_fail(nd,
-		               "the result would have %lld elements, more than the constant limit "
-		               "of %lld bytes allows",
-		               (long long)n, (long long)nd->fe->max_const_bytes);
-	return true;
-}
-
 static bool imp_constant(struct fe_node *nd)
 {
 	static const char *const kinds[] = { "value",         "value_float", "value_floats",
@@ -214,7 +200,7 @@ static bool imp_constant_of_shape(struct fe_node *nd)
 		ir_set_ints(nd->fe->m, e, "shape", t.dims, t.rank);
 		return fe_finish(nd, e) && bind1(nd, e->out[0]);
 	}
-	if (!check_const_size(nd, &t))
+	if (!fe_check_const_size(nd, &t))
 		return false;
 	data = ir_arena_alloc_big(&nd->fe->m->arena,
 	                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
@@ -309,7 +295,7 @@ static bool imp_range(struct fe_node *nd)
 		t.dims[0] = n;
 		if (!fe_fold_ok(nd->fe, n))
 			return range_at_run_time(nd, &t);
-		if (!check_const_size(nd, &t))
+		if (!fe_check_const_size(nd, &t))
 			return false;
 		data = ir_arena_alloc_big(&nd->fe->m->arena,
 		                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
@@ -329,7 +315,7 @@ static bool imp_range(struct fe_node *nd)
 		t.dims[0] = n;
 		if (!fe_fold_ok(nd->fe, n))
 			return range_at_run_time(nd, &t);
-		if (!check_const_size(nd, &t))
+		if (!fe_check_const_size(nd, &t))
 			return false;
 		data = ir_arena_alloc_big(&nd->fe->m->arena,
 		                          (size_t)(n ? n : 1) * (size_t)ir_dtype_size(t.dtype));
@@ -1070,16 +1056,6 @@ static int aa_taps(bool cubic, double scale, int64_t *start)
 	return (int)(2 - 2 * *start);
 }
 
-/* x transposed by perm, named after output k (k < 0: an intermediate). */
-static struct ir_value *transpose_to(struct fe_node *nd, struct ir_value *x, const int64_t *perm,
-                                     int k)
-{
-	const char *name = k < 0 ? fe_tmp_name(nd, "transpose") : fe_out_name(nd, k);
-	struct ir_node *n = fe_emit(nd, IR_OP_TRANSPOSE, &x, 1, &name, 1);
-	ir_set_ints(nd->fe->m, n, "perm", perm, x->type.rank);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /*
  * The weights of Resize-18's antialiased linear or cubic filter along one
  * dimension, out x in (row y: what output y takes of each input), as ONNX's
@@ -1181,7 +1157,7 @@ static bool resize_antialias(struct fe_node *nd, bool cubic, const char *coord, 
 			if (k != d)
 				perm[j++] = k;
 		perm[rank - 1] = d;
-		if (d != rank - 1 && !(x = transpose_to(nd, x, perm, -1)))
+		if (d != rank - 1 && !(x = fe_transpose(nd, x, perm, -1)))
 			return false;
 		ab[0] = x;
 		ab[1] = fe_const(nd, -1, &wt, data);
@@ -1191,7 +1167,7 @@ static bool resize_antialias(struct fe_node *nd, bool cubic, const char *coord, 
 			int64_t inv[IR_MAX_RANK];
 			for (int k = 0; k < rank; k++)
 				inv[perm[k]] = k;
-			if (!(x = transpose_to(nd, x, inv, d == last ? 0 : -1)))
+			if (!(x = fe_transpose(nd, x, inv, d == last ? 0 : -1)))
 				return false;
 		}
 	}

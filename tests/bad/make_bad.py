@@ -1317,6 +1317,98 @@ def ext_constant_attr(d):
 # --------------------------------------------------------------------------
 
 # --------------------------------------------------------------------------
+# signal ops and ops whose outputs follow from shapes (frontend/ops_signal.c):
+# one node 'sig' each, NAME: (op, inputs, graph inputs, initializers, opset,
+# attributes); graph inputs are (name, dims, dtype), initializers arrays
+
+I32 = TensorProto.INT32
+BOOL = TensorProto.BOOL
+SIGNAL_CASES = {
+    "signal_const_needed": ("DFT", ["x", "n"], [("x", [1, 4, 1], F), ("n", [], I64)], {}, 17, {}),
+    "signal_one_value": ("HannWindow", ["s"], [], {"s": np.array([4, 4], np.int64)}, 17, {}),
+    "signal_not_integer": ("OneHot", ["i", "d", "v"], [("i", [2], I64)],
+                           {"d": np.array(np.inf, np.float32), "v": np.array([0, 1], np.float32)},
+                           11, {}),
+    "signal_output_datatype": ("HannWindow", ["s"], [], {"s": np.array(4, np.int64)}, 17,
+                               {"output_datatype": BOOL}),
+    "signal_fold_budget": ("HannWindow", ["s"], [], {"s": np.array(10**8, np.int64)}, 17, {}),
+    "dft_not_float": ("DFT", ["x"], [("x", [1, 4, 1], I32)], {}, 17, {}),
+    "dft_parts": ("DFT", ["x"], [("x", [4, 3], F)], {}, 17, {"axis": 0}),
+    "dft_axis": ("DFT", ["x"], [("x", [1, 4, 1], F)], {}, 17, {"axis": 2}),
+    "dft_zero_length": ("DFT", ["x", "n"], [("x", [1, 4, 1], F)], {"n": np.array(0, np.int64)},
+                        17, {}),
+    "stft_signal_rank": ("STFT", ["x", "st"], [("x", [6, 1], F)], {"st": np.array(1, np.int64)},
+                         17, {}),
+    "stft_window_rank": ("STFT", ["x", "st", "w"], [("x", [1, 6, 1], F), ("w", [2, 2], F)],
+                         {"st": np.array(1, np.int64)}, 17, {}),
+    "stft_window_length": ("STFT", ["x", "st", "w", "fl"], [("x", [1, 6, 1], F), ("w", [4], F)],
+                           {"st": np.array(1, np.int64), "fl": np.array(6, np.int64)}, 17, {}),
+    "stft_no_frames": ("STFT", ["x", "st", "", "fl"], [("x", [1, 6, 1], F)],
+                       {"st": np.array(1, np.int64), "fl": np.array(10, np.int64)}, 17, {}),
+    "dft_matrix_size": ("DFT", ["x", "n"], [("x", [1, 8192, 2], F)],
+                        {"n": np.array(8192, np.int64)}, 17, {}),
+    "dft_max_length": ("DFT", ["x", "n"], [("x", [1, 4, 1], F)],
+                       {"n": np.array(2**31, np.int64)}, 17, {}),
+    "window_periodic": ("HammingWindow", ["s"], [], {"s": np.array(4, np.int64)}, 17,
+                        {"periodic": 2}),
+    "window_negative": ("BlackmanWindow", ["s"], [], {"s": np.array(-1, np.int64)}, 17, {}),
+    "mel_sample_rate": ("MelWeightMatrix", ["m", "n", "r", "lo", "hi"], [],
+                        {"m": np.array(2, np.int64), "n": np.array(8, np.int64),
+                         "r": np.array(0, np.int64), "lo": np.array(0, np.float32),
+                         "hi": np.array(4000, np.float32)}, 17, {}),
+    "mel_not_finite": ("MelWeightMatrix", ["m", "n", "r", "lo", "hi"], [],
+                       {"m": np.array(2, np.int64), "n": np.array(8, np.int64),
+                        "r": np.array(8000, np.int64), "lo": np.array(0, np.float32),
+                        "hi": np.array(np.inf, np.float32)}, 17, {}),
+    "mel_band_outside": ("MelWeightMatrix", ["m", "n", "r", "lo", "hi"], [],
+                         {"m": np.array(2, np.int64), "n": np.array(8, np.int64),
+                          "r": np.array(8000, np.int64), "lo": np.array(0, np.float32),
+                          "hi": np.array(16000, np.float32)}, 17, {}),
+    "eyelike_rank": ("EyeLike", ["x"], [("x", [2, 2, 2], F)], {}, 17, {}),
+    "onehot_rank": ("OneHot", ["i", "d", "v"], [("i", [1] * 8, I64)],
+                    {"d": np.array(2, np.int64), "v": np.array([0, 1], np.float32)}, 11, {}),
+    "onehot_axis": ("OneHot", ["i", "d", "v"], [("i", [2], I64)],
+                    {"d": np.array(2, np.int64), "v": np.array([0, 1], np.float32)}, 11,
+                    {"axis": 3}),
+    "onehot_bool_indices": ("OneHot", ["i", "d", "v"], [("i", [2], BOOL)],
+                            {"d": np.array(2, np.int64), "v": np.array([0, 1], np.float32)}, 11,
+                            {}),
+    "onehot_values": ("OneHot", ["i", "d", "v"], [("i", [2], I64)],
+                      {"d": np.array(2, np.int64), "v": np.array([0, 1, 2], np.float32)}, 11, {}),
+    "onehot_depth_huge": ("OneHot", ["i", "d", "v"], [("i", [2], I64)],
+                          {"d": np.array(2**40, np.int64), "v": np.array([0, 1], np.float32)},
+                          11, {}),
+    "onehot_depth": ("OneHot", ["i", "d", "v"], [("i", [2], I64)],
+                     {"d": np.array(0, np.int64), "v": np.array([0, 1], np.float32)}, 9, {}),
+    "affine_theta": ("AffineGrid", ["t", "s"], [("t", [1, 2, 4], F)],
+                     {"s": np.array([1, 1, 2, 2], np.int64)}, 20, {}),
+    "affine_size": ("AffineGrid", ["t", "s"], [("t", [1, 2, 3], F)],
+                    {"s": np.array([2, 1, 2, 2], np.int64)}, 20, {}),
+    "affine_zero_dim": ("AffineGrid", ["t", "s"], [("t", [1, 2, 3], F)],
+                        {"s": np.array([1, 1, 0, 2], np.int64)}, 20, {}),
+    "affine_size_overflow": ("AffineGrid", ["t", "s"], [("t", [1, 3, 4], F)],
+                             {"s": np.array([1, 1, 2**40, 2**40, 2**40], np.int64)}, 20, {}),
+    "revseq_rank": ("ReverseSequence", ["x", "l"], [("x", [3], F), ("l", [3], I64)], {}, 10, {}),
+    "revseq_axes": ("ReverseSequence", ["x", "l"], [("x", [3, 2], F), ("l", [2], I64)], {}, 10,
+                    {"batch_axis": 0}),
+    "revseq_lens": ("ReverseSequence", ["x", "l"], [("x", [3, 2], F), ("l", [3], I64)], {}, 10,
+                    {}),
+}
+
+
+def signal_case(op, ins, inputs, inits, opset, attrs):
+    n = helper.make_node(op, ins, ["y"], name="sig", **attrs)
+    return model([n], [vi(name, dims, dt) for name, dims, dt in inputs],
+                 [helper.make_tensor_value_info("y", F, None)],
+                 [const(k, v) for k, v in inits.items()], opset=opset,
+                 ir_version=9 if opset >= 19 else 8)
+
+
+for _name, _args in SIGNAL_CASES.items():
+    CASES[_name] = lambda d, a=_args: signal_case(*a)
+
+
+# --------------------------------------------------------------------------
 # tensor files given with --const: every size computed from a header is
 # checked for overflow before anything is read or allocated
 

@@ -352,6 +352,61 @@ def function_cases():
         [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 2, 2])],
         [const("s", np.array([1, 1, 0.5, 0.5], np.float32))], opset=18)
     c["resize_antialias"].ir_version = 8
+
+    # DFT-17, real input, one-sided, dft_length 4 < 5 samples: the first
+    # 4 samples (a slice) times a constant [4, 3 bins x 2 parts] matrix
+    c["dft_rfft"] = model(
+        [helper.make_node("DFT", ["x", "n"], ["y"], onesided=1)],
+        [vi("x", F, [2, 5, 1])], [vi("y", F, [2, 3, 2])],
+        [const("n", np.array(4, np.int64))], opset=17)
+
+    # DFT-20, complex input, inverse along axis 0 (an input) padded to 3:
+    # the axis moved next to the parts and back by transposes
+    c["dft_inverse_axis"] = model(
+        [helper.make_node("DFT", ["x", "n", "axis"], ["y"], inverse=1)],
+        [vi("x", F, [2, 1, 2])], [vi("y", F, [3, 1, 2])],
+        [const("n", np.array(3, np.int64)), const("axis", np.array(0, np.int64))], opset=20)
+    c["dft_inverse_axis"].ir_version = 9
+
+    # STFT: two frames of 4 every 2 samples gathered by a constant index,
+    # times the run-time window, then the one-sided DFT
+    c["stft_window"] = model(
+        [helper.make_node("STFT", ["x", "step", "w"], ["y"])],
+        [vi("x", F, [1, 6, 1]), vi("w", F, [4])], [vi("y", F, [1, 2, 3, 2])],
+        [const("step", np.array(2, np.int64))], opset=17)
+
+    # windows, EyeLike, MelWeightMatrix: constants
+    c["signal_constants"] = model(
+        [helper.make_node("HannWindow", ["four"], ["hann"], periodic=0),
+         helper.make_node("EyeLike", ["x"], ["eye"], k=1, dtype=TensorProto.INT32),
+         helper.make_node("MelWeightMatrix", ["two", "eight", "rate", "lo", "hi"], ["mel"])],
+        [vi("x", F, [2, 3])],
+        [vi("hann", F, [4]), vi("eye", TensorProto.INT32, [2, 3]), vi("mel", F, [5, 2])],
+        [const("four", np.array(4, np.int64)), const("two", np.array(2, np.int64)),
+         const("eight", np.array(8, np.int64)), const("rate", np.array(8000, np.int64)),
+         const("lo", np.array(0, np.float32)), const("hi", np.array(4000, np.float32))],
+        opset=17)
+
+    # OneHot-11 at axis 0: negative indices wrap (where), compared with
+    # 0..2, off and on gathered from the constant values (folded)
+    c["onehot_axis0"] = model(
+        [helper.make_node("OneHot", ["i", "depth", "vals"], ["y"], axis=0)],
+        [vi("i", I64, [2])], [vi("y", F, [3, 2])],
+        [const("depth", np.array(3, np.int64)), const("vals", np.array([-1, 5], np.float32))],
+        opset=11)
+
+    # AffineGrid 2-D: the constant base grid [H*W, 3] times theta transposed
+    c["affine_grid_2d"] = model(
+        [helper.make_node("AffineGrid", ["theta", "size"], ["y"], align_corners=1)],
+        [vi("theta", F, [1, 2, 3])], [vi("y", F, [1, 2, 3, 2])],
+        [const("size", np.array([1, 1, 2, 3], np.int64))], opset=20)
+    c["affine_grid_2d"].ir_version = 9
+
+    # ReverseSequence: the gather index from the run-time lengths on the
+    # [time, batch] plane, expanded over the last dimension
+    c["reverse_sequence"] = model(
+        [helper.make_node("ReverseSequence", ["x", "lens"], ["y"])],
+        [vi("x", F, [3, 2, 2]), vi("lens", I64, [2])], [vi("y", F, [3, 2, 2])], opset=10)
     return c
 
 
