@@ -261,6 +261,9 @@ const char *fe_str(struct fe_node *nd, const char *name, const char *def);
 /* Returns the count, or -1 if absent; *v points into the proto. */
 int fe_ints(struct fe_node *nd, const char *name, const int64_t **v);
 int fe_floats(struct fe_node *nd, const char *name, const float **v);
+/* An INTS attribute of exactly len values into out, or len copies of fill
+ * when absent; false after reporting a wrong length. */
+bool fe_ints_len(struct fe_node *nd, const char *name, int len, int64_t fill, int64_t *out);
 const Onnx__TensorProto *fe_tensor_attr(struct fe_node *nd, const char *name);
 void fe_ignore(struct fe_node *nd, const char *name); /* accepted, has no effect */
 

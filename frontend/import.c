@@ -273,6 +273,22 @@ bool fe_need_const_value(struct fe_node *nd, int i, const char *what)
 	                  "tensor file with --const INPUT=FILE)");
 }
 
+/* An INTS attribute with an exact length, or a default filled with fill. */
+bool fe_ints_len(struct fe_node *nd, const char *name, int len, int64_t fill, int64_t *out)
+{
+	const int64_t *v;
+	int c = fe_ints(nd, name, &v);
+	if (c < 0) {
+		for (int i = 0; i < len; i++)
+			out[i] = fill;
+		return !nd->failed;
+	}
+	if (c != len)
+		return fe_fail(nd, "attribute '%s' has %d values, expected %d", name, c, len);
+	memcpy(out, v, sizeof *out * (size_t)len);
+	return true;
+}
+
 int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v)
 {
 	struct ir_value *c = fe_in(nd, i);
@@ -635,10 +651,9 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = {
-	fe_ops_elementwise, fe_ops_nn,   fe_ops_shape,  fe_ops_transformer, fe_ops_dynamic,
-	fe_ops_loss,        fe_ops_signal, fe_ops_control, NULL
-};
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,
+	                                     fe_ops_transformer, fe_ops_dynamic, fe_ops_loss,
+	                                     fe_ops_signal,      fe_ops_control, NULL };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 

@@ -25,22 +25,6 @@ static bool finish1(struct fe_node *nd, struct ir_node *n)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
-/* An INTS attribute with an exact length, or a default filled with fill. */
-static bool ints_attr(struct fe_node *nd, const char *name, int len, int64_t fill, int64_t *out)
-{
-	const int64_t *v;
-	int c = fe_ints(nd, name, &v);
-	if (c < 0) {
-		for (int i = 0; i < len; i++)
-			out[i] = fill;
-		return !nd->failed;
-	}
-	if (c != len)
-		return fe_fail(nd, "attribute '%s' has %d values, expected %d", name, c, len);
-	memcpy(out, v, sizeof *out * (size_t)len);
-	return true;
-}
-
 /* ------------------------------------------------------------------------ */
 /* MatMul, Gemm                                                             */
 /* ------------------------------------------------------------------------ */
@@ -447,9 +431,9 @@ static bool read_window(struct fe_node *nd, const struct ir_type *x, struct wind
 {
 	const char *auto_pad = fe_str(nd, "auto_pad", "NOTSET");
 	int nsp = w->nsp;
-	if (!ints_attr(nd, "strides", nsp, 1, w->strides))
+	if (!fe_ints_len(nd, "strides", nsp, 1, w->strides))
 		return false;
-	if (has_dilations && !ints_attr(nd, "dilations", nsp, 1, w->dilations))
+	if (has_dilations && !fe_ints_len(nd, "dilations", nsp, 1, w->dilations))
 		return false;
 	if (!has_dilations)
 		for (int i = 0; i < nsp; i++)
@@ -458,7 +442,7 @@ static bool read_window(struct fe_node *nd, const struct ir_type *x, struct wind
 		if (w->strides[i] < 1 || w->dilations[i] < 1 || w->kernel[i] < 1)
 			return fe_fail(nd, "kernel, strides and dilations must be positive");
 	if (!strcmp(auto_pad, "NOTSET")) {
-		if (!ints_attr(nd, "pads", 2 * nsp, 0, w->pads))
+		if (!fe_ints_len(nd, "pads", 2 * nsp, 0, w->pads))
 			return false;
 		for (int i = 0; i < 2 * nsp; i++)
 			if (w->pads[i] < 0)
@@ -560,10 +544,10 @@ static bool imp_conv_transpose(struct fe_node *nd)
 	if (!fe_inputs(nd, 2, 3) || !conv_kernel(nd, &w))
 		return false;
 	x = &nd->in[0]->type;
-	if (!ints_attr(nd, "strides", w.nsp, 1, w.strides) ||
-	    !ints_attr(nd, "dilations", w.nsp, 1, w.dilations) ||
-	    !ints_attr(nd, "output_padding", w.nsp, 0, outpad) ||
-	    !ints_attr(nd, "pads", 2 * w.nsp, 0, w.pads))
+	if (!fe_ints_len(nd, "strides", w.nsp, 1, w.strides) ||
+	    !fe_ints_len(nd, "dilations", w.nsp, 1, w.dilations) ||
+	    !fe_ints_len(nd, "output_padding", w.nsp, 0, outpad) ||
+	    !fe_ints_len(nd, "pads", 2 * w.nsp, 0, w.pads))
 		return false;
 	noshape = fe_ints(nd, "output_shape", &oshape);
 	if (noshape >= 0 && noshape != w.nsp && noshape != w.nsp + 2)

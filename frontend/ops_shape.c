@@ -939,6 +939,187 @@ static bool imp_trilu(struct fe_node *nd)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Scatters into a zero tensor: MaxUnpool, Col2Im                           */
+/* ------------------------------------------------------------------------ */
+
+/* A zero tensor of x's type and shape dims (an expand of a scalar: it stays
+ * a run-time fill when large). */
+static struct ir_value *zeros(struct fe_node *nd, enum ir_dtype t, const int64_t *dims, int rank)
+{
+	struct ir_value *z = fe_scalar(nd, t, 0);
+	struct ir_node *n;
+	if (!z)
+		return NULL;
+	n = fe_emit(nd, IR_OP_EXPAND, &z, 1, NULL, 1);
+	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* data with updates scattered along axis at idx (reduction none or add). */
+static struct ir_value *scatter(struct fe_node *nd, struct ir_value *data, struct ir_value *idx,
+                                struct ir_value *up, int64_t axis, const char *reduction, int k)
+{
+	struct ir_value *in[3] = { data, idx, up };
+	const char *name;
+	struct ir_node *n;
+	if (!data || !idx || !up)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "scatter");
+	n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, in, 3, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	ir_set_s(nd->fe->m, n, "reduction", reduction);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+/* MaxUnpool (9, 11, 22): X's values written at MaxPool's flat indices I
+ * into a zero tensor of the shape the pooling came from, padded at the end
+ * to output_shape if given (as ONNX's reference does). */
+static bool imp_max_unpool(struct fe_node *nd)
+{
+	const int64_t *ks;
+	int nk = fe_ints(nd, "kernel_shape", &ks), rank;
+	int64_t out[IR_MAX_RANK], st[IR_MAX_RANK], pd[2 * IR_MAX_RANK], total, flat;
+	const struct ir_type *t;
+	struct ir_value *y;
+	if (!fe_inputs(nd, 2, 3) || nd->failed)
+		return false;
+	t = &nd->in[0]->type;
+	rank = t->rank;
+	if (rank < 3 || nk != rank - 2)
+		return fe_fail(nd, "kernel_shape must have a value per spatial axis (%d)",
+		               rank - 2);
+	if (!fe_ints_len(nd, "strides", nk, 1, st) || !fe_ints_len(nd, "pads", 2 * nk, 0, pd))
+		return false;
+	if (nd->in[1]->type.dtype != IR_I64 || nd->in[1]->type.rank != rank ||
+	    memcmp(nd->in[1]->type.dims, t->dims, sizeof *t->dims * (size_t)rank))
+		return fe_fail(nd, "indices must be int64 of the input's shape");
+	/* the indices are positions in the shape the pooling came from */
+	out[0] = t->dims[0], out[1] = t->dims[1];
+	for (int d = 0; d < nk; d++)
+		out[d + 2] = (t->dims[d + 2] - 1) * st[d] + ks[d] - pd[d] - pd[d + nk];
+	total = ir_dims_elems(out, rank);
+	if (total <= 0)
+		return fe_fail(nd, "the output shape is empty or too large");
+	flat = ir_type_elems(t);
+	y = fe_reshape(nd,
+	               scatter(nd, zeros(nd, t->dtype, &total, 1),
+	                       fe_reshape(nd, nd->in[1], &flat, 1, -1),
+	                       fe_reshape(nd, nd->in[0], &flat, 1, -1), 0, "none", -1),
+	               out, rank, fe_in(nd, 2) ? -1 : 0);
+	if (fe_in(nd, 2)) { /* a larger output_shape: zeros after the end */
+		int64_t *os, pads[2 * IR_MAX_RANK] = { 0 };
+		const char *name = fe_out_name(nd, 0);
+		struct ir_node *n;
+		if (fe_const_ints(nd, 2, "output_shape", &os) != rank)
+			return nd->failed ? false
+			                  : fe_fail(nd, "output_shape must have %d values", rank);
+		for (int d = 0; d < rank; d++) {
+			if (os[d] < out[d] || (d < 2 && os[d] != out[d]))
+				return fe_fail(nd,
+				               "output_shape must not be smaller than the unpooled "
+				               "shape, nor differ in batch and channels");
+			pads[rank + d] = os[d] - out[d];
+		}
+		if (!y)
+			return false;
+		n = fe_emit(nd, IR_OP_PAD, &y, 1, &name, 1);
+		ir_set_ints(nd->fe->m, n, "pads", pads, 2 * rank);
+		ir_set_s(nd->fe->m, n, "mode", "constant");
+		ir_set_f(nd->fe->m, n, "value", 0);
+		y = fe_finish(nd, n) ? n->out[0] : NULL;
+	}
+	return bind1(nd, y);
+}
+
+/*
+ * Col2Im (18): the columns [N, C * prod(block), L] summed into the padded
+ * image [N, C, padded...] at the positions each block element covers (a
+ * scatter-add with constant indices), then the pads sliced off.
+ */
+static bool imp_col2im(struct fe_node *nd)
+{
+	int64_t *img, *blk, nsp, c, kprod = 1, lcount = 1, pprod = 1, padded[IR_MAX_RANK],
+	                            nb[IR_MAX_RANK], dil[IR_MAX_RANK], str[IR_MAX_RANK],
+	                            pad[2 * IR_MAX_RANK], dims[IR_MAX_RANK + 2], *idx, n2[2];
+	const struct ir_type *t;
+	struct ir_type it = { .dtype = IR_I64, .rank = 2 };
+	struct ir_value *y;
+	if (!fe_inputs(nd, 3, 3) || nd->failed)
+		return false;
+	t = &nd->in[0]->type;
+	nsp = fe_const_ints(nd, 1, "image_shape", &img);
+	if (nsp < 1 || nsp > IR_MAX_RANK - 2 || fe_const_ints(nd, 2, "block_shape", &blk) != nsp)
+		return nd->failed ? false
+		                  : fe_fail(nd,
+		                            "image_shape and block_shape must have the same "
+		                            "1 to %d values",
+		                            IR_MAX_RANK - 2);
+	if (!fe_ints_len(nd, "dilations", (int)nsp, 1, dil) ||
+	    !fe_ints_len(nd, "strides", (int)nsp, 1, str) ||
+	    !fe_ints_len(nd, "pads", 2 * (int)nsp, 0, pad))
+		return false;
+	if (t->rank != 3)
+		return fe_fail(nd, "input must be [N, C * prod(block_shape), L]");
+	for (int d = 0; d < nsp; d++) {
+		if (blk[d] < 1 || img[d] < 1 || dil[d] < 1 || str[d] < 1 || pad[d] < 0 ||
+		    pad[d + nsp] < 0)
+			return fe_fail(nd,
+			               "image_shape, block_shape, dilations and strides must be "
+			               "positive, pads not negative");
+		padded[d] = img[d] + pad[d] + pad[d + nsp];
+		nb[d] = (padded[d] - dil[d] * (blk[d] - 1) - 1) / str[d] + 1;
+		if (nb[d] < 1)
+			return fe_fail(nd, "the block is larger than the padded image");
+		kprod *= blk[d], lcount *= nb[d], pprod *= padded[d];
+	}
+	if (t->dims[1] % kprod || t->dims[2] != lcount)
+		return fe_fail(nd,
+		               "input is [%lld, %lld, %lld]: expected C * %lld columns and %lld "
+		               "blocks",
+		               (long long)t->dims[0], (long long)t->dims[1], (long long)t->dims[2],
+		               (long long)kprod, (long long)lcount);
+	c = t->dims[1] / kprod;
+	if (!fe_fold_ok(nd->fe, c * kprod * lcount))
+		return fe_fail(nd, "the scatter's index (%lld entries) exceeds the folding budget",
+		               (long long)(c * kprod * lcount));
+	/* idx[col][l]: where column col (channel, block offset) of block l lands
+	 * in the flattened [C, padded...] image */
+	idx = ir_arena_alloc(&nd->fe->m->arena, sizeof *idx * (size_t)(c * kprod * lcount));
+	for (int64_t col = 0; col < c * kprod; col++)
+		for (int64_t l = 0; l < lcount; l++) {
+			int64_t ko = col % kprod, lo = l, pos = 0, stride = 1;
+			for (int64_t d = nsp - 1; d >= 0; d--) {
+				int64_t kd = ko % blk[d], ld = lo % nb[d];
+				ko /= blk[d], lo /= nb[d];
+				pos += (ld * str[d] + kd * dil[d]) * stride;
+				stride *= padded[d];
+			}
+			idx[col * lcount + l] = col / kprod * pprod + pos;
+		}
+	it.dims[0] = 1, it.dims[1] = c * kprod * lcount;
+	n2[0] = t->dims[0], n2[1] = c * kprod * lcount;
+	{
+		struct ir_value *ix = fe_const(nd, -1, &it, idx);
+		struct ir_node *e = ix ? fe_emit(nd, IR_OP_EXPAND, &ix, 1, NULL, 1) : NULL;
+		int64_t img2[2] = { t->dims[0], c * pprod };
+		if (!e)
+			return false;
+		ir_set_ints(nd->fe->m, e, "shape", n2, 2);
+		if (!fe_finish(nd, e))
+			return false;
+		y = scatter(nd, zeros(nd, t->dtype, img2, 2), e->out[0],
+		            fe_reshape(nd, nd->in[0], n2, 2, -1), 1, "add", -1);
+	}
+	dims[0] = t->dims[0], dims[1] = c;
+	memcpy(dims + 2, padded, sizeof *dims * (size_t)nsp);
+	y = fe_reshape(nd, y, dims, (int)nsp + 2, -1);
+	for (int d = 0; d < nsp && y; d++)
+		if (pad[d] || pad[d + nsp])
+			y = fe_slice_axis(nd, y, d + 2, pad[d], pad[d] + img[d], 1, -1);
+	return bind1(nd, y);
+}
+
 static bool imp_depth_space(struct fe_node *nd)
 {
 	int64_t b;
@@ -1324,6 +1505,8 @@ const struct fe_op fe_ops_shape[] = {
 	{ "Size", imp_size, IR_OP_COUNT, { 1, 13, 19, 21, 23, 24, 25 } },
 	{ "ConstantOfShape", imp_constant_of_shape, IR_OP_COUNT, { 9, 20, 21, 23, 24, 25 } },
 	{ "Range", imp_range, IR_OP_COUNT, { 11, 27 } },
+	{ "MaxUnpool", imp_max_unpool, IR_OP_SCATTER_ELEMENTS, { 9, 11, 22 } },
+	{ "Col2Im", imp_col2im, IR_OP_SCATTER_ELEMENTS, { 18 } },
 	{ "Reshape", imp_reshape, IR_OP_RESHAPE, { 5, 13, 14, 19, 21, 23, 24, 25 } },
 	{ "Flatten", imp_flatten, IR_OP_RESHAPE, { 1, 9, 11, 13, 21, 23, 24, 25 } },
 	{ "Squeeze", imp_squeeze, IR_OP_RESHAPE, { 1, 11, 13, 21, 23, 24, 25 } },

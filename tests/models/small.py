@@ -454,6 +454,13 @@ def transformer_cases():
         [helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"], activation="silu")],
         [vi("x", F, [1, 2, 5])], [vi("y", F, [1, 2, 5]), vi("state", F, [1, 2, 2])],
         [const("w", np.ones((2, 1, 3), np.float32))], opset=27)
+    # Col2Im with pads and strides: a scatter-add into the padded image, then a slice
+    c["col2im_pads"] = model(
+        [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], pads=[1, 0, 1, 0],
+                          strides=[2, 1])],
+        [vi("x", F, [1, 4, 4])], [vi("y", F, [1, 1, 3, 3])],
+        [const("img", np.array([3, 3], np.int64)), const("blk", np.array([2, 2], np.int64))],
+        opset=18)
     # data-dependent shapes folded at import: a constant condition becomes a
     # gather of its indices; NonZero and Unique of constants become constants
     c["dynamic_folded"] = model(

@@ -3,7 +3,8 @@
 
 Usage: check_lowerings.py ONNXC [ORT_RUN_JS]
 
-Einsum is checked against numpy's einsum in float64 over equations the
+Col2Im is checked against torch's fold in float64, and Einsum against
+numpy's einsum in float64 over equations the
 node tests do not cover (diagonals inside products, broadcast ellipses,
 three operands, implicit outputs, upper-case labels, sums of a label no
 other term has). ONNX Runtime's com.microsoft ops (and the ONNX ops that
@@ -100,6 +101,30 @@ def einsum_cases(root):
         ins = [("x%d" % i, x) for i, x in enumerate(xs)]
         m = model("Einsum", ins, [("y", np.asarray(y))], {"equation": eq}, opset=13)
         cases.append(("einsum_%d" % k, m, ins, [("y", np.asarray(y))], eq))
+    return cases
+
+
+# ---------------------------------------------------------------- Col2Im
+# (N, C, image, block, dilations, pads (symmetric, as torch's fold), strides)
+COL2IM = [
+    (2, 3, (5, 6), (2, 3), (1, 1), (0, 0), (1, 1)),
+    (1, 2, (7, 5), (3, 2), (2, 1), (1, 0), (2, 1)),
+    (2, 1, (6, 6), (2, 2), (1, 2), (1, 1), (2, 2)),
+]
+
+
+def col2im_cases(root):
+    import torch
+    cases = []
+    for k, (n, c, img, blk, dil, pad, st) in enumerate(COL2IM):
+        nb = [(img[d] + 2 * pad[d] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1 for d in range(2)]
+        x = rand(n, c * blk[0] * blk[1], nb[0] * nb[1], dtype=np.float64)
+        y = torch.nn.functional.fold(torch.from_numpy(x), img, blk, dilation=dil, padding=pad,
+                                     stride=st).numpy()
+        ins = [("x", x), ("img", np.array(img, np.int64)), ("blk", np.array(blk, np.int64))]
+        m = model("Col2Im", ins, [("y", y)],
+                  {"dilations": list(dil), "pads": list(pad) * 2, "strides": list(st)}, opset=18)
+        cases.append(("col2im_%d" % k, m, ins, [("y", y)], "Col2Im %s" % (blk,)))
     return cases
 
 
@@ -261,7 +286,7 @@ def main():
                                           capture_output=True).returncode == 0
     failed = 0
     with tempfile.TemporaryDirectory() as root:
-        for name, m, ins, outs, what in einsum_cases(root) + ms_cases():
+        for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + ms_cases():
             d = write_case(root, name, m, ins, outs)
             ok, r = run_check(onnxc, d)
             line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
