@@ -313,9 +313,22 @@ struct ir_value *fe_const(struct fe_node *nd, int k, const struct ir_type *t, co
 int64_t fe_axis(struct fe_node *nd, int64_t axis, int rank, const char *what);
 /* Normalizes axes in place: non-negative, sorted, unique. Count or -1. */
 int fe_norm_axes(struct fe_node *nd, int64_t *axes, int n, int rank);
+/* x as element type t, named after output k (k < 0: an intermediate). */
+struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k);
 /* A reshape of x to dims, named after output k (k < 0: an intermediate). */
 struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
                             int k);
+
+/* The window of a convolution of x by weight wt [M, C/group, kernel...]
+ * (ops_nn.c): the kernel from the weight (checked against kernel_shape),
+ * strides, dilations, and pads with auto_pad resolved. */
+struct fe_window {
+	int nsp;
+	int64_t kernel[IR_MAX_RANK], strides[IR_MAX_RANK], dilations[IR_MAX_RANK];
+	int64_t pads[2 * IR_MAX_RANK];
+};
+bool fe_conv_window(struct fe_node *nd, const struct ir_type *x, const struct ir_type *wt,
+                    struct fe_window *w);
 
 /* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
  * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
@@ -360,5 +373,6 @@ bool fe_inline_functions(struct fe *fe, const char **names);
 extern const struct fe_op fe_ops_elementwise[];
 extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
+extern const struct fe_op fe_ops_quant[];
 
 #endif

@@ -480,6 +480,14 @@ struct ir_value *fe_reshape(struct fe_node *nd, struct ir_value *x, const int64_
 	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
+struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
+{
+	const char *name = k < 0 ? fe_tmp_name(nd, "cast") : fe_out_name(nd, k);
+	struct ir_node *n = fe_emit(nd, IR_OP_CAST, &x, 1, &name, 1);
+	ir_set_t(nd->fe->m, n, "to", t);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v)
 {
 	if (k < nd->nout && nd->proto->output[k][0])
@@ -503,8 +511,8 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn, fe_ops_shape,
-	                                     fe_ops_control, NULL };
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,
+	                                     fe_ops_quant,       fe_ops_control, NULL };
 
 const struct fe_op *fe_find_op(const char *op_type)
 {
