@@ -141,18 +141,23 @@ static bool quant_range(enum ir_dtype t, double *lo, double *hi)
 }
 
 /*
- * v (f64) rounded half to even, saturated to t's range and converted to t:
- * ONNX output k. Infinities saturate; NaN becomes 0 (the IR's conversion),
- * where the reference's numpy gives whatever its platform's conversion of
- * NaN to int32 does.
+ * v (f64, integer-valued) saturated to t's range and converted to t: ONNX
+ * output k. Infinities saturate; NaN becomes 0 (the IR's conversion), where
+ * the reference's numpy gives whatever its platform's conversion of NaN to
+ * int32 does.
  */
 static struct ir_value *saturate(struct fe_node *nd, struct ir_value *v, enum ir_dtype t, int k)
 {
 	double lo = 0, hi = 0;
 	quant_range(t, &lo, &hi);
-	if (v)
-		v = clip(nd, fe_simple(nd, IR_OP_ROUND, &v, 1, -1), lo, hi);
+	v = clip(nd, v, lo, hi);
 	return v ? fe_cast(nd, v, t, k) : NULL;
+}
+
+/* v rounded half to even */
+static struct ir_value *round_even(struct fe_node *nd, struct ir_value *v)
+{
+	return v ? fe_simple(nd, IR_OP_ROUND, &v, 1, -1) : NULL;
 }
 
 /* An exact integer sum (f64) as int32, wrapping as ONNX's int32 does. */
@@ -313,8 +318,7 @@ static bool imp_quantize(struct fe_node *nd)
 	}
 	if (!(s = per_axis(nd, s, &nd->in[0]->type, block, "y_scale")))
 		return false;
-	q = op_in(nd, IR_OP_DIV, x, s, c);
-	q = q ? fe_simple(nd, IR_OP_ROUND, &q, 1, -1) : NULL;
+	q = round_even(nd, op_in(nd, IR_OP_DIV, x, s, c));
 	if (z) {
 		if (!(z = per_axis(nd, z, &nd->in[0]->type, block, "y_zero_point")))
 			return false;
@@ -409,10 +413,8 @@ static bool imp_dynamic_quantize(struct fe_node *nd)
 	range = in[0] && range ? fe_simple(nd, IR_OP_WHERE, in, 3, -1) : NULL;
 	scale = op_in(nd, IR_OP_DIV, range, scalar(nd, 255), IR_F32);
 	zero = bin(nd, IR_OP_SUB, scalar(nd, 0), op_in(nd, IR_OP_DIV, lo, scale, IR_F32));
-	zero = clip(nd, zero, 0, 255);
-	zero = zero ? fe_simple(nd, IR_OP_ROUND, &zero, 1, -1) : NULL;
-	y = op_in(nd, IR_OP_DIV, x, scale, IR_F32);
-	y = y ? bin(nd, IR_OP_ADD, fe_simple(nd, IR_OP_ROUND, &y, 1, -1), zero) : NULL;
+	zero = round_even(nd, clip(nd, zero, 0, 255));
+	y = bin(nd, IR_OP_ADD, round_even(nd, op_in(nd, IR_OP_DIV, x, scale, IR_F32)), zero);
 	if (!(y = saturate(nd, y, IR_U8, 0)) || !(scale = fe_cast(nd, scale, IR_F32, 1)) ||
 	    !(zero = fe_cast(nd, zero, IR_U8, 2)))
 		return false;
@@ -493,9 +495,8 @@ static bool requantize(struct fe_node *nd, struct ir_value *acc, struct ir_value
 		               ir_dtype_name(zy->type.dtype));
 	mult = op_in(nd, IR_OP_DIV, op_in(nd, IR_OP_MUL, sa, sb, st), sy, st);
 	acc = f64_of(nd, wrap_i32(nd, acc, -1));
-	return bind1(nd,
-	             saturate(nd, bin(nd, IR_OP_ADD, bin(nd, IR_OP_MUL, acc, mult), f64_of(nd, zy)),
-	                      zy->type.dtype, 0));
+	acc = bin(nd, IR_OP_ADD, bin(nd, IR_OP_MUL, acc, mult), f64_of(nd, zy));
+	return bind1(nd, saturate(nd, round_even(nd, acc), zy->type.dtype, 0));
 }
 
 /* The 8-bit operands and their zero points agree in type. */
