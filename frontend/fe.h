@@ -355,6 +355,16 @@ struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x
  * uses: y, and the mean and inverse standard deviation where asked. */
 bool fe_layer_norm(struct fe_node *nd, struct ir_value *const *in, int nin, int64_t axis,
                    float eps);
+/* The window of a convolution of x by weight wt [M, C/group, kernel...]
+ * (ops_nn.c): the kernel from the weight (checked against kernel_shape),
+ * strides, dilations, and pads with auto_pad resolved. */
+struct fe_window {
+	int nsp;
+	int64_t kernel[IR_MAX_RANK], strides[IR_MAX_RANK], dilations[IR_MAX_RANK];
+	int64_t pads[2 * IR_MAX_RANK];
+};
+bool fe_conv_window(struct fe_node *nd, const struct ir_type *x, const struct ir_type *wt,
+                    struct fe_window *w);
 
 /* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
  * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
@@ -403,5 +413,6 @@ extern const struct fe_op fe_ops_transformer[];
 extern const struct fe_op fe_ops_dynamic[];
 extern const struct fe_op fe_ops_loss[];
 extern const struct fe_op fe_ops_signal[];
+extern const struct fe_op fe_ops_quant[];
 
 #endif

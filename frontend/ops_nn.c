@@ -415,18 +415,12 @@ static bool imp_einsum(struct fe_node *nd)
 /* Convolution and pooling geometry                                         */
 /* ------------------------------------------------------------------------ */
 
-struct window {
-	int nsp;
-	int64_t kernel[IR_MAX_RANK], strides[IR_MAX_RANK], dilations[IR_MAX_RANK];
-	int64_t pads[2 * IR_MAX_RANK];
-};
-
 /*
  * Reads strides, dilations, pads and auto_pad for a window op over input x.
  * kernel must already be set. SAME_UPPER / SAME_LOWER give ceil(in/stride)
  * outputs with the odd padding at the end / at the start.
  */
-static bool read_window(struct fe_node *nd, const struct ir_type *x, struct window *w,
+static bool read_window(struct fe_node *nd, const struct ir_type *x, struct fe_window *w,
                         bool has_dilations)
 {
 	const char *auto_pad = fe_str(nd, "auto_pad", "NOTSET");
@@ -475,8 +469,8 @@ static bool read_window(struct fe_node *nd, const struct ir_type *x, struct wind
 	return !nd->failed;
 }
 
-static void set_window(struct fe_node *nd, struct ir_node *n, const struct window *w, bool kernel,
-                       bool dilations)
+static void set_window(struct fe_node *nd, struct ir_node *n, const struct fe_window *w,
+                       bool kernel, bool dilations)
 {
 	struct ir_module *m = nd->fe->m;
 	if (kernel)
@@ -488,9 +482,9 @@ static void set_window(struct fe_node *nd, struct ir_node *n, const struct windo
 }
 
 /* Kernel from the weight, checked against kernel_shape if given. */
-static bool conv_kernel(struct fe_node *nd, struct window *w)
+static bool conv_kernel(struct fe_node *nd, const struct ir_type *x, const struct ir_type *wt,
+                        struct fe_window *w)
 {
-	const struct ir_type *x = &nd->in[0]->type, *wt = &nd->in[1]->type;
 	const int64_t *ks;
 	int c;
 	if (x->rank < 3 || wt->rank != x->rank)
@@ -515,14 +509,19 @@ static bool conv_kernel(struct fe_node *nd, struct window *w)
 	return !nd->failed;
 }
 
+bool fe_conv_window(struct fe_node *nd, const struct ir_type *x, const struct ir_type *wt,
+                    struct fe_window *w)
+{
+	return conv_kernel(nd, x, wt, w) && read_window(nd, x, w, true);
+}
+
 static bool imp_conv(struct fe_node *nd)
 {
-	struct window w = { 0 };
+	struct fe_window w = { 0 };
 	int64_t group = fe_int(nd, "group", 1);
 	const char *name;
 	struct ir_node *n;
-	if (!fe_inputs(nd, 2, 3) || !conv_kernel(nd, &w) ||
-	    !read_window(nd, &nd->in[0]->type, &w, true))
+	if (!fe_inputs(nd, 2, 3) || !fe_conv_window(nd, &nd->in[0]->type, &nd->in[1]->type, &w))
 		return false;
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_CONV, nd->in, nd->nin, &name, 1);
@@ -533,7 +532,7 @@ static bool imp_conv(struct fe_node *nd)
 
 static bool imp_conv_transpose(struct fe_node *nd)
 {
-	struct window w = { 0 };
+	struct fe_window w = { 0 };
 	int64_t group = fe_int(nd, "group", 1), outpad[IR_MAX_RANK], oshape_buf[IR_MAX_RANK];
 	const char *auto_pad = fe_str(nd, "auto_pad", "NOTSET");
 	const int64_t *oshape;
@@ -541,7 +540,7 @@ static bool imp_conv_transpose(struct fe_node *nd)
 	const char *name;
 	struct ir_node *n;
 	const struct ir_type *x;
-	if (!fe_inputs(nd, 2, 3) || !conv_kernel(nd, &w))
+	if (!fe_inputs(nd, 2, 3) || !conv_kernel(nd, &nd->in[0]->type, &nd->in[1]->type, &w))
 		return false;
 	x = &nd->in[0]->type;
 	if (!fe_ints_len(nd, "strides", w.nsp, 1, w.strides) ||
@@ -598,7 +597,7 @@ static bool imp_conv_transpose(struct fe_node *nd)
 static bool imp_pool(struct fe_node *nd)
 {
 	enum ir_op op = nd->def->ir;
-	struct window w = { 0 };
+	struct fe_window w = { 0 };
 	const struct ir_type *x;
 	int64_t ceil_mode = 0, p = 2;
 	const char *names[2];
@@ -925,20 +924,11 @@ static bool imp_softmax(struct fe_node *nd)
 /* Reductions                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* x as element type t, named after output k (k < 0: an intermediate). */
-static struct ir_value *cast_as(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
-{
-	const char *name = k < 0 ? fe_tmp_name(nd, "cast") : fe_out_name(nd, k);
-	struct ir_node *n = fe_emit(nd, IR_OP_CAST, &x, 1, &name, 1);
-	ir_set_t(nd->fe->m, n, "to", t);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /* ReduceMax and ReduceMin of bool (20): any and all, as the max and min of
  * the values as uint8. */
 static bool reduce_bool(struct fe_node *nd, const int64_t *axes, int n, bool keep)
 {
-	struct ir_value *x = cast_as(nd, nd->in[0], IR_U8, -1);
+	struct ir_value *x = fe_cast(nd, nd->in[0], IR_U8, -1);
 	const char *name = fe_tmp_name(nd, ir_ops[nd->def->ir].name);
 	struct ir_node *r;
 	if (!x)
@@ -946,7 +936,7 @@ static bool reduce_bool(struct fe_node *nd, const int64_t *axes, int n, bool kee
 	r = fe_emit(nd, nd->def->ir, &x, 1, &name, 1);
 	ir_set_ints(nd->fe->m, r, "axes", axes, n);
 	ir_set_i(nd->fe->m, r, "keepdims", keep);
-	if (!fe_finish(nd, r) || !(x = cast_as(nd, r->out[0], IR_BOOL, 0)))
+	if (!fe_finish(nd, r) || !(x = fe_cast(nd, r->out[0], IR_BOOL, 0)))
 		return false;
 	fe_bind(nd, 0, x);
 	return true;

@@ -4,9 +4,15 @@
 // onnxc computes and for the models `onnxc export` writes.
 //
 // usage: node scripts/ort_run.js MODEL.onnx [--input NAME=FILE.npy | --input FILE.npy]...
-//            [--output-dir DIR] [--threads T]
+//            [--output-dir DIR] [--threads T] [--optimization LEVEL]
 //        node scripts/ort_run.js --batch JOBS.json [--threads T]
 //        node scripts/ort_run.js --check
+//
+// --optimization sets ONNX Runtime's graph optimization level: all (the
+// default), extended, basic or disabled. At all it fuses, among others,
+// QuantizeLinear -> DequantizeLinear pairs around Conv and MatMul into its
+// integer kernels, which round differently from the float graph; disabled
+// runs each node as the model says (a --batch job: "optimization").
 //
 // Inputs are given by graph input name, or without a name in graph-input
 // order. With --output-dir, output K (in graph-output order) is written as
@@ -150,8 +156,11 @@ function usage() {
   process.exit(0);
 }
 
+const OPT_LEVELS = ['all', 'extended', 'basic', 'disabled'];
+
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], outputDir: null, threads: 1, check: false, batch: null };
+  const a = { model: null, inputs: [], outputDir: null, threads: 1, check: false, batch: null,
+              optimization: 'all' };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const next = () => {
@@ -164,6 +173,7 @@ function parseArgs(argv) {
       a.inputs.push(eq > 0 ? [v.slice(0, eq), v.slice(eq + 1)] : [null, v]);
     } else if (arg === '--output-dir') a.outputDir = next();
     else if (arg === '--threads') a.threads = parseInt(next(), 10);
+    else if (arg === '--optimization') a.optimization = next();
     else if (arg === '--check') a.check = true;
     else if (arg === '--batch') a.batch = next();
     else if (arg === '-h' || arg === '--help') usage();
@@ -174,6 +184,8 @@ function parseArgs(argv) {
   if (!a.model && !a.check && !a.batch)
     die('no model given (usage: ort_run.js MODEL.onnx --input NAME=FILE.npy ...)');
   if (!(a.threads >= 1)) die('--threads takes a positive count');
+  if (!OPT_LEVELS.includes(a.optimization))
+    die(`--optimization takes one of ${OPT_LEVELS.join(', ')}`);
   return a;
 }
 
@@ -203,7 +215,7 @@ async function runJob(ort, job, threads) {
       executionProviders: ['cpu'],
       intraOpNumThreads: threads,
       interOpNumThreads: 1,
-      graphOptimizationLevel: 'all',
+      graphOptimizationLevel: job.optimization || 'all',
     });
   } catch (e) {
     throw new JobError(`ONNX Runtime cannot load ${job.model}: ${e.message}`);
@@ -235,7 +247,8 @@ async function runBatch(ort, file, threads) {
     die(`cannot read the job list ${file}: ${e.message}`);
   }
   for (const j of jobs) {
-    const job = { model: j.model, inputs: j.inputs || [], outputDir: j.output_dir || null };
+    const job = { model: j.model, inputs: j.inputs || [], outputDir: j.output_dir || null,
+                  optimization: j.optimization };
     let line;
     try {
       line = { model: job.model, outputs: await runJob(ort, job, threads) };
@@ -262,7 +275,8 @@ async function main() {
   }
   let outputs;
   try {
-    const job = { model: args.model, inputs: args.inputs, outputDir: args.outputDir };
+    const job = { model: args.model, inputs: args.inputs, outputDir: args.outputDir,
+                  optimization: args.optimization };
     outputs = await runJob(ort, job, args.threads);
   } catch (e) {
     if (e instanceof JobError) die(e.message, 1);

@@ -1222,6 +1222,36 @@ def upsample_inf_scale_empty(d):
     return model([n], [vi("x", [1, 1, 0, 2])], [vi("y", [1, 1, 0, 4])], opset=7)
 
 
+@case
+def quant_output_dtype_int4(d):
+    n = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q",
+                         output_dtype=22)  # INT4 (onnx 1.12 has no name for it)
+    return model([n], [vi("x", [2])], [vi("y", [2], TensorProto.UINT8)],
+                 [const("s", np.float32(0.5))], opset=21, ir_version=10)
+
+
+@case
+def quant_int16_opset13(d):
+    n = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")
+    return model([n], [vi("x", [2])], [vi("y", [2], TensorProto.INT16)],
+                 [const("s", np.float32(0.5)), const("z", np.int16(0))])
+
+
+@case
+def quant_axis_scale_length(d):
+    n = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", axis=1)
+    return model([n], [vi("x", [2, 3], TensorProto.INT8)], [vi("y", [2, 3])],
+                 [const("s", np.ones(2, np.float32))])
+
+
+@case
+def matmulinteger_k_too_large(d):
+    k = 1 << 37
+    n = helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="mmi")
+    return model([n], [vi("a", [1, k], TensorProto.UINT8), vi("b", [k, 1], TensorProto.INT8)],
+                 [vi("y", [1, 1], TensorProto.INT32)], opset=10)
+
+
 # --------------------------------------------------------------------------
 # 8. external data
 

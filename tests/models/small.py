@@ -472,6 +472,26 @@ def transformer_cases():
          vi("uinv", I64, [5]), vi("uc", I64, [3])],
         [const("keep", np.array([False, True, False, True])),
          const("u", np.array([2, 1, 2, 3, 1], np.float32))], opset=13)
+    # QuantizeLinear-21 blocked: the scale and zero point [2, 2] repeated
+    # by 2 along axis 1 and cut to x's 3 columns; the division in f32 is
+    # an f64 one rounded to f32 (a cast there and back)
+    U8 = TensorProto.UINT8
+    c["quantize_blocked"] = model(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1, block_size=2)],
+        [vi("x", F, [2, 3])], [vi("y", U8, [2, 3])],
+        [const("s", np.array([[0.5, 2], [1, 4]], np.float32)),
+         const("z", np.array([[0, 10], [20, 30]], np.uint8))], opset=21)
+    c["quantize_blocked"].ir_version = 10
+    # QLinearConv: an im2col of the 4 taps of a 2x2 kernel (pads 1, stride 2)
+    # and an f64 MatMul, wrapped to int32 and requantized
+    c["qlinear_conv"] = model(
+        [helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"], ["y"],
+                          pads=[1, 1, 1, 1], strides=[2, 2])],
+        [vi("x", U8, [1, 1, 3, 3])], [vi("y", U8, [1, 2, 2, 2])],
+        [const("sx", np.float32(0.5)), const("zx", np.uint8(100)),
+         const("w", np.array([1, -2, 3, -4, 5, 6, -7, 8], np.int8).reshape(2, 1, 2, 2)),
+         const("sw", np.array([0.25, 0.125], np.float32)), const("zw", np.zeros(2, np.int8)),
+         const("sy", np.float32(0.75)), const("zy", np.uint8(128))], opset=10)
     return c
 
 
