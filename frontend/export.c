@@ -897,6 +897,14 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 		                     "%s exists from opset %d; the export targets opset %lld (use "
 		                     "--opset %d or later)",
 		                     op, first, (long long)ex->opset, first);
+	if (!t) { /* ops newer than the writer's last opset (CumProd, 26) */
+		const struct fe_op *f = fe_find_op(NULL, op);
+		if (f && f->versions[0] > FE_EXPORT_MAX_OPSET)
+			return ex_node_error(ex, n,
+			                     "%s exists from opset %d, after the last opset onnxc "
+			                     "export writes (%d)",
+			                     op, f->versions[0], FE_EXPORT_MAX_OPSET);
+	}
 	if (!t)
 		ir_panic(__FILE__, __LINE__,
 		         "export_types.h has no ONNX op '%s' (run "

@@ -68,11 +68,14 @@ static struct ir_value *reshape(struct tb *b, struct ir_value *x, const int64_t 
 	return infer(b, y);
 }
 
-/* Mean over every element, as f32[1]. */
+/* Mean over every element, as f32[1] (a scalar is its own mean). */
 static struct ir_value *mean_all(struct tb *b, struct ir_value *x)
 {
 	int64_t axes[IR_MAX_RANK], one = 1;
-	struct ir_value *y = node(b, IR_OP_REDUCE_MEAN, "mean", &x, 1);
+	struct ir_value *y;
+	if (x->type.rank == 0)
+		return reshape(b, x, &one, 1);
+	y = node(b, IR_OP_REDUCE_MEAN, "mean", &x, 1);
 	for (int i = 0; i < x->type.rank; i++)
 		axes[i] = i;
 	ir_set_ints(b->m, y->def, "axes", axes, x->type.rank);
