@@ -1120,6 +1120,140 @@ static bool imp_col2im(struct fe_node *nd)
 	return bind1(nd, y);
 }
 
+/* ------------------------------------------------------------------------ */
+/* GatherND, ScatterND: rows of a 2-D view                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The row of data's [prod(dims[0, b + k)), rest] view that each index
+ * tuple of idx [..., k] names (idx's last axis indexes dims b .. b+k-1;
+ * negative entries count from the end), for batch_dims b whose leading
+ * index dims are the batch. Shape idx.shape[:-1].
+ */
+static struct ir_value *nd_rows(struct fe_node *nd, const struct ir_type *data,
+                                struct ir_value *idx, int b)
+{
+	int k = (int)idx->type.dims[idx->type.rank - 1], r = idx->type.rank - 1;
+	struct ir_type kt = { .dtype = IR_I64, .rank = 1, .dims = { k } };
+	int64_t *dims = ir_arena_alloc(&nd->fe->m->arena, sizeof *dims * (size_t)k),
+	        *strides = ir_arena_alloc(&nd->fe->m->arena, sizeof *strides * (size_t)k),
+	        stride = 1, last = idx->type.rank - 1;
+	struct ir_value *in[3], *rows;
+	for (int j = k - 1; j >= 0; j--) {
+		dims[j] = data->dims[b + j];
+		strides[j] = stride;
+		stride *= dims[j];
+	}
+	idx = idx->type.dtype == IR_I64 ? idx : fe_cast(nd, idx, IR_I64, -1);
+	in[0] = fe_binary(nd, IR_OP_LESS, idx, fe_scalar(nd, IR_I64, 0), -1);
+	in[1] = fe_binary(nd, IR_OP_ADD, idx, fe_const(nd, -1, &kt, dims), -1);
+	in[2] = idx;
+	if (!in[0] || !in[1] || !in[2])
+		return NULL;
+	rows = fe_reduce(nd, IR_OP_REDUCE_SUM,
+	                 fe_binary(nd, IR_OP_MUL, fe_simple(nd, IR_OP_WHERE, in, 3, -1),
+	                           fe_const(nd, -1, &kt, strides), -1),
+	                 &last, 1, false, -1);
+	if (b && rows) { /* + the batch's first row: batch position times stride */
+		struct ir_type bt = { .dtype = IR_I64, .rank = r };
+		int64_t nb = 1, *off;
+		for (int d = 0; d < r; d++)
+			bt.dims[d] = d < b ? data->dims[d] : 1;
+		nb = ir_dims_elems(bt.dims, r);
+		off = ir_arena_alloc(&nd->fe->m->arena, sizeof *off * (size_t)nb);
+		for (int64_t i = 0; i < nb; i++)
+			off[i] = i * stride;
+		rows = fe_binary(nd, IR_OP_ADD, rows, fe_const(nd, -1, &bt, off), -1);
+	}
+	return rows;
+}
+
+/* GatherND (11, 12: batch_dims, 13): a gather of rows of the 2-D view. */
+static bool imp_gather_nd(struct fe_node *nd)
+{
+	int64_t b = fe_int(nd, "batch_dims", 0), view[2], out[IR_MAX_RANK], k;
+	const struct ir_type *d, *it;
+	struct ir_value *in[2];
+	int n = 0;
+	struct ir_node *g;
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	d = &nd->in[0]->type, it = &nd->in[1]->type;
+	if (!ir_dtypes[it->dtype].is_int || it->rank < 1)
+		return fe_fail(nd, "indices must be integers of rank >= 1");
+	k = it->dims[it->rank - 1];
+	if (b < 0 || b >= it->rank || b >= d->rank || k < 1 || b + k > d->rank)
+		return fe_fail(nd,
+		               "batch_dims %lld and index length %lld do not fit data of rank %d",
+		               (long long)b, (long long)k, d->rank);
+	for (int i = 0; i < b; i++)
+		if (it->dims[i] != d->dims[i])
+			return fe_fail(nd, "indices and data differ in batch dimension %d", i);
+	if (it->rank - 1 + d->rank - b - k > IR_MAX_RANK)
+		return fe_fail(nd, "the output would have more than %d axes", IR_MAX_RANK);
+	view[0] = ir_dims_elems(d->dims, (int)(b + k));
+	view[1] = ir_dims_elems(d->dims + b + k, d->rank - (int)(b + k));
+	for (int i = 0; i < it->rank - 1; i++)
+		out[n++] = it->dims[i];
+	for (int i = (int)(b + k); i < d->rank; i++)
+		out[n++] = d->dims[i];
+	in[0] = fe_reshape(nd, nd->in[0], view, 2, -1);
+	in[1] = nd_rows(nd, d, nd->in[1], (int)b);
+	if (!in[0] || !in[1])
+		return false;
+	g = fe_emit(nd, IR_OP_GATHER, in, 2, NULL, 1);
+	ir_set_i(nd->fe->m, g, "axis", 0);
+	if (!fe_finish(nd, g))
+		return false;
+	return bind1(nd, fe_reshape(nd, g->out[0], out, n, 0));
+}
+
+/* ScatterND (11; reduction add/mul 16, max/min 18): rows of the 2-D view
+ * replaced (or reduced) by the updates', a scatter_elements along rows. */
+static bool imp_scatter_nd(struct fe_node *nd)
+{
+	const char *red = nd->version >= 16 ? fe_str(nd, "reduction", "none") : "none";
+	int64_t view[2], rows2[2], k, n;
+	const struct ir_type *d, *it;
+	struct ir_value *rows;
+	struct ir_node *e;
+	if (!fe_inputs(nd, 3, 3) || nd->failed)
+		return false;
+	if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") &&
+	    ((strcmp(red, "max") && strcmp(red, "min")) || nd->version < 18))
+		return fe_fail(nd, "reduction '%s' is not one of none, add, mul%s", red,
+		               nd->version >= 18 ? ", max and min"
+		                                 : " (max and min from opset 18)");
+	d = &nd->in[0]->type, it = &nd->in[1]->type;
+	if (!ir_dtypes[it->dtype].is_int || it->rank < 1)
+		return fe_fail(nd, "indices must be integers of rank >= 1");
+	k = it->dims[it->rank - 1];
+	if (k < 1 || k > d->rank)
+		return fe_fail(nd, "index length %lld does not fit data of rank %d", (long long)k,
+		               d->rank);
+	view[0] = ir_dims_elems(d->dims, (int)k);
+	view[1] = ir_dims_elems(d->dims + k, d->rank - (int)k);
+	n = ir_dims_elems(it->dims, it->rank - 1);
+	if (ir_type_elems(&nd->in[2]->type) != n * view[1] || nd->in[2]->type.dtype != d->dtype)
+		return fe_fail(nd,
+		               "updates must be indices.shape[:-1] + data.shape[%lld:] of data's "
+		               "type",
+		               (long long)k);
+	rows2[0] = n, rows2[1] = 1;
+	rows = fe_reshape(nd, nd_rows(nd, d, nd->in[1], 0), rows2, 2, -1);
+	if (!rows)
+		return false;
+	rows2[1] = view[1];
+	e = fe_emit(nd, IR_OP_EXPAND, &rows, 1, NULL, 1);
+	ir_set_ints(nd->fe->m, e, "shape", rows2, 2);
+	if (!fe_finish(nd, e))
+		return false;
+	return bind1(nd, fe_reshape(nd,
+	                            scatter(nd, fe_reshape(nd, nd->in[0], view, 2, -1), e->out[0],
+	                                    fe_reshape(nd, nd->in[2], rows2, 2, -1), 0, red, -1),
+	                            d->dims, d->rank, 0));
+}
+
 static bool imp_depth_space(struct fe_node *nd)
 {
 	int64_t b;
@@ -1507,6 +1641,8 @@ const struct fe_op fe_ops_shape[] = {
 	{ "Range", imp_range, IR_OP_COUNT, { 11, 27 } },
 	{ "MaxUnpool", imp_max_unpool, IR_OP_SCATTER_ELEMENTS, { 9, 11, 22 } },
 	{ "Col2Im", imp_col2im, IR_OP_SCATTER_ELEMENTS, { 18 } },
+	{ "GatherND", imp_gather_nd, IR_OP_GATHER, { 11, 12, 13 } },
+	{ "ScatterND", imp_scatter_nd, IR_OP_SCATTER_ELEMENTS, { 11, 13, 16, 18 } },
 	{ "Reshape", imp_reshape, IR_OP_RESHAPE, { 5, 13, 14, 19, 21, 23, 24, 25 } },
 	{ "Flatten", imp_flatten, IR_OP_RESHAPE, { 1, 9, 11, 13, 21, 23, 24, 25 } },
 	{ "Squeeze", imp_squeeze, IR_OP_RESHAPE, { 1, 11, 13, 21, 23, 24, 25 } },

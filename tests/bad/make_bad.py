@@ -281,6 +281,14 @@ def sequence_op(d):
 
 
 @case
+def scatternd_max_opset16(d):
+    # max and min reductions came in opset 18
+    n = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="snd", reduction="max")
+    return model([n], [vi("x", [4, 3]), vi("i", [2, 1], I64), vi("u", [2, 3])], [vi("y", [4, 3])],
+                 opset=16)
+
+
+@case
 def gelu_bad_approximate(d):
     n = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="fast")
     return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], opset=20)

@@ -461,6 +461,10 @@ def transformer_cases():
         [vi("x", F, [1, 4, 4])], [vi("y", F, [1, 1, 3, 3])],
         [const("img", np.array([3, 3], np.int64)), const("blk", np.array([2, 2], np.int64))],
         opset=18)
+    # GatherND with a batch axis: rows of a 2-D view, the batch's offset added
+    c["gathernd_batch"] = model(
+        [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)],
+        [vi("x", F, [2, 3, 4]), vi("i", I64, [2, 1])], [vi("y", F, [2, 4])], opset=13)
     # data-dependent shapes folded at import: a constant condition becomes a
     # gather of its indices; NonZero and Unique of constants become constants
     c["dynamic_folded"] = model(

@@ -3,7 +3,8 @@
 
 Usage: check_lowerings.py ONNXC [ORT_RUN_JS]
 
-Col2Im is checked against torch's fold in float64, and Einsum against
+Col2Im is checked against torch's fold in float64, GatherND against ONNX's
+own reference implementation, ScatterND against its definition, and Einsum against
 numpy's einsum in float64 over equations the
 node tests do not cover (diagonals inside products, broadcast ellipses,
 three operands, implicit outputs, upper-case labels, sums of a label no
@@ -125,6 +126,45 @@ def col2im_cases(root):
         m = model("Col2Im", ins, [("y", y)],
                   {"dilations": list(dil), "pads": list(pad) * 2, "strides": list(st)}, opset=18)
         cases.append(("col2im_%d" % k, m, ins, [("y", y)], "Col2Im %s" % (blk,)))
+    return cases
+
+
+# ---------------------------------------------------- GatherND, ScatterND
+def scatter_nd(data, indices, updates, reduction):
+    """ScatterND as ONNX's reference defines it; onnx 1.12's scatter_nd_impl
+    indexes with the tuple's array (rows 1 and 2, not element (1, 2)) and has
+    no max/min, so it cannot serve for k > 1."""
+    out = np.copy(data)
+    f = {"none": lambda a, b: b, "add": np.add, "mul": np.multiply, "max": np.maximum,
+         "min": np.minimum}[reduction]
+    for i in np.ndindex(indices.shape[:-1]):
+        at = tuple(indices[i])
+        out[at] = f(out[at], updates[i])
+    return out
+
+
+def nd_cases(root):
+    from onnx.backend.test.case.node.gathernd import gather_nd_impl
+    cases = []
+    for k, (dshape, ishape, b) in enumerate([((3, 4, 5), (2, 2), 0), ((3, 4, 5), (2, 3, 1), 0),
+                                             ((2, 3, 4, 5), (2, 3, 2), 1),
+                                             ((2, 3, 4, 5), (2, 3, 1, 1), 2),
+                                             ((4, 5), (3, 2), 0)]):
+        x = rand(*dshape)
+        hi = np.array(dshape[b:b + ishape[-1]])
+        idx = rng.integers(-hi, hi, ishape).astype(np.int64)  # negatives count from the end
+        y = gather_nd_impl(x, np.where(idx < 0, idx + hi, idx), b)
+        ins = [("x", x), ("i", idx)]
+        m = model("GatherND", ins, [("y", y)], {"batch_dims": b}, opset=13)
+        cases.append(("gathernd_%d" % k, m, ins, [("y", y)], "GatherND b=%d" % b))
+    for k, red in enumerate(["none", "add", "mul", "max", "min"]):
+        x = rand(4, 3, 5)
+        idx = np.array([[[1, 2]], [[3, 0]], [[0, 2]]], np.int64)  # distinct rows
+        up = rand(3, 1, 5)
+        y = scatter_nd(x, idx, up, red)
+        ins = [("x", x), ("i", idx), ("u", up)]
+        m = model("ScatterND", ins, [("y", y)], {"reduction": red}, opset=18)
+        cases.append(("scatternd_%s" % red, m, ins, [("y", y)], "ScatterND %s" % red))
     return cases
 
 
@@ -286,7 +326,8 @@ def main():
                                           capture_output=True).returncode == 0
     failed = 0
     with tempfile.TemporaryDirectory() as root:
-        for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + ms_cases():
+        for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
+                ms_cases():
             d = write_case(root, name, m, ins, outs)
             ok, r = run_check(onnxc, d)
             line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
