@@ -695,7 +695,7 @@ static void compare(enum ir_dtype t, const void *y, const void *ref, int64_t n, 
 	memset(c, 0, sizeof *c);
 	for (int64_t i = 0; i < n; i++) {
 		double a, b, d;
-		if (!ir_dtypes[t].is_float) {
+		if (!ir_dtype_float_valued(t)) {
 			int64_t x = ir_load_i64(t, y, (size_t)i),
 			        r = ir_load_i64(t, ref, (size_t)i);
 			a = (double)x;
@@ -712,7 +712,9 @@ static void compare(enum ir_dtype t, const void *y, const void *ref, int64_t n, 
 				c->l2_den += b * b;
 				continue;
 			}
-			c->bad += !(fabs(a - b) <= atol + rtol * fabs(b));
+			/* an infinity matches itself only (inf is within any
+			 * relative tolerance of inf) */
+			c->bad += isinf(a) || isinf(b) || !(fabs(a - b) <= atol + rtol * fabs(b));
 		}
 		d = fabs(a - b);
 		if (d > c->max_abs || d != d)
@@ -1142,7 +1144,7 @@ int cmd_check(int argc, char **argv)
 				continue;
 			}
 			compare(ot->dtype, outs[i], ref->data, ir_type_elems(ot), rtol, atol, &c);
-			if (max_l2 >= 0 && ir_dtypes[ot->dtype].is_float)
+			if (max_l2 >= 0 && ir_dtype_float_valued(ot->dtype))
 				c.bad = 0; /* judged on the whole run below */
 			if (c.bad)
 				passed = false;
@@ -1158,7 +1160,7 @@ int cmd_check(int argc, char **argv)
 	}
 	run_ms /= nsets;
 	for (int i = 0; max_l2 >= 0 && i < nout; i++)
-		if (ir_dtypes[sig.out[i].type.dtype].is_float && rel_l2(&worst[i]) > max_l2) {
+		if (ir_dtype_float_valued(sig.out[i].type.dtype) && rel_l2(&worst[i]) > max_l2) {
 			worst[i].bad = 1;
 			passed = false;
 		}

@@ -47,6 +47,10 @@ struct gen {
 
 static bool isf(enum ir_dtype t) { return ir_dtypes[t].is_float; }
 static bool issigned(enum ir_dtype t) { return ir_dtypes[t].is_signed; }
+/* The storage types (ir/dtype.h): minifloats compute as f32, the sub-byte
+ * integers as i8 holding their sign- or zero-extended value. */
+static const struct ir_minifloat *minif(enum ir_dtype t) { return ir_minifloat(t); }
+static bool narrow_int(enum ir_dtype t) { return ir_dtypes[t].narrow && !minif(t); }
 
 /* How a dtype is stored in memory. */
 static LLVMTypeRef store_type(struct gen *g, enum ir_dtype t)
@@ -70,7 +74,10 @@ static LLVMTypeRef comp_type(struct gen *g, enum ir_dtype t)
 	case IR_BF16: return g->f32;
 	case IR_F64: return g->f64;
 	case IR_BOOL: return g->i1;
-	default: return LLVMIntTypeInContext(g->cx, 8 * (unsigned)ir_dtype_size(t));
+	default:
+		if (minif(t))
+			return g->f32;
+		return LLVMIntTypeInContext(g->cx, 8 * (unsigned)ir_dtype_size(t));
 	}
 }
 
@@ -195,6 +202,184 @@ static LLVMValueRef round_to(struct gen *g, LLVMValueRef v, enum ir_dtype t)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Minifloats (float8, float4)                                              */
+/* ------------------------------------------------------------------------ */
+
+static LLVMValueRef sel(struct gen *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b);
+
+static LLVMValueRef i32c(struct gen *g, int64_t v)
+{
+	return LLVMConstInt(g->i32, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef f32_bits(struct gen *g, LLVMValueRef u)
+{
+	return LLVMBuildBitCast(g->b, u, g->f32, "");
+}
+
+/*
+ * w (f32 or f64) rounded to the nearest value of minifloat f, ties to even
+ * (f8e8m0: up to a power of two), saturated to +-max: the compute form of
+ * the IR's cast to f (ir_minifloat_encode is its C twin). The rounding is
+ * one rint of w scaled by a power of two, exact in w's own type, so an f64
+ * w is rounded once.
+ */
+static LLVMValueRef round_minifloat(struct gen *g, LLVMValueRef w, const struct ir_minifloat *f)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMTypeRef ft = LLVMTypeOf(w);
+	bool d = ft == g->f64;
+	LLVMTypeRef it = d ? g->i64 : g->i32;
+	int fm = d ? 52 : 23, fb = d ? 1023 : 127;
+	LLVMValueRef u = LLVMBuildBitCast(b, w, it, "");
+	LLVMValueRef au =
+	        LLVMBuildAnd(b, u, LLVMConstInt(it, d ? ~(1ull << 63) : 0x7fffffffu, 0), "");
+	LLVMValueRef a = LLVMBuildBitCast(b, au, ft, ""), r, e, maxv = LLVMConstReal(ft, f->max);
+	LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, w, w, "");
+	e = LLVMBuildSub(b, LLVMBuildLShr(b, au, LLVMConstInt(it, (unsigned)fm, 0), ""),
+	                 LLVMConstInt(it, (unsigned)fb, 0), "");
+	if (f->kind == IR_MF_E8M0) {
+		LLVMValueRef pow2 = LLVMBuildICmp(
+		        b, LLVMIntEQ,
+		        LLVMBuildAnd(b, au, LLVMConstInt(it, (1ull << fm) - 1, 0), ""),
+		        LLVMConstInt(it, 0, 0), "");
+		LLVMValueRef up = LLVMBuildShl(
+		        b, LLVMBuildAdd(b, e, LLVMConstInt(it, (unsigned)fb + 1, 0), ""),
+		        LLVMConstInt(it, (unsigned)fm, 0), "");
+		LLVMValueRef tiny = LLVMConstReal(ft, 0x1p-127);
+		r = sel(g, pow2, a, LLVMBuildBitCast(b, up, ft, ""));
+		r = sel(g, LLVMBuildFCmp(b, LLVMRealOLE, a, tiny, ""), tiny, r);
+		r = sel(g, LLVMBuildFCmp(b, LLVMRealOGT, r, maxv, ""), maxv, r);
+		isnan = LLVMBuildOr(b, isnan,
+		                    LLVMBuildFCmp(b, LLVMRealOLT, w, LLVMConstNull(ft), ""), "");
+	} else {
+		LLVMValueRef emin = LLVMConstInt(it, (unsigned long long)(1 - f->bias), 1);
+		LLVMValueRef ecap = LLVMConstInt(it, 64, 0); /* far above max: saturates */
+		LLVMValueRef ec = sel(g, LLVMBuildICmp(b, LLVMIntSGT, e, ecap, ""), ecap, e);
+		LLVMValueRef k = LLVMBuildSub(
+		        b, sel(g, LLVMBuildICmp(b, LLVMIntSGT, ec, emin, ""), ec, emin),
+		        LLVMConstInt(it, (unsigned)f->mbits, 0), "");
+		LLVMValueRef q = LLVMBuildBitCast(
+		        b,
+		        LLVMBuildShl(b, LLVMBuildAdd(b, k, LLVMConstInt(it, (unsigned)fb, 0), ""),
+		                     LLVMConstInt(it, (unsigned)fm, 0), ""),
+		        ft, "");
+		LLVMValueRef iq = LLVMBuildBitCast(
+		        b,
+		        LLVMBuildShl(b, LLVMBuildSub(b, LLVMConstInt(it, (unsigned)fb, 0), k, ""),
+		                     LLVMConstInt(it, (unsigned)fm, 0), ""),
+		        ft, "");
+		r = LLVMBuildFMul(b, fintr(g, "llvm.rint", LLVMBuildFMul(b, a, iq, "")), q, "");
+		r = sel(g, LLVMBuildFCmp(b, LLVMRealOGT, r, maxv, ""), maxv, r); /* inf too */
+		{
+			LLVMTypeRef t = ft;
+			LLVMValueRef cs[2] = { r, w };
+			r = call_intrinsic(g, "llvm.copysign", &t, 1, cs, 2);
+		}
+	}
+	if (d)
+		r = LLVMBuildFPTrunc(b, r, g->f32, ""); /* exact: r is a minifloat value */
+	return sel(g, isnan, LLVMConstReal(g->f32, f->kind == IR_MF_NONE ? -0.0 : NAN), r);
+}
+
+/* The f32 value of minifloat code c (i8). */
+static LLVMValueRef decode_minifloat(struct gen *g, LLVMValueRef c, const struct ir_minifloat *f)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef u = LLVMBuildZExt(b, c, g->i32, ""), ef, mf, sig, ex, mag, isnan;
+	int m = f->mbits, emask = (1 << f->ebits) - 1;
+	if (f->kind == IR_MF_E8M0) {
+		LLVMValueRef v = sel(g, LLVMBuildICmp(b, LLVMIntEQ, u, i32c(g, 0), ""),
+		                     LLVMConstReal(g->f32, 0x1p-127),
+		                     f32_bits(g, LLVMBuildShl(b, u, i32c(g, 23), "")));
+		return sel(g, LLVMBuildICmp(b, LLVMIntEQ, u, i32c(g, 0xff), ""),
+		           LLVMConstReal(g->f32, NAN), v);
+	}
+	ef = LLVMBuildAnd(b, LLVMBuildLShr(b, u, i32c(g, m), ""), i32c(g, emask), "");
+	mf = LLVMBuildAnd(b, u, i32c(g, (1 << m) - 1), "");
+	{
+		LLVMValueRef normal = LLVMBuildICmp(b, LLVMIntNE, ef, i32c(g, 0), "");
+		sig = sel(g, normal, LLVMBuildOr(b, mf, i32c(g, 1 << m), ""), mf);
+		ex = sel(g, normal, ef, i32c(g, 1));
+	}
+	ex = LLVMBuildAdd(b, ex, i32c(g, 127 - f->bias - m), "");
+	mag = LLVMBuildFMul(b, LLVMBuildUIToFP(b, sig, g->f32, ""),
+	                    f32_bits(g, LLVMBuildShl(b, ex, i32c(g, 23), "")), "");
+	switch (f->kind) {
+	case IR_MF_FN:
+		isnan = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, u, i32c(g, 0x7f), ""),
+		                      i32c(g, 0x7f), "");
+		break;
+	case IR_MF_FNUZ: isnan = LLVMBuildICmp(b, LLVMIntEQ, u, i32c(g, 0x80), ""); break;
+	case IR_MF_IEEE: {
+		LLVMValueRef top = LLVMBuildICmp(b, LLVMIntEQ, ef, i32c(g, emask), "");
+		LLVMValueRef zm = LLVMBuildICmp(b, LLVMIntEQ, mf, i32c(g, 0), "");
+		mag = sel(g, LLVMBuildAnd(b, top, zm, ""), LLVMConstReal(g->f32, INFINITY), mag);
+		isnan = LLVMBuildAnd(b, top, LLVMBuildNot(b, zm, ""), "");
+		break;
+	}
+	default: isnan = LLVMConstInt(g->i1, 0, 0); break;
+	}
+	mag = sel(g, isnan, LLVMConstReal(g->f32, NAN), mag);
+	return sel(g,
+	           LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, i32c(g, 1 << (f->ebits + m)), ""),
+	                         i32c(g, 0), ""),
+	           LLVMBuildFNeg(b, mag, ""), mag);
+}
+
+/* The code (i8) of v, an f32 that is a value of minifloat f (or NaN). */
+static LLVMValueRef encode_minifloat(struct gen *g, LLVMValueRef v, const struct ir_minifloat *f)
+{
+	LLVMBuilderRef b = g->b;
+	LLVMValueRef u = LLVMBuildBitCast(b, v, g->i32, "");
+	LLVMValueRef au = LLVMBuildAnd(b, u, i32c(g, 0x7fffffff), ""), a = f32_bits(g, au);
+	LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, u, i32c(g, 0), "");
+	LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+	LLVMValueRef fe, sub, code, nan;
+	int m = f->mbits, emin = 1 - f->bias;
+	if (f->kind == IR_MF_E8M0) {
+		code = LLVMBuildLShr(b, au, i32c(g, 23), ""); /* 2^-127 is f32's 0x00400000 */
+		return LLVMBuildTrunc(b, sel(g, isnan, i32c(g, 0xff), code), g->i8, "");
+	}
+	fe = LLVMBuildSub(b, LLVMBuildLShr(b, au, i32c(g, 23), ""), i32c(g, 127), "");
+	sub = LLVMBuildICmp(b, LLVMIntSLT, fe, i32c(g, emin), "");
+	code = sel(g, sub,
+	           LLVMBuildFPToUI(
+	                   b, LLVMBuildFMul(b, a, LLVMConstReal(g->f32, ldexp(1, m - emin)), ""),
+	                   g->i32, ""),
+	           LLVMBuildOr(b,
+	                       LLVMBuildShl(b, LLVMBuildAdd(b, fe, i32c(g, f->bias), ""),
+	                                    i32c(g, m), ""),
+	                       LLVMBuildAnd(b, LLVMBuildLShr(b, au, i32c(g, 23 - m), ""),
+	                                    i32c(g, (1 << m) - 1), ""),
+	                       ""));
+	if (f->kind == IR_MF_IEEE)
+		code = sel(g, LLVMBuildFCmp(b, LLVMRealOEQ, a, LLVMConstReal(g->f32, INFINITY), ""),
+		           i32c(g, ((1 << f->ebits) - 1) << m), code);
+	if (f->kind == IR_MF_FNUZ) /* no negative zero */
+		neg = LLVMBuildAnd(b, neg, LLVMBuildICmp(b, LLVMIntNE, au, i32c(g, 0), ""), "");
+	code = sel(g, neg, LLVMBuildOr(b, code, i32c(g, 1 << (f->ebits + m)), ""), code);
+	switch (f->kind) {
+	case IR_MF_FN: nan = sel(g, neg, i32c(g, 0xff), i32c(g, 0x7f)); break;
+	case IR_MF_FNUZ: nan = i32c(g, 0x80); break;
+	case IR_MF_IEEE: nan = sel(g, neg, i32c(g, 0xfe), i32c(g, 0x7e)); break;
+	default: nan = i32c(g, 0x8); break;
+	}
+	return LLVMBuildTrunc(b, sel(g, isnan, nan, code), g->i8, "");
+}
+
+/* v (i32) wrapped to sub-byte integer type t, as its i8 compute form. */
+static LLVMValueRef wrap_narrow(struct gen *g, LLVMValueRef v, enum ir_dtype t)
+{
+	int bits = ir_dtypes[t].bits;
+	LLVMValueRef x = LLVMBuildTrunc(g->b, v, g->i8, "");
+	LLVMValueRef sh = LLVMConstInt(g->i8, (unsigned)(8 - bits), 0);
+	if (issigned(t))
+		return LLVMBuildAShr(g->b, LLVMBuildShl(g->b, x, sh, ""), sh, "");
+	return LLVMBuildAnd(g->b, x, LLVMConstInt(g->i8, (1u << bits) - 1, 0), "");
+}
+
+/* ------------------------------------------------------------------------ */
 /* Conversions                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -202,7 +387,18 @@ static LLVMValueRef round_to(struct gen *g, LLVMValueRef v, enum ir_dtype t)
 static LLVMValueRef convert(struct gen *g, LLVMValueRef v, enum ir_dtype from, enum ir_dtype to)
 {
 	LLVMBuilderRef b = g->b;
-	LLVMTypeRef tt = comp_type(g, to), ft = comp_type(g, from);
+	LLVMTypeRef tt, ft;
+	/* the storage types: through the wide type their compute form is in */
+	if (minif(from))
+		from = IR_F32;
+	else if (narrow_int(from))
+		from = issigned(from) ? IR_I8 : IR_U8;
+	if (minif(to)) /* integers through f64, exactly */
+		return round_minifloat(g, convert(g, v, from, from == IR_F32 ? IR_F32 : IR_F64),
+		                       minif(to));
+	if (narrow_int(to))
+		return wrap_narrow(g, convert(g, v, from, IR_I32), to);
+	tt = comp_type(g, to), ft = comp_type(g, from);
 	if (to == IR_BOOL) {
 		if (from == IR_BOOL)
 			return v;
@@ -249,7 +445,7 @@ static LLVMValueRef load_elem(struct gen *g, enum ir_dtype t, LLVMValueRef ptr)
 	case IR_F16: return LLVMBuildFPExt(g->b, v, g->f32, "");
 	case IR_BF16: return bf16_bits_to_f32(g, v);
 	case IR_BOOL: return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
-	default: return v;
+	default: return minif(t) ? decode_minifloat(g, v, minif(t)) : v;
 	}
 }
 
@@ -259,7 +455,10 @@ static void store_elem(struct gen *g, enum ir_dtype t, LLVMValueRef v, LLVMValue
 	case IR_F16: v = LLVMBuildFPTrunc(g->b, v, g->f16, ""); break;
 	case IR_BF16: v = f32_to_bf16_bits(g, v); break;
 	case IR_BOOL: v = LLVMBuildZExt(g->b, v, g->i8, ""); break;
-	default: break;
+	default:
+		if (minif(t))
+			v = encode_minifloat(g, v, minif(t));
+		break;
 	}
 	LLVMBuildStore(g->b, v, ptr);
 }
@@ -780,7 +979,7 @@ static void gen_element(struct gen *g, const struct cg_kernel *k, LLVMValueRef o
 		case KX_CONST:
 			if (x->dtype == IR_BOOL)
 				g->xv[e] = LLVMConstInt(g->i1, x->i != 0, 0);
-			else if (isf(x->dtype))
+			else if (isf(x->dtype) || minif(x->dtype))
 				g->xv[e] = fconst(g, comp_type(g, x->dtype), x->f);
 			else
 				g->xv[e] = LLVMConstInt(comp_type(g, x->dtype),

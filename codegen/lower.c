@@ -54,7 +54,12 @@ struct lower {
 
 static int64_t elems(const struct ir_value *v) { return ir_type_elems(&v->type); }
 static int esize(const struct ir_value *v) { return ir_dtype_size(v->type.dtype); }
-static int rt_dtype(enum ir_dtype t) { return ir_dtypes[t].onnx; }
+/* The runtime's dtype: the storage types (ir/dtype.h) only move, one byte
+ * an element, so the runtime sees them as u8. */
+static int rt_dtype(enum ir_dtype t)
+{
+	return ir_dtypes[t].narrow ? ir_dtypes[IR_U8].onnx : ir_dtypes[t].onnx;
+}
 
 static void strides_of(const struct ir_type *t, int64_t *st)
 {
@@ -971,7 +976,7 @@ static int leaf_x(struct kbuild *b, struct ir_value *v)
 	struct cg_kx x = { .dtype = v->type.dtype };
 	if (v->kind == IR_VAL_CONST && v->data && elems(v) == 1) {
 		x.kind = KX_CONST;
-		if (ir_dtypes[v->type.dtype].is_float)
+		if (ir_dtype_float_valued(v->type.dtype))
 			x.f = ir_load_f64(v->type.dtype, v->data, 0);
 		else
 			x.i = ir_load_i64(v->type.dtype, v->data, 0);

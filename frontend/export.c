@@ -221,8 +221,8 @@ static Onnx__TensorProto *ex_tensor(struct ex *ex, const char *name, const struc
 	tp->has_data_type = true;
 	tp->data_type = ir_dtypes[t->dtype].onnx;
 	tp->has_raw_data = true;
-	tp->raw_data.len = (size_t)ir_type_elems(t) * (size_t)ir_dtype_size(t->dtype);
-	tp->raw_data.data = (uint8_t *)data;
+	tp->raw_data.data =
+	        fe_pack_narrow(&ex->arena, t->dtype, data, ir_type_elems(t), &tp->raw_data.len);
 	ex->inits = ex_grow(ex, ex->inits, ex->ninits, &ex->cap_inits, sizeof *ex->inits);
 	ex->inits[ex->ninits++] = tp;
 	return tp;

@@ -342,6 +342,10 @@ struct ir_value *fe_unary(struct fe_node *nd, enum ir_op op, struct ir_value *x,
 struct ir_value *fe_binary(struct fe_node *nd, enum ir_op op, struct ir_value *a,
                            struct ir_value *b, int k);
 struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k);
+/* x cast to float8 type t as ONNX's saturate=0 does it (the IR's cast
+ * saturates): out-of-range values become t's infinity or NaN. */
+struct ir_value *fe_cast_no_saturate(struct fe_node *nd, struct ir_value *x, enum ir_dtype t,
+                                     int k);
 /* x[start:end:step] along axis, the other axes whole. */
 struct ir_value *fe_slice_axis(struct fe_node *nd, struct ir_value *x, int axis, int64_t start,
                                int64_t end, int64_t step, int k);
@@ -390,6 +394,11 @@ struct fe_payload_undo {
 };
 int fe_payload_inline(struct fe *fe, Onnx__TensorProto *t, struct fe_payload_undo *u);
 void fe_payload_restore(const struct fe_payload_undo *u);
+/* data (n elements of dt, a byte each for the storage types) as an ONNX
+ * file holds it, *len bytes: sub-byte types packed into arena a, others
+ * data itself. */
+uint8_t *fe_pack_narrow(struct ir_arena *a, enum ir_dtype dt, const uint8_t *data, int64_t n,
+                        size_t *len);
 /* Decodes a TensorProto into a new module constant named name. who names the
  * tensor in messages ("initializer 'w'", "attribute 'value'"). NULL on error
  * (reported). */

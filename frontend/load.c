@@ -631,6 +631,40 @@ static bool count_ok(struct fe *fe, const char *who, const char *field, size_t h
 	return true;
 }
 
+/* The bytes n elements of dt take in an ONNX file: the sub-byte types
+ * packed, the first element in the low bits of a byte. */
+static int64_t file_bytes(enum ir_dtype dt, int64_t n)
+{
+	int per = 8 / ir_dtypes[dt].bits;
+	return per > 1 ? (n + per - 1) / per : n * ir_dtype_size(dt);
+}
+
+uint8_t *fe_pack_narrow(struct ir_arena *a, enum ir_dtype dt, const uint8_t *data, int64_t n,
+                        size_t *len)
+{
+	int bits = ir_dtypes[dt].bits, per = 8 / bits;
+	uint8_t *p;
+	*len = (size_t)file_bytes(dt, n);
+	if (per <= 1) /* whole bytes: as they are */
+		return (uint8_t *)data;
+	p = ir_arena_alloc(a, *len ? *len : 1);
+	memset(p, 0, *len);
+	for (int64_t i = 0; i < n; i++)
+		p[i / per] |= (uint8_t)((data[i] & ((1 << bits) - 1)) << (i % per * bits));
+	return p;
+}
+
+/* Unpacks n sub-byte elements of dt in place (buf has n bytes, the packed
+ * ones at its start), sign-extending the signed ones. */
+static void unpack_narrow(enum ir_dtype dt, uint8_t *buf, int64_t n)
+{
+	int bits = ir_dtypes[dt].bits, per = 8 / bits;
+	for (int64_t i = n - 1; i >= 0 && per > 1; i--) {
+		int v = buf[i / per] >> (i % per * bits) & ((1 << bits) - 1);
+		buf[i] = (uint8_t)ir_wrap_narrow_int(dt, v);
+	}
+}
+
 /* Decodes the typed repeated fields into buf. */
 static bool decode_typed(struct fe *fe, const Onnx__TensorProto *t, const char *who,
                          enum ir_dtype dt, int64_t n, void *buf)
@@ -668,7 +702,16 @@ static bool decode_typed(struct fe *fe, const Onnx__TensorProto *t, const char *
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)buf)[i] = (uint16_t)t->int32_data[i];
 		return true;
-	default: /* i8 i16 i32 u8 u16 bool travel in int32_data */
+	default:
+		if (ir_dtypes[dt].narrow) { /* a byte each: packed ones unpacked later */
+			n = file_bytes(dt, n);
+			if (!count_ok(fe, who, "int32_data", t->n_int32_data, n))
+				return false;
+			for (int64_t i = 0; i < n; i++)
+				((uint8_t *)buf)[i] = (uint8_t)t->int32_data[i];
+			return true;
+		}
+		/* i8 i16 i32 u8 u16 bool travel in int32_data */
 		if (!count_ok(fe, who, "int32_data", t->n_int32_data, n))
 			return false;
 		for (int64_t i = 0; i < n; i++)
@@ -695,7 +738,7 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 {
 	struct ir_type ty;
 	int64_t n, at = 0;
-	size_t bytes, raw_len = t->raw_data.len;
+	size_t bytes, fbytes, raw_len = t->raw_data.len;
 	bool external = t->has_data_location &&
 	                t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	bool in_file = !external && fe_payload(fe, t, &at, &raw_len); /* raw_data left there */
@@ -718,27 +761,32 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 	}
 	/* data in the file must all be there before the buffer is allocated: a
 	 * small file must not make onnxc allocate what its dims claim */
-	if (!external && !raw && typed_count(t, ty.dtype) != (size_t)n) {
+	if (!external && !raw &&
+	    typed_count(t, ty.dtype) !=
+	            (size_t)(ir_dtypes[ty.dtype].narrow ? file_bytes(ty.dtype, n) : n)) {
 		decode_typed(fe, t, who, ty.dtype, n, NULL); /* reports the count */
 		return NULL;
 	}
-	if (!external && raw && raw_len != bytes) {
-		ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %zu", who, raw_len,
-		         bytes);
+	if (!external && raw && raw_len != (size_t)file_bytes(ty.dtype, n)) {
+		ir_error(fe->ctx, "%s has %zu bytes of raw_data; its shape needs %lld", who,
+		         raw_len, (long long)file_bytes(ty.dtype, n));
 		return NULL;
 	}
 	buf = ir_arena_alloc_big(&fe->m->arena, bytes ? bytes : 1);
+	fbytes = (size_t)file_bytes(ty.dtype, n);
 	if (external) {
-		ok = read_external(fe, t, who, buf, bytes);
+		ok = read_external(fe, t, who, buf, fbytes);
 	} else if (in_file) {
-		ok = fe_read_payload(fe, who, buf, at, bytes);
+		ok = fe_read_payload(fe, who, buf, at, fbytes);
 	} else if (raw) {
 		ok = true;
-		if (bytes)
-			memcpy(buf, t->raw_data.data, bytes);
+		if (fbytes)
+			memcpy(buf, t->raw_data.data, fbytes);
 	} else {
 		ok = decode_typed(fe, t, who, ty.dtype, n, buf);
 	}
+	if (ok)
+		unpack_narrow(ty.dtype, buf, n);
 	if (!ok) {
 		ir_arena_release(&fe->m->arena, buf);
 		return NULL;

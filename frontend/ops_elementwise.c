@@ -148,21 +148,60 @@ static bool imp_clip(struct fe_node *nd)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
+/*
+ * Cast's saturate=0 (19) to a float8 type: a value beyond the type's range
+ * becomes infinity (f8e5m2) or NaN (the others) instead of +-max, which is
+ * the IR's cast. The saturating cast of x, and where |x| overflows (its
+ * rounding goes beyond max: ir_minifloat_overflow) the infinity or NaN of
+ * t, picked by sign.
+ */
+struct ir_value *fe_cast_no_saturate(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
+{
+	struct ir_type st = { .dtype = t };
+	struct ir_value *xf, *over, *in[3];
+	bool incl, inf = ir_minifloat(t)->kind == IR_MF_IEEE;
+	if (!x)
+		return NULL;
+	double lim = ir_minifloat_overflow(t, &incl);
+	uint8_t pos = ir_minifloat_encode(t, inf ? INFINITY : NAN, false), neg = pos;
+	if (inf)
+		neg = ir_minifloat_encode(t, -INFINITY, false);
+	xf = ir_dtype_float_valued(x->type.dtype) && x->type.dtype != IR_F64 ? x : NULL;
+	if (!xf) /* integers and f64: compared as f64 */
+		xf = fe_cast(nd, x, ir_minifloat(x->type.dtype) ? IR_F32 : IR_F64, -1);
+	if (xf && ir_minifloat(xf->type.dtype))
+		xf = fe_cast(nd, xf, IR_F32, -1);
+	over = fe_binary(nd, incl ? IR_OP_GREATER_EQUAL : IR_OP_GREATER,
+	                 fe_unary(nd, IR_OP_ABS, xf, -1),
+	                 fe_scalar(nd, xf ? xf->type.dtype : IR_F32, lim), -1);
+	in[0] = fe_binary(nd, IR_OP_LESS, xf, fe_scalar(nd, xf ? xf->type.dtype : IR_F32, 0), -1);
+	in[1] = fe_const(nd, -1, &st, &neg), in[2] = fe_const(nd, -1, &st, &pos);
+	in[1] = in[0] && in[1] && in[2] ? fe_simple(nd, IR_OP_WHERE, in, 3, -1) : NULL;
+	in[0] = over, in[2] = fe_cast(nd, x, t, -1);
+	return in[0] && in[1] && in[2] ? fe_simple(nd, IR_OP_WHERE, in, 3, k) : NULL;
+}
+
 /* x as element type t: a cast, or x itself when it has that type already */
 static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 {
 	const char *name;
 	struct ir_node *n;
-	/* saturate (19) and round_mode (24) govern conversions to the float8
-	 * types, which onnxc has none of (ir_dtype_from_onnx refuses them) */
-	if (nd->version >= 19)
-		fe_ignore(nd, "saturate");
-	if (nd->version >= 24)
-		fe_ignore(nd, "round_mode");
+	/* saturate (19) and round_mode (24) govern conversions to float8 */
+	bool saturate = nd->version < 19 || fe_int(nd, "saturate", 1) != 0;
+	const char *round = nd->version >= 24 ? fe_str(nd, "round_mode", "up") : "up";
+	if (nd->failed)
+		return false;
+	if (t == IR_F8E8M0 && strcmp(round, "up"))
+		return fe_fail(nd,
+		               "round_mode '%s' to float8e8m0 is not supported (onnxc rounds "
+		               "'up', the default)",
+		               round);
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;
 	}
+	if (!saturate && ir_minifloat(t) && t != IR_F4E2M1) /* float4 always saturates */
+		return bind1(nd, fe_cast_no_saturate(nd, nd->in[0], t, 0));
 	name = fe_out_name(nd, 0);
 	n = fe_emit(nd, IR_OP_CAST, nd->in, 1, &name, 1);
 	ir_set_t(nd->fe->m, n, "to", t);

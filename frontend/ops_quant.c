@@ -26,9 +26,11 @@
  * strided slice of the padded input per kernel position, concatenated -
  * and that f64 MatMul.
  *
- * The element types onnxc has no kernels for (int4, uint4, int2, uint2,
- * float8, float4) are refused where they appear: tensors of them at load
- * time, an output_dtype or precision of them here.
+ * The storage types (int4, uint4, int2, uint2, float8, float4: docs/ir.md)
+ * quantize and dequantize like the others, through the IR's cast: an
+ * integer one after the clip to its range, a float8 one straight from
+ * x / y_scale, saturating unless saturate=0 (fe_cast_no_saturate), float4
+ * from x / y_scale + y_zero_point, as ONNX's reference computes them.
  */
 #include "fe.h"
 
@@ -136,8 +138,48 @@ static bool quant_range(enum ir_dtype t, double *lo, double *hi)
 	case IR_U8: *lo = 0, *hi = 255; return true;
 	case IR_I16: *lo = -32768, *hi = 32767; return true;
 	case IR_U16: *lo = 0, *hi = 65535; return true;
+	case IR_I4: *lo = -8, *hi = 7; return true;
+	case IR_U4: *lo = 0, *hi = 15; return true;
+	case IR_I2: *lo = -2, *hi = 1; return true;
+	case IR_U2: *lo = 0, *hi = 3; return true;
 	default: return false;
 	}
+}
+
+/* The first version of QuantizeLinear and DequantizeLinear that has the
+ * quantized type t (0: none has it). */
+static int quant_since(enum ir_dtype t)
+{
+	switch (t) {
+	case IR_I8:
+	case IR_U8: return 10;
+	case IR_F8E4M3FN:
+	case IR_F8E4M3FNUZ:
+	case IR_F8E5M2:
+	case IR_F8E5M2FNUZ: return 19;
+	case IR_I16:
+	case IR_U16:
+	case IR_I4:
+	case IR_U4: return 21;
+	case IR_F4E2M1: return 23;
+	case IR_I2:
+	case IR_U2: return 25;
+	default: return 0;
+	}
+}
+
+/* A float8 or float4 zero point of DequantizeLinear, or a float8 one of
+ * QuantizeLinear, must be zero (ONNX's reference refuses any other in
+ * float8, and leaves it out in float4); it is then left out. False after reporting a constant one that is not. */
+static bool zero_point_zero(struct fe_node *nd, const char *what)
+{
+	struct ir_value *z = fe_in(nd, 2);
+	if (!z || !z->data)
+		return true;
+	for (int64_t i = 0; i < ir_type_elems(&z->type); i++)
+		if (ir_load_f64(z->type.dtype, z->data, (size_t)i) != 0)
+			return fe_fail(nd, "%s of a float8 or float4 type must be 0", what);
+	return true;
 }
 
 /*
@@ -271,7 +313,8 @@ static struct ir_value *per_axis(struct fe_node *nd, struct ir_value *v, const s
 static bool check_zero_point(struct fe_node *nd, const char *what)
 {
 	const struct ir_type *s = &nd->in[1]->type, *z = fe_in(nd, 2) ? &fe_in(nd, 2)->type : NULL;
-	if (z && !same_dims(s, z))
+	/* one value each is one value, whatever the ranks (as the reference) */
+	if (z && !same_dims(s, z) && !(ir_type_elems(s) == 1 && ir_type_elems(z) == 1))
 		return fe_fail(nd, "%s of shape %s differs from the scale's %s", what,
 		               shape_of(z).s, shape_of(s).s);
 	return true;
@@ -286,11 +329,9 @@ static bool check_zero_point(struct fe_node *nd, const char *what)
 static bool imp_quantize(struct fe_node *nd)
 {
 	int64_t block = nd->version >= 21 ? fe_int(nd, "block_size", 0) : 0;
+	bool sat = nd->version < 19 || fe_int(nd, "saturate", 1) != 0;
 	enum ir_dtype out = IR_DT_NONE, prec = IR_DT_NONE, c;
 	struct ir_value *x, *s, *z, *q;
-	double lo, hi;
-	if (nd->version >= 19)
-		fe_ignore(nd, "saturate");
 	if ((nd->version >= 21 && !type_attr(nd, "output_dtype", &out)) ||
 	    (nd->version >= 23 && !type_attr(nd, "precision", &prec)) || !fe_inputs(nd, 2, 3))
 		return false;
@@ -301,7 +342,7 @@ static bool imp_quantize(struct fe_node *nd)
 		return fe_fail(nd, "output_dtype %s differs from y_zero_point's %s",
 		               ir_dtype_name(out), ir_dtype_name(z->type.dtype));
 	out = z ? z->type.dtype : out != IR_DT_NONE ? out : IR_U8;
-	if (!quant_range(out, &lo, &hi) || (nd->version < 21 && out != IR_I8 && out != IR_U8))
+	if (!quant_since(out) || nd->version < quant_since(out))
 		return fe_fail(nd, "QuantizeLinear-%d does not produce %s", nd->version,
 		               ir_dtype_name(out));
 	c = prec != IR_DT_NONE ? prec : s->type.dtype;
@@ -318,12 +359,21 @@ static bool imp_quantize(struct fe_node *nd)
 	}
 	if (!(s = per_axis(nd, s, &nd->in[0]->type, block, "y_scale")))
 		return false;
-	q = round_even(nd, op_in(nd, IR_OP_DIV, x, s, c));
+	q = op_in(nd, IR_OP_DIV, x, s, c);
+	if (ir_minifloat(out) && out != IR_F4E2M1) { /* float8: x / y_scale, cast */
+		if (!zero_point_zero(nd, "y_zero_point"))
+			return false;
+		return bind1(nd, sat ? fe_cast(nd, q, out, 0) : fe_cast_no_saturate(nd, q, out, 0));
+	}
+	if (!ir_minifloat(out))
+		q = round_even(nd, q);
 	if (z) {
 		if (!(z = per_axis(nd, z, &nd->in[0]->type, block, "y_zero_point")))
 			return false;
 		q = bin(nd, IR_OP_ADD, q, f64_of(nd, z));
 	}
+	if (out == IR_F4E2M1) /* (x / y_scale + y_zero_point), saturating */
+		return bind1(nd, fe_cast(nd, q, out, 0));
 	return bind1(nd, saturate(nd, q, out, 0));
 }
 
@@ -338,14 +388,12 @@ static bool imp_dequantize(struct fe_node *nd)
 	int64_t block = nd->version >= 21 ? fe_int(nd, "block_size", 0) : 0;
 	enum ir_dtype out = IR_DT_NONE, xt;
 	struct ir_value *x, *s, *z, *y;
-	double lo, hi;
 	if ((nd->version >= 23 && !type_attr(nd, "output_dtype", &out)) || !fe_inputs(nd, 2, 3))
 		return false;
 	x = nd->in[0], s = nd->in[1], z = fe_in(nd, 2), xt = x->type.dtype;
 	if (block < 0)
 		return fe_fail(nd, "block_size %lld is negative", (long long)block);
-	if ((!quant_range(xt, &lo, &hi) && xt != IR_I32) ||
-	    (nd->version < 21 && xt != IR_I8 && xt != IR_U8 && xt != IR_I32))
+	if ((nd->version < quant_since(xt) || !quant_since(xt)) && xt != IR_I32)
 		return fe_fail(nd, "DequantizeLinear-%d does not read %s", nd->version,
 		               ir_dtype_name(xt));
 	if (z && z->type.dtype != xt)
@@ -359,6 +407,11 @@ static bool imp_dequantize(struct fe_node *nd)
 	    !(s = per_axis(nd, s, &x->type, block, "x_scale")))
 		return false;
 	y = f64_of(nd, x);
+	if (ir_minifloat(xt)) { /* float8, float4: the zero point must be 0 */
+		if (!zero_point_zero(nd, "x_zero_point"))
+			return false;
+		z = NULL;
+	}
 	if (z && !(z = per_axis(nd, z, &x->type, block, "x_zero_point")))
 		return false;
 	if (z)

@@ -155,11 +155,11 @@ bool fe_save_npy(const char *path, const struct ir_type *t, const void *data)
 	for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
 		if (npy_types[i].t == t->dtype)
 			descr = npy_types[i].descr;
-	if (!descr)
-		descr = "V2"; /* bfloat16: raw 2-byte elements */
+	if (!descr) /* bfloat16, the storage types: raw elements as in memory */
+		descr = ir_dtype_size(t->dtype) == 2 ? "V2" : "V1";
 	n = snprintf(header, sizeof header, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
 	             strcmp(descr, "i1") && strcmp(descr, "u1") && strcmp(descr, "b1") &&
-	                             strcmp(descr, "V2")
+	                             descr[0] != 'V'
 	                     ? '<'
 	                     : '|',
 	             descr);

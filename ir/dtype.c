@@ -10,11 +10,19 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+/* dtype.c is below ir.h and its IR_ASSERT: an internal bug aborts here too. */
+#define MUST(c)                                                                                \
+	((c) ? (void)0                                                                         \
+	     : (fprintf(stderr, "onnxc: internal error: %s:%d: %s\n", __FILE__, __LINE__, #c), \
+	        abort()))
+
 const struct ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {
-	[IR_DT_NONE] = { "none", 0, 0, false, false, false },
-#define X(id, nm, code, sz, fl, in, sg) [IR_##id] = { nm, code, sz, fl, in, sg },
+	[IR_DT_NONE] = { "none", 0, 0, false, false, false, 0, false },
+#define X(id, nm, code, sz, fl, in, sg, bits) \
+	[IR_##id] = { nm, code, sz, fl, in, sg, bits, !(fl) && !(in) && (code) > 16 },
 	IR_DTYPES(X)
 #undef X
 };
@@ -126,6 +134,124 @@ uint16_t ir_f32_to_bf16(float f)
 float ir_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* ------------------------------------------------------------------------ */
+/* Storage types                                                            */
+/* ------------------------------------------------------------------------ */
+
+const struct ir_minifloat *ir_minifloat(enum ir_dtype t)
+{
+	static const struct ir_minifloat f[] = {
+		[IR_F8E4M3FN] = { 4, 3, 7, IR_MF_FN, 448 },
+		[IR_F8E4M3FNUZ] = { 4, 3, 8, IR_MF_FNUZ, 240 },
+		[IR_F8E5M2] = { 5, 2, 15, IR_MF_IEEE, 57344 },
+		[IR_F8E5M2FNUZ] = { 5, 2, 16, IR_MF_FNUZ, 57344 },
+		[IR_F8E8M0] = { 8, 0, 127, IR_MF_E8M0, 0x1p127 },
+		[IR_F4E2M1] = { 2, 1, 1, IR_MF_NONE, 6 },
+	};
+	return t > 0 && (size_t)t < sizeof f / sizeof f[0] && f[t].ebits ? &f[t] : NULL;
+}
+
+static uint8_t mf_nan(const struct ir_minifloat *f, bool neg)
+{
+	switch (f->kind) {
+	case IR_MF_FN: return neg ? 0xff : 0x7f;
+	case IR_MF_FNUZ: return 0x80;
+	case IR_MF_IEEE: return neg ? 0xfe : 0x7e;
+	case IR_MF_E8M0: return 0xff;
+	case IR_MF_NONE: break;
+	}
+	return 0x8; /* f4e2m1 has no NaN: -0, as ONNX's reference gives */
+}
+
+uint8_t ir_minifloat_encode(enum ir_dtype t, double v, bool saturate)
+{
+	const struct ir_minifloat *f = ir_minifloat(t);
+	int emin, e;
+	double a = fabs(v), r;
+	unsigned sign;
+	MUST(f);
+	emin = 1 - f->bias;
+	sign = signbit(v) && f->kind != IR_MF_E8M0 ? 1u << (f->ebits + f->mbits) : 0;
+	if (v != v || (f->kind == IR_MF_E8M0 && v < 0))
+		return mf_nan(f, signbit(v));
+	if (f->kind == IR_MF_E8M0) { /* round up to a power of two in [2^-127, 2^127] */
+		if (a > f->max)
+			return saturate ? 0xfe : 0xff;
+		frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+		if (a == ldexp(0.5, e))
+			e--;
+		return (uint8_t)(a <= 0x1p-127 ? 0 : e + 127);
+	}
+	if (a == INFINITY) {
+		r = a;
+	} else {
+		frexp(a, &e);
+		e = e - 1 < emin ? emin : e - 1;       /* the exponent of a's quantum */
+		r = nearbyint(ldexp(a, f->mbits - e)); /* exact: a power-of-two scaling */
+		r = ldexp(r, e - f->mbits);
+	}
+	if (r > f->max) {
+		if (saturate || f->kind == IR_MF_NONE)
+			r = f->max;
+		else if (f->kind == IR_MF_IEEE)
+			return (uint8_t)(sign | ((1u << f->ebits) - 1) << f->mbits);
+		else
+			return mf_nan(f, signbit(v));
+	}
+	if (r == 0)
+		return (uint8_t)(f->kind == IR_MF_FNUZ ? 0 : sign);
+	frexp(r, &e);
+	if (e - 1 < emin) /* subnormal */
+		return (uint8_t)(sign | (unsigned)ldexp(r, f->mbits - emin));
+	return (uint8_t)(sign | (unsigned)(e - 1 + f->bias) << f->mbits |
+	                 ((unsigned)ldexp(r, f->mbits - (e - 1)) & ((1u << f->mbits) - 1)));
+}
+
+double ir_minifloat_decode(enum ir_dtype t, uint8_t b)
+{
+	const struct ir_minifloat *f = ir_minifloat(t);
+	unsigned ef, mf, mmask;
+	double mag;
+	MUST(f);
+	if (f->kind == IR_MF_E8M0)
+		return b == 0xff ? NAN : ldexp(1, b - 127);
+	mmask = (1u << f->mbits) - 1;
+	ef = (b >> f->mbits) & ((1u << f->ebits) - 1), mf = b & mmask;
+	if ((f->kind == IR_MF_FN && (b & 0x7f) == 0x7f) || (f->kind == IR_MF_FNUZ && b == 0x80))
+		return NAN;
+	if (f->kind == IR_MF_IEEE && ef == (1u << f->ebits) - 1)
+		mag = mf ? NAN : INFINITY;
+	else if (ef == 0)
+		mag = ldexp(mf, 1 - f->bias - f->mbits);
+	else
+		mag = ldexp(mf | (mmask + 1), (int)ef - f->bias - f->mbits);
+	return b >> (f->ebits + f->mbits) & 1 ? -mag : mag;
+}
+
+double ir_minifloat_overflow(enum ir_dtype t, bool *incl)
+{
+	const struct ir_minifloat *f = ir_minifloat(t);
+	int e;
+	MUST(f);
+	if (f->kind == IR_MF_E8M0) { /* rounding up: anything above max */
+		*incl = false;
+		return f->max;
+	}
+	frexp(f->max, &e);
+	/* max's mantissa odd: the tie max + ulp / 2 rounds to even, beyond it */
+	*incl = ((unsigned)ldexp(f->max, f->mbits - (e - 1)) & 1) != 0;
+	return f->max + ldexp(0.5, e - 1 - f->mbits);
+}
+
+int64_t ir_wrap_narrow_int(enum ir_dtype t, int64_t v)
+{
+	int bits = ir_dtypes[t].bits;
+	uint64_t m = ((uint64_t)1 << bits) - 1, u = (uint64_t)v & m;
+	if (ir_dtypes[t].is_signed && (u >> (bits - 1)))
+		return (int64_t)(u | ~m);
+	return (int64_t)u;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Element access                                                           */
 /* ------------------------------------------------------------------------ */
 
@@ -137,7 +263,10 @@ double ir_load_f64(enum ir_dtype t, const void *p, size_t i)
 	case IR_BF16: return ir_bf16_to_f32(((const uint16_t *)p)[i]);
 	case IR_F64: return ((const double *)p)[i];
 	case IR_U64: return (double)((const uint64_t *)p)[i];
-	default: return (double)ir_load_i64(t, p, i);
+	default:
+		if (ir_minifloat(t))
+			return ir_minifloat_decode(t, ((const uint8_t *)p)[i]);
+		return (double)ir_load_i64(t, p, i);
 	}
 }
 
@@ -153,6 +282,10 @@ int64_t ir_load_i64(enum ir_dtype t, const void *p, size_t i)
 	case IR_U32: return ((const uint32_t *)p)[i];
 	case IR_U64: return (int64_t)((const uint64_t *)p)[i];
 	case IR_BOOL: return ((const uint8_t *)p)[i] != 0;
+	case IR_I4:
+	case IR_I2: return ((const int8_t *)p)[i];
+	case IR_U4:
+	case IR_U2: return ((const uint8_t *)p)[i];
 	default: {
 		double d = ir_load_f64(t, p, i);
 		/* float -> int as C truncation, saturated (NaN -> 0) */
@@ -177,6 +310,10 @@ void ir_store_f64(enum ir_dtype t, void *p, size_t i, double v)
 	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; break;
 	default: {
 		int64_t x;
+		if (ir_minifloat(t)) {
+			((uint8_t *)p)[i] = ir_minifloat_encode(t, v, false);
+			break;
+		}
 		if (v != v)
 			x = 0;
 		else if (v >= 9.2233720368547758e18)
@@ -206,6 +343,10 @@ void ir_store_i64(enum ir_dtype t, void *p, size_t i, int64_t v)
 	case IR_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
 	case IR_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
 	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+	case IR_I4:
+	case IR_I2:
+	case IR_U4:
+	case IR_U2: ((uint8_t *)p)[i] = (uint8_t)ir_wrap_narrow_int(t, v); break;
 	default: ir_store_f64(t, p, i, (double)v); break;
 	}
 }

@@ -302,7 +302,10 @@ static bool eval_eltwise(struct fold *f)
 		const void *a = IN(0)->data, *b = n->nin > 1 ? IN(1)->data : NULL;
 		switch (n->op) {
 		case IR_OP_CAST:
-			if (isf(to) || to == IR_BOOL || ti == IR_BOOL || (isf(ti) && !isf(to)))
+			if (ir_minifloat(to)) /* the IR's cast saturates */
+				((uint8_t *)f->out[0])[k] =
+				        ir_minifloat_encode(to, ir_load_f64(ti, a, off[0]), true);
+			else if (isf(to) || to == IR_BOOL || ti == IR_BOOL || (isf(ti) && !isf(to)))
 				ir_store_f64(to, f->out[0], (size_t)k, ir_load_f64(ti, a, off[0]));
 			else if (ti == IR_U64 && ir_dtypes[to].is_int)
 				ir_store_i64(to, f->out[0], (size_t)k,

@@ -949,6 +949,25 @@ void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_valu
 		ir_swap_names(m, from, to);
 }
 
+/*
+ * The storage types (float8, float4, 4- and 2-bit integers; ir/dtype.h)
+ * have no arithmetic: only a cast and the ops that move elements as they
+ * are read or write them. Where picks elements as well (ONNX's saturate=0
+ * casts are built with it); pad, scatter_elements and trilu would write
+ * values of their own, which these types do not take.
+ */
+static bool narrow_ok(const struct ir_node *n)
+{
+	switch (n->op) {
+	case IR_OP_CAST:
+	case IR_OP_WHERE: return true;
+	case IR_OP_PAD:
+	case IR_OP_SCATTER_ELEMENTS:
+	case IR_OP_TRILU: return false;
+	default: return ir_ops[n->op].kind == IR_KIND_MOVE;
+	}
+}
+
 bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type *out, char *err,
                     size_t errlen)
 {
@@ -956,7 +975,20 @@ bool ir_infer_types(struct ir_module *m, const struct ir_node *n, struct ir_type
 	memset(out, 0, sizeof *out * (size_t)n->nout);
 	if (errlen)
 		err[0] = 0;
-	return ir_ops[n->op].infer(n, out, err, errlen);
+	if (!ir_ops[n->op].infer(n, out, err, errlen))
+		return false;
+	for (int i = 0; i < n->nin + n->nout; i++) {
+		enum ir_dtype t = i < n->nin ? (n->in[i] ? n->in[i]->type.dtype : IR_DT_NONE)
+		                             : out[i - n->nin].dtype;
+		if (t > IR_DT_NONE && t < IR_DTYPE_COUNT && ir_dtypes[t].narrow && !narrow_ok(n)) {
+			snprintf(err, errlen,
+			         "%s does not compute on %s, a storage type: cast it to a float "
+			         "or integer type first",
+			         ir_ops[n->op].name, ir_dtype_name(t));
+			return false;
+		}
+	}
+	return true;
 }
 
 bool ir_infer_node(struct ir_module *m, struct ir_node *n, char *err, size_t errlen)

@@ -362,7 +362,7 @@ static bool parse_const(struct parser *ps)
 			if (t.dtype == IR_F64) {
 				if (!parse_double(ps, &((double *)data)[k]))
 					return false;
-			} else if (ir_dtypes[t.dtype].is_float) {
+			} else if (ir_dtype_float_valued(t.dtype)) {
 				float f;
 				if (!parse_float(ps, &f))
 					return false;

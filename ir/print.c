@@ -125,7 +125,14 @@ static void print_element(enum ir_dtype t, const void *data, size_t i, FILE *f)
 		fputs(buf, f);
 		break;
 	case IR_U64: fprintf(f, "%llu", (unsigned long long)((const uint64_t *)data)[i]); break;
-	default: fprintf(f, "%lld", (long long)ir_load_i64(t, data, i)); break;
+	default:
+		if (ir_minifloat(t)) { /* every minifloat value is an f32 */
+			ir_format_float((float)ir_load_f64(t, data, i), buf, sizeof buf);
+			fputs(buf, f);
+			break;
+		}
+		fprintf(f, "%lld", (long long)ir_load_i64(t, data, i));
+		break;
 	}
 }
 

@@ -1231,11 +1231,38 @@ def upsample_inf_scale_empty(d):
 
 
 @case
-def quant_output_dtype_int4(d):
+def quant_output_dtype_int2_opset21(d):
     n = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q",
-                         output_dtype=22)  # INT4 (onnx 1.12 has no name for it)
-    return model([n], [vi("x", [2])], [vi("y", [2], TensorProto.UINT8)],
+                         output_dtype=26)  # INT2 is QuantizeLinear-25's (onnx 1.12 has no name)
+    return model([n], [vi("x", [2])], [vi("y", [2], 26)],
                  [const("s", np.float32(0.5))], opset=21, ir_version=10)
+
+
+@case
+def quant_float8_zero_point(d):
+    z = TensorProto(name="z", data_type=17, raw_data=b"\x38")  # FLOAT8E4M3FN 1.0
+    n = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")
+    return model([n], [vi("x", [2])], [vi("y", [2], 17)],
+                 [const("s", np.float32(0.5)), z], opset=21, ir_version=10)
+
+
+@case
+def float8_add(d):
+    n = helper.make_node("Add", ["a", "b"], ["y"], name="add")
+    return model([n], [vi("a", [2], 17), vi("b", [2], 17)], [vi("y", [2], 17)],
+                 opset=21, ir_version=10)
+
+
+@case
+def float8_trilu(d):
+    n = helper.make_node("Trilu", ["a"], ["y"], name="trilu")
+    return model([n], [vi("a", [2, 2], 17)], [vi("y", [2, 2], 17)], opset=21, ir_version=10)
+
+
+@case
+def cast_e8m0_round_down(d):
+    n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=24, round_mode="down")
+    return model([n], [vi("x", [2])], [vi("y", [2], 24)], opset=25, ir_version=11)
 
 
 @case

@@ -179,6 +179,27 @@ def cases():
         [helper.make_node("CumProd", ["x", "ax"], ["y"], exclusive=1, reverse=1)],
         [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [const("ax", np.int32(-1))], opset=26)
 
+    # the storage types: packed int4 raw data, uint4 packed in int32_data, a
+    # float8 initializer; QuantizeLinear to uint4, DequantizeLinear of int4,
+    # a saturate=0 cast to float8e5m2 (codes: onnx 1.12 has no names for them)
+    i4 = [-8, 7, -1, 0, 3]
+    packed = bytes((i4[k] & 15) | ((i4[k + 1] & 15) << 4 if k + 1 < 5 else 0)
+                   for k in range(0, 5, 2))
+    c["storage_types"] = model(
+        [helper.make_node("DequantizeLinear", ["w4", "s"], ["y1"]),
+         helper.make_node("Cast", ["x"], ["c8"], to=19, saturate=0),
+         helper.make_node("Cast", ["c8"], ["y2"], to=1),
+         helper.make_node("QuantizeLinear", ["x", "s", "z4"], ["y3"]),
+         helper.make_node("Cast", ["f8"], ["e"], to=1),
+         helper.make_node("Mul", ["x", "e"], ["y4"])],
+        [vi("x", F, [5])],
+        [vi("y1", F, [5]), vi("y2", F, [5]), vi("y3", 21, [5]), vi("y4", F, [5])],
+        [TensorProto(name="w4", data_type=22, dims=[5], raw_data=packed),
+         TensorProto(name="z4", data_type=21, dims=[], int32_data=[9]),
+         TensorProto(name="f8", data_type=17, dims=[5], raw_data=bytes([0x38, 0xfe, 0x7e, 1, 0x80])),
+         const("s", np.float32(0.5))],
+        opset=21)
+
     # nodes listed out of order must be sorted topologically
     c["unsorted"] = model(
         [helper.make_node("Relu", ["t"], ["y"]),

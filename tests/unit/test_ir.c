@@ -50,6 +50,79 @@ static void test_bf16(void)
 	CHECK(isinf(ir_bf16_to_f32(ir_f32_to_bf16(INFINITY))));
 }
 
+static void test_minifloats(void)
+{
+	static const enum ir_dtype mf[] = { IR_F8E4M3FN,   IR_F8E4M3FNUZ, IR_F8E5M2,
+		                            IR_F8E5M2FNUZ, IR_F8E8M0,     IR_F4E2M1 };
+	for (size_t k = 0; k < sizeof mf / sizeof mf[0]; k++) {
+		enum ir_dtype t = mf[k];
+		int codes = 1 << ir_dtypes[t].bits, bad = 0, nans = 0;
+		bool incl;
+		double lim = ir_minifloat_overflow(t, &incl), below = nextafter(lim, 0);
+		/* every code but NaN is a distinct value that encodes back to it */
+		for (int b = 0; b < codes; b++) {
+			double v = ir_minifloat_decode(t, (uint8_t)b);
+			if (v != v) {
+				nans++;
+				continue;
+			}
+			bad += ir_minifloat_encode(t, v, false) != b;
+			bad += isfinite(v) && ir_minifloat_encode(t, v, true) != b; /* inf: max */
+			bad += fabs(v) > ir_minifloat(t)->max && !isinf(v);
+		}
+		CHECK_EQ(bad, 0);
+		/* FN: two NaNs; FNUZ: one; e5m2: 6; e8m0: 1; f4e2m1: none */
+		CHECK_EQ(nans, t == IR_F8E4M3FN ? 2 : t == IR_F8E5M2 ? 6 : t == IR_F4E2M1 ? 0 : 1);
+		/* the saturate=0 bound: where encoding stops giving a finite value */
+		if (t != IR_F4E2M1) {
+			double at = ir_minifloat_decode(t, ir_minifloat_encode(t, lim, false));
+			CHECK(incl ? !isfinite(at) : isfinite(at));
+			CHECK(isfinite(ir_minifloat_decode(t,
+			                                   ir_minifloat_encode(t, below, false))) ||
+			      t == IR_F8E8M0);
+			CHECK(!isfinite(
+			        ir_minifloat_decode(t, ir_minifloat_encode(t, 2 * lim, false))));
+		}
+		CHECK_EQ(ir_minifloat_decode(t, ir_minifloat_encode(t, 1e30, true)),
+		         ir_minifloat(t)->max);
+	}
+	/* values from ONNX 1.22's node tests (test_cast_*) */
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FN, 0.4789254665374756, true), 0x2f);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FN, INFINITY, true), 0x7e);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FN, -INFINITY, false), 0xff);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FNUZ, -1e-7, true), 0x00); /* no -0 */
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FNUZ, 1e6, false), 0x80);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E5M2, INFINITY, true), 0x7b);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E5M2, -INFINITY, false), 0xfc);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E5M2, -1e-7, true), 0x80);
+	CHECK_EQ(ir_minifloat_encode(IR_F4E2M1, 0.25, true), 0x0); /* tie to even */
+	CHECK_EQ(ir_minifloat_encode(IR_F4E2M1, -3.5, true), 0xe); /* tie to even: -4 */
+	CHECK_EQ(ir_minifloat_encode(IR_F4E2M1, NAN, true), 0x8);  /* as the reference */
+	CHECK_EQ(ir_minifloat_encode(IR_F4E2M1, INFINITY, false), 0x7);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E8M0, 0, true), 0x00);     /* 2^-127 */
+	CHECK_EQ(ir_minifloat_encode(IR_F8E8M0, 0.124, true), 0x7c); /* up: 2^-3 */
+	CHECK_EQ(ir_minifloat_encode(IR_F8E8M0, 1.1, true), 0x80);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E8M0, 2, true), 0x80);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E8M0, -1, true), 0xff);
+	CHECK(ir_minifloat_decode(IR_F8E8M0, 0) == 0x1p-127);
+	/* the ties at the top: e4m3fn's max 448 is even, e4m3fnuz's 240 odd */
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FN, 464, false), 0x7e);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FNUZ, 248, false), 0x80);
+	CHECK_EQ(ir_minifloat_encode(IR_F8E4M3FNUZ, 247.9, false), 0x7f);
+	/* the sub-byte integers wrap, as ONNX's reference casts */
+	CHECK_EQ(ir_wrap_narrow_int(IR_I4, 8), -8);
+	CHECK_EQ(ir_wrap_narrow_int(IR_I4, -9), 7);
+	CHECK_EQ(ir_wrap_narrow_int(IR_U2, -3), 1);
+	CHECK_EQ(ir_wrap_narrow_int(IR_I2, 2), -2);
+	{
+		uint8_t b[2];
+		ir_store_f64(IR_I4, b, 0, -9.5); /* truncated, then wrapped */
+		CHECK_EQ(ir_load_i64(IR_I4, b, 0), 7);
+		ir_store_i64(IR_U4, b, 1, 17);
+		CHECK_EQ(ir_load_f64(IR_U4, b, 1), 1.0);
+	}
+}
+
 static void test_dtype_tables(void)
 {
 	for (int t = 1; t < IR_DTYPE_COUNT; t++) {
@@ -665,6 +738,7 @@ static void test_arena_big_blocks(void)
 }
 
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
-              T(test_broadcast) T(test_module_basics) T(test_verify_catches) T(test_infer)
-                      T(test_fold) T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
-                              T(test_oom_exits) T(test_diag_escapes) T(test_arena_big_blocks))
+              T(test_minifloats) T(test_broadcast) T(test_module_basics) T(test_verify_catches)
+                      T(test_infer) T(test_fold) T(test_text_roundtrip) T(test_parse_errors)
+                              T(test_parse_oom) T(test_oom_exits) T(test_diag_escapes)
+                                      T(test_arena_big_blocks))

@@ -312,7 +312,7 @@ static bool element_close(enum ir_dtype t, const void *y, const void *ref, int64
 {
 	size_t es = (size_t)ir_dtype_size(t);
 	double a, b;
-	if (!ir_dtypes[t].is_float)
+	if (!ir_dtype_float_valued(t))
 		return !memcmp((const char *)y + (size_t)i * es, (const char *)ref + (size_t)i * es,
 		               es);
 	a = ir_load_f64(t, y, (size_t)i);
