@@ -13,10 +13,11 @@
  * maximum over its samples' taps, DeformConv sums them and multiplies the
  * sampled columns by its weights in one MatMul.
  *
- * The coordinates, weights and positions are FP32 whatever the data's type
- * (the reference's are float32 numpy arrays), the row numbers int64 (exact
- * for any image), and the weighted sums FP32 (FP64 for FP64 data), cast
- * back to the data's type at the end.
+ * The coordinates, weights and positions are FP64 whatever the data's type
+ * (COORD below: at least the reference's float32, and out of mixed
+ * precision's reach), the row numbers int64 (exact for any image), and the
+ * weighted sums FP32 (FP64 for FP64 data), cast back to the data's type at
+ * the end.
  */
 #include "fe.h"
 
@@ -41,7 +42,16 @@ static struct ir_value *to(struct fe_node *nd, struct ir_value *x, enum ir_dtype
 	return x && x->type.dtype != t ? fe_cast(nd, x, t, -1) : x;
 }
 
-static struct ir_value *f32(struct fe_node *nd, double v) { return fe_scalar(nd, IR_F32, v); }
+/*
+ * Coordinates, weights and positions are FP64: mixed precision paints FP32
+ * tensors only (docs/precision.md), so none of this arithmetic can become
+ * half however the data runs, as ops_quant.c keeps its arithmetic; FP64
+ * also holds every FP32 value the reference's float32 arrays hold, and
+ * every position of an image exactly.
+ */
+#define COORD IR_F64
+
+static struct ir_value *num(struct fe_node *nd, double v) { return fe_scalar(nd, COORD, v); }
 
 static struct ir_value *where(struct fe_node *nd, struct ir_value *c, struct ir_value *a,
                               struct ir_value *b)
@@ -53,23 +63,31 @@ static struct ir_value *where(struct fe_node *nd, struct ir_value *c, struct ir_
 /* x clamped into [lo, hi]. */
 static struct ir_value *clamp(struct fe_node *nd, struct ir_value *x, double lo, double hi)
 {
-	return fe_binary(nd, IR_OP_MIN, fe_binary(nd, IR_OP_MAX, x, f32(nd, lo), -1), f32(nd, hi),
+	return fe_binary(nd, IR_OP_MIN, fe_binary(nd, IR_OP_MAX, x, num(nd, lo), -1), num(nd, hi),
 	                 -1);
 }
 
-/* An F32 constant of dims (rank r) holding v. */
-static struct ir_value *f32_const(struct fe_node *nd, const int64_t *dims, int r, const float *v)
+/* A COORD constant of dims (rank r) holding v. */
+static struct ir_value *coord_const(struct fe_node *nd, const int64_t *dims, int r, const float *v)
 {
-	struct ir_type t = { .dtype = IR_F32, .rank = r };
+	struct ir_type t = { .dtype = COORD, .rank = r };
+	int64_t n;
+	double *data;
 	memcpy(t.dims, dims, sizeof *dims * (size_t)r);
-	return fe_check_const_size(nd, &t) ? fe_const(nd, -1, &t, v) : NULL;
+	if (!fe_check_const_size(nd, &t))
+		return NULL;
+	n = ir_type_elems(&t);
+	data = ir_arena_alloc(&nd->fe->m->arena, sizeof *data * (size_t)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++)
+		data[i] = v[i];
+	return fe_const(nd, -1, &t, data);
 }
 
-/* The F32 vector [n] of v, as a [1, 1, n] constant. */
-static struct ir_value *f32_row(struct fe_node *nd, const float *v, int64_t n)
+/* The vector [n] of v, as a [1, 1, n] constant. */
+static struct ir_value *coord_row(struct fe_node *nd, const float *v, int64_t n)
 {
 	int64_t dims[3] = { 1, 1, n };
-	return f32_const(nd, dims, 3, v);
+	return coord_const(nd, dims, 3, v);
 }
 
 /* The element type the weighted sums of data of type t are computed in. */
@@ -117,8 +135,8 @@ static struct ir_value *batch_rows(struct fe_node *nd, int64_t b, int64_t stride
 
 /* One spatial axis's taps at each of B x P sampling points. */
 struct taps {
-	struct ir_value *pos; /* F32 [B, P, T]: integer positions inside the axis */
-	struct ir_value *w;   /* F32 [B, P, T]: their weights; NULL: one tap of weight 1 */
+	struct ir_value *pos; /* COORD [B, P, T]: integer positions inside the axis */
+	struct ir_value *w;   /* COORD [B, P, T]: their weights; NULL: one tap of weight 1 */
 	struct ir_value *in;  /* bool [B, P, T]: where the tap is a pixel; NULL: everywhere */
 };
 
@@ -194,20 +212,20 @@ static struct ir_value *reflect(struct fe_node *nd, struct ir_value *x, double l
 	double span = hi - lo;
 	if (span <= 0) /* an axis of one pixel with align_corners: it has only 0 */
 		return clamp(nd, x, lo, lo);
-	below = fe_binary(nd, IR_OP_LESS, x, f32(nd, lo), -1);
-	above = fe_binary(nd, IR_OP_GREATER, x, f32(nd, hi), -1);
-	dx = where(nd, below, fe_binary(nd, IR_OP_SUB, f32(nd, lo), x, -1),
-	           fe_binary(nd, IR_OP_SUB, x, f32(nd, hi), -1));
-	n = fe_unary(nd, IR_OP_FLOOR, fe_binary(nd, IR_OP_DIV, dx, f32(nd, span), -1), -1);
-	r = fe_binary(nd, IR_OP_SUB, dx, fe_binary(nd, IR_OP_MUL, n, f32(nd, span), -1), -1);
-	half = fe_binary(nd, IR_OP_MUL, n, f32(nd, 0.5), -1);
+	below = fe_binary(nd, IR_OP_LESS, x, num(nd, lo), -1);
+	above = fe_binary(nd, IR_OP_GREATER, x, num(nd, hi), -1);
+	dx = where(nd, below, fe_binary(nd, IR_OP_SUB, num(nd, lo), x, -1),
+	           fe_binary(nd, IR_OP_SUB, x, num(nd, hi), -1));
+	n = fe_unary(nd, IR_OP_FLOOR, fe_binary(nd, IR_OP_DIV, dx, num(nd, span), -1), -1);
+	r = fe_binary(nd, IR_OP_SUB, dx, fe_binary(nd, IR_OP_MUL, n, num(nd, span), -1), -1);
+	half = fe_binary(nd, IR_OP_MUL, n, num(nd, 0.5), -1);
 	odd = fe_unary(nd, IR_OP_NOT,
 	               fe_binary(nd, IR_OP_EQUAL, fe_unary(nd, IR_OP_FLOOR, half, -1), half, -1),
 	               -1);
 	from_lo = fe_binary(nd, IR_OP_XOR, below, odd, -1);
 	return where(nd, fe_binary(nd, IR_OP_OR, below, above, -1),
-	             where(nd, from_lo, fe_binary(nd, IR_OP_ADD, f32(nd, lo), r, -1),
-	                   fe_binary(nd, IR_OP_SUB, f32(nd, hi), r, -1)),
+	             where(nd, from_lo, fe_binary(nd, IR_OP_ADD, num(nd, lo), r, -1),
+	                   fe_binary(nd, IR_OP_SUB, num(nd, hi), r, -1)),
 	             x);
 }
 
@@ -220,22 +238,22 @@ static struct ir_value *cubic_weights(struct fe_node *nd, struct ir_value *s)
 	struct ir_type it = { .dtype = IR_BOOL, .rank = 3, .dims = { 1, 1, 4 } };
 	struct ir_value *nearw, *farw;
 	/* ((A + 2) s - (A + 3)) s s + 1 */
-	nearw = fe_binary(nd, IR_OP_MUL, f32(nd, CUBIC_A + 2), s, -1);
-	nearw = fe_binary(nd, IR_OP_SUB, nearw, f32(nd, CUBIC_A + 3), -1);
+	nearw = fe_binary(nd, IR_OP_MUL, num(nd, CUBIC_A + 2), s, -1);
+	nearw = fe_binary(nd, IR_OP_SUB, nearw, num(nd, CUBIC_A + 3), -1);
 	nearw = fe_binary(nd, IR_OP_MUL, fe_binary(nd, IR_OP_MUL, nearw, s, -1), s, -1);
-	nearw = fe_binary(nd, IR_OP_ADD, nearw, f32(nd, 1), -1);
+	nearw = fe_binary(nd, IR_OP_ADD, nearw, num(nd, 1), -1);
 	/* ((A s - 5A) s + 8A) s - 4A */
-	farw = fe_binary(nd, IR_OP_MUL, f32(nd, CUBIC_A), s, -1);
-	farw = fe_binary(nd, IR_OP_SUB, farw, f32(nd, 5 * CUBIC_A), -1);
-	farw = fe_binary(nd, IR_OP_ADD, fe_binary(nd, IR_OP_MUL, farw, s, -1), f32(nd, 8 * CUBIC_A),
+	farw = fe_binary(nd, IR_OP_MUL, num(nd, CUBIC_A), s, -1);
+	farw = fe_binary(nd, IR_OP_SUB, farw, num(nd, 5 * CUBIC_A), -1);
+	farw = fe_binary(nd, IR_OP_ADD, fe_binary(nd, IR_OP_MUL, farw, s, -1), num(nd, 8 * CUBIC_A),
 	                 -1);
-	farw = fe_binary(nd, IR_OP_SUB, fe_binary(nd, IR_OP_MUL, farw, s, -1), f32(nd, 4 * CUBIC_A),
+	farw = fe_binary(nd, IR_OP_SUB, fe_binary(nd, IR_OP_MUL, farw, s, -1), num(nd, 4 * CUBIC_A),
 	                 -1);
 	return where(nd, fe_const(nd, -1, &it, inner), nearw, farw);
 }
 
 /*
- * The taps along an axis of n pixels at the coordinates x ([B, P, 1] F32,
+ * The taps along an axis of n pixels at the coordinates x ([B, P, 1] COORD,
  * in pixels, padded as GridSample pads them before interpolating): the
  * pixel nearest (x already rounded), the two of linear or the four of
  * cubic interpolation from floor(x), each padded as padding says: zero
@@ -247,19 +265,19 @@ static struct taps axis_taps(struct fe_node *nd, struct ir_value *x, int64_t n, 
 	static const float offs[3][4] = { { 0 }, { 0, 1 }, { -1, 0, 1, 2 } };
 	static const float lin_a[2] = { 1, 0 }, lin_b[2] = { -1, 1 };
 	int nt = ip == NEAREST ? 1 : ip == LINEAR ? 2 : 4;
-	struct ir_value *base = fe_unary(nd, IR_OP_FLOOR, x, -1), *o = f32_row(nd, offs[ip], nt);
+	struct ir_value *base = fe_unary(nd, IR_OP_FLOOR, x, -1), *o = coord_row(nd, offs[ip], nt);
 	struct ir_value *t = fe_binary(nd, IR_OP_SUB, x, base, -1);
 	struct taps a = { .pos = fe_binary(nd, IR_OP_ADD, base, o, -1) };
 	if (ip == LINEAR) /* 1 - t and t, as a + b t */
-		a.w = fe_binary(nd, IR_OP_ADD, f32_row(nd, lin_a, 2),
-		                fe_binary(nd, IR_OP_MUL, f32_row(nd, lin_b, 2), t, -1), -1);
+		a.w = fe_binary(nd, IR_OP_ADD, coord_row(nd, lin_a, 2),
+		                fe_binary(nd, IR_OP_MUL, coord_row(nd, lin_b, 2), t, -1), -1);
 	else if (ip == CUBIC) /* at distances t + 1, t, 1 - t, 2 - t */
 		a.w = cubic_weights(
 		        nd, fe_unary(nd, IR_OP_ABS, fe_binary(nd, IR_OP_SUB, t, o, -1), -1));
 	if (pad == ZEROS)
 		a.in = fe_binary(
-		        nd, IR_OP_AND, fe_binary(nd, IR_OP_GREATER_EQUAL, a.pos, f32(nd, 0), -1),
-		        fe_binary(nd, IR_OP_LESS_EQUAL, a.pos, f32(nd, (double)(n - 1)), -1), -1);
+		        nd, IR_OP_AND, fe_binary(nd, IR_OP_GREATER_EQUAL, a.pos, num(nd, 0), -1),
+		        fe_binary(nd, IR_OP_LESS_EQUAL, a.pos, num(nd, (double)(n - 1)), -1), -1);
 	else if (pad == REFLECTION)
 		a.pos = reflect(nd, a.pos, lo, hi);
 	/* zeros: any pixel for the taps outside; reflection: none is, but the
@@ -282,33 +300,33 @@ static bool one_of(const char *s, const char *const *names, int n, int *k)
 
 /*
  * The pixel coordinate along an axis of n pixels of the normalized grid
- * values g ([B, P, 1] F32), as the reference unnormalizes, rounds (nearest:
+ * values g ([B, P, 1] COORD), as the reference unnormalizes, rounds (nearest:
  * half to even) and pads it (border: clamped, reflection: reflected, when
  * outside [lo, hi]) before interpolating.
  */
 static struct ir_value *grid_coord(struct fe_node *nd, struct ir_value *g, int64_t n, bool align,
                                    enum interp ip, enum padding pad, double lo, double hi)
 {
-	struct ir_value *x, *one = f32(nd, 1);
+	struct ir_value *x, *one = num(nd, 1);
 	if (align) /* (g + 1) / 2 (n - 1) */
 		x = fe_binary(nd, IR_OP_MUL,
 		              fe_binary(nd, IR_OP_DIV, fe_binary(nd, IR_OP_ADD, g, one, -1),
-		                        f32(nd, 2), -1),
-		              f32(nd, (double)(n - 1)), -1);
+		                        num(nd, 2), -1),
+		              num(nd, (double)(n - 1)), -1);
 	else /* ((g + 1) n - 1) / 2 */
 		x = fe_binary(
 		        nd, IR_OP_DIV,
 		        fe_binary(nd, IR_OP_SUB,
 		                  fe_binary(nd, IR_OP_MUL, fe_binary(nd, IR_OP_ADD, g, one, -1),
-		                            f32(nd, (double)n), -1),
+		                            num(nd, (double)n), -1),
 		                  one, -1),
-		        f32(nd, 2), -1);
+		        num(nd, 2), -1);
 	if (ip == NEAREST)
 		x = fe_unary(nd, IR_OP_ROUND, x, -1);
 	if (pad == BORDER)
-		x = where(nd, fe_binary(nd, IR_OP_LESS, x, f32(nd, lo), -1), f32(nd, 0),
-		          where(nd, fe_binary(nd, IR_OP_GREATER, x, f32(nd, hi), -1),
-		                f32(nd, (double)(n - 1)), x));
+		x = where(nd, fe_binary(nd, IR_OP_LESS, x, num(nd, lo), -1), num(nd, 0),
+		          where(nd, fe_binary(nd, IR_OP_GREATER, x, num(nd, hi), -1),
+		                num(nd, (double)(n - 1)), x));
 	else if (pad == REFLECTION)
 		x = reflect(nd, x, lo, hi);
 	return x;
@@ -360,7 +378,7 @@ static bool imp_grid_sample(struct fe_node *nd)
 		               mode, ir_dtype_name(x->type.dtype));
 	p = ir_dims_elems(grid->type.dims + 1, k);
 	gdims[0] = x->type.dims[0], gdims[1] = p, gdims[2] = k;
-	grid = to(nd, fe_reshape(nd, grid, gdims, 3, -1), IR_F32);
+	grid = to(nd, fe_reshape(nd, grid, gdims, 3, -1), COORD);
 	for (int d = 0; d < k; d++) {
 		int64_t n = x->type.dims[2 + d];
 		double lo = align ? 0 : -0.5, hi = align ? (double)n - 1 : (double)n - 0.5;
@@ -391,7 +409,7 @@ static bool imp_grid_sample(struct fe_node *nd)
 
 /*
  * RoiAlign's taps along an axis of n pixels at the sample coordinates y
- * ([R, P, G] F32): none (zero weights) when y is outside [-1, n]; else y
+ * ([R, P, G] COORD): none (zero weights) when y is outside [-1, n]; else y
  * raised to 0, its lower pixel and the next (both the last past n - 1,
  * where y becomes the last), weighted 1 - l and l by its fraction l above
  * the lower. used ([R, 1, G] bool, or NULL) marks the samples a region
@@ -409,26 +427,26 @@ static struct taps roi_taps(struct fe_node *nd, struct ir_value *y, int64_t n,
 	memcpy(dims, y->type.dims, sizeof *dims * 3);
 	dims[3] = 1;
 	flat[0] = dims[0], flat[1] = dims[1], flat[2] = dims[2] * 2;
-	in = fe_binary(nd, IR_OP_AND, fe_binary(nd, IR_OP_GREATER_EQUAL, y, f32(nd, -1), -1),
-	               fe_binary(nd, IR_OP_LESS_EQUAL, y, f32(nd, (double)n), -1), -1);
+	in = fe_binary(nd, IR_OP_AND, fe_binary(nd, IR_OP_GREATER_EQUAL, y, num(nd, -1), -1),
+	               fe_binary(nd, IR_OP_LESS_EQUAL, y, num(nd, (double)n), -1), -1);
 	if (used)
 		in = fe_binary(nd, IR_OP_AND, in, used, -1);
 	y = clamp(nd, y, 0, (double)(n - 1));
 	low = fe_unary(nd, IR_OP_FLOOR, y, -1);
 	l = fe_reshape(nd, fe_binary(nd, IR_OP_SUB, y, low, -1), dims, 4, -1);
 	low = fe_reshape(nd, low, dims, 4, -1);
-	w = fe_binary(nd, IR_OP_ADD, f32_const(nd, od, 4, lin_a),
-	              fe_binary(nd, IR_OP_MUL, f32_const(nd, od, 4, lin_b), l, -1), -1);
-	w = where(nd, fe_reshape(nd, in, dims, 4, -1), w, f32(nd, 0));
+	w = fe_binary(nd, IR_OP_ADD, coord_const(nd, od, 4, lin_a),
+	              fe_binary(nd, IR_OP_MUL, coord_const(nd, od, 4, lin_b), l, -1), -1);
+	w = where(nd, fe_reshape(nd, in, dims, 4, -1), w, num(nd, 0));
 	a.w = fe_reshape(nd, w, flat, 3, -1);
 	a.pos = fe_binary(nd, IR_OP_MIN,
-	                  fe_binary(nd, IR_OP_ADD, low, f32_const(nd, od, 4, offs), -1),
-	                  f32(nd, (double)(n - 1)), -1);
+	                  fe_binary(nd, IR_OP_ADD, low, coord_const(nd, od, 4, offs), -1),
+	                  num(nd, (double)(n - 1)), -1);
 	a.pos = fe_reshape(nd, a.pos, flat, 3, -1);
 	return a;
 }
 
-/* Column c of the regions [R, 4] (F32) as [R, 1, 1], times scale less
+/* Column c of the regions [R, 4] (COORD) as [R, 1, 1], times scale less
  * offset. */
 static struct ir_value *roi_edge(struct fe_node *nd, struct ir_value *rois, int c, double scale,
                                  double offset)
@@ -436,24 +454,24 @@ static struct ir_value *roi_edge(struct fe_node *nd, struct ir_value *rois, int 
 	int64_t dims[3] = { rois->type.dims[0], 1, 1 };
 	struct ir_value *e =
 	        fe_reshape(nd, fe_slice_axis(nd, rois, 1, c, c + 1, 1, -1), dims, 3, -1);
-	return fe_binary(nd, IR_OP_SUB, fe_binary(nd, IR_OP_MUL, e, f32(nd, scale), -1),
-	                 f32(nd, offset), -1);
+	return fe_binary(nd, IR_OP_SUB, fe_binary(nd, IR_OP_MUL, e, num(nd, scale), -1),
+	                 num(nd, offset), -1);
 }
 
 /* The sample grid of each region along an axis: its samples per bin and
  * whether it has each of the most any region has. */
 struct roi_grid {
 	int64_t most;          /* the samples per bin of the region with the most */
-	struct ir_value *g;    /* F32 scalar (sampling_ratio) or [R, 1, 1] constant */
+	struct ir_value *g;    /* COORD scalar (sampling_ratio) or [R, 1, 1] constant */
 	struct ir_value *used; /* bool [R, 1, most], or NULL: every region has them all */
 	int64_t *count;        /* each region's samples per bin (reference's int(ceil)) */
 };
 
 /* The extent of region i along an axis (columns c and c + 2), as the IR
- * computes it in FP32 (roi_extent's arithmetic). */
-static float roi_extent(const float *roi, int c, float scale, float offset, bool floor1)
+ * computes it. */
+static double roi_extent(const double *roi, int c, double scale, double offset, bool floor1)
 {
-	float e = (roi[c + 2] * scale - offset) - (roi[c] * scale - offset);
+	double e = (roi[c + 2] * scale - offset) - (roi[c] * scale - offset);
 	return floor1 && e < 1 ? 1 : e;
 }
 
@@ -462,14 +480,14 @@ static float roi_extent(const float *roi, int c, float scale, float offset, bool
  * positive; else ceil(extent / bins) per region, which needs the regions'
  * values (a constant rois).
  */
-static bool roi_grids(struct fe_node *nd, int64_t ratio, const int64_t *bins, float scale,
-                      float offset, bool floor1, struct roi_grid *grid)
+static bool roi_grids(struct fe_node *nd, int64_t ratio, const int64_t *bins, double scale,
+                      double offset, bool floor1, struct roi_grid *grid)
 {
 	const struct ir_value *rv = nd->in[1];
 	int64_t nr = rv->type.dims[0];
 	if (ratio > 0) {
 		for (int a = 0; a < 2; a++)
-			grid[a] = (struct roi_grid){ .most = ratio, .g = f32(nd, (double)ratio) };
+			grid[a] = (struct roi_grid){ .most = ratio, .g = num(nd, (double)ratio) };
 		return true;
 	}
 	if (!fe_is_const(nd, 1) || !rv->data)
@@ -479,27 +497,25 @@ static bool roi_grids(struct fe_node *nd, int64_t ratio, const int64_t *bins, fl
 		               "static shapes: give a sampling_ratio above 0, or bind the graph "
 		               "input rois comes from with --const INPUT=FILE.npy");
 	for (int a = 0; a < 2; a++) {
-		struct ir_type gt = { .dtype = IR_F32, .rank = 3, .dims = { nr, 1, 1 } };
+		struct ir_type gt = { .dtype = COORD, .rank = 3, .dims = { nr, 1, 1 } };
 		struct ir_type ut = { .dtype = IR_BOOL, .rank = 3, .dims = { nr, 1, 0 } };
-		float *gv = ir_arena_alloc(&nd->fe->m->arena, sizeof *gv * (size_t)(nr ? nr : 1));
+		double *gv = ir_arena_alloc(&nd->fe->m->arena, sizeof *gv * (size_t)(nr ? nr : 1));
 		bool *uv;
 		grid[a].count =
 		        ir_arena_alloc(&nd->fe->m->arena, sizeof(int64_t) * (size_t)(nr ? nr : 1));
 		grid[a].most = 1;
 		for (int64_t i = 0; i < nr; i++) {
-			float roi[4];
+			double roi[4];
 			double c;
 			for (int j = 0; j < 4; j++)
-				roi[j] = (float)ir_load_f64(rv->type.dtype, rv->data,
-				                            (size_t)(i * 4 + j));
+				roi[j] = ir_load_f64(rv->type.dtype, rv->data, (size_t)(i * 4 + j));
 			/* axis 0 is y (columns 1 and 3), axis 1 x (0 and 2) */
-			c = ceil((double)(roi_extent(roi, 1 - a, scale, offset, floor1) /
-			                  (float)bins[a]));
+			c = ceil(roi_extent(roi, 1 - a, scale, offset, floor1) / (double)bins[a]);
 			if (!(c > -1e9 && c < 1e9))
 				return fe_fail(nd, "region %lld has %g samples per bin",
 				               (long long)i, c);
 			grid[a].count[i] = (int64_t)c;
-			gv[i] = c > 0 ? (float)c : 1; /* a region without samples uses none */
+			gv[i] = c > 0 ? c : 1; /* a region without samples uses none */
 			if (c > grid[a].most)
 				grid[a].most = (int64_t)c;
 		}
@@ -531,9 +547,10 @@ static struct ir_value *roi_samples(struct fe_node *nd, struct ir_value *start,
 		bv[q] = (float)(q / every % bins);
 	for (int64_t i = 0; i < grid->most; i++)
 		sv[i] = (float)i + 0.5f;
-	b = fe_binary(nd, IR_OP_MUL, f32_const(nd, bd, 3, bv), bin, -1);
-	s = fe_binary(nd, IR_OP_DIV, fe_binary(nd, IR_OP_MUL, f32_row(nd, sv, grid->most), bin, -1),
-	              grid->g, -1);
+	b = fe_binary(nd, IR_OP_MUL, coord_const(nd, bd, 3, bv), bin, -1);
+	s = fe_binary(nd, IR_OP_DIV,
+	              fe_binary(nd, IR_OP_MUL, coord_row(nd, sv, grid->most), bin, -1), grid->g,
+	              -1);
 	return fe_binary(nd, IR_OP_ADD, fe_binary(nd, IR_OP_ADD, start, b, -1), s, -1);
 }
 
@@ -615,15 +632,15 @@ static bool imp_roi_align(struct fe_node *nd)
 		return false;
 	size[0] = x->type.dims[2], size[1] = x->type.dims[3];
 	pts = bins[0] * bins[1];
-	rois = to(nd, rois, IR_F32);
+	rois = to(nd, rois, COORD);
 	for (int a = 0; a < 2; a++) { /* axis 0: y, columns 1 and 3; axis 1: x, 0 and 2 */
 		struct ir_value *bin;
 		start[a] = roi_edge(nd, rois, 1 - a, scale, half ? 0.5 : 0);
 		ext[a] = fe_binary(nd, IR_OP_SUB, roi_edge(nd, rois, 3 - a, scale, half ? 0.5 : 0),
 		                   start[a], -1);
 		if (!half)
-			ext[a] = fe_binary(nd, IR_OP_MAX, ext[a], f32(nd, 1), -1);
-		bin = fe_binary(nd, IR_OP_DIV, ext[a], f32(nd, (double)bins[a]), -1);
+			ext[a] = fe_binary(nd, IR_OP_MAX, ext[a], num(nd, 1), -1);
+		bin = fe_binary(nd, IR_OP_DIV, ext[a], num(nd, (double)bins[a]), -1);
 		ax[a] = roi_taps(
 		        nd, roi_samples(nd, start[a], bin, &grid[a], bins[a], a ? 1 : bins[1], pts),
 		        size[a], grid[a].used);
@@ -744,7 +761,7 @@ static bool imp_deform_conv(struct fe_node *nd)
 		return fe_fail(nd, "B must hold %lld values, one per output channel", (long long)m);
 	{ /* offsets [N * og, kernel, axis, out] */
 		int64_t od[4] = { n * og, kp, k, op };
-		off = to(nd, fe_reshape(nd, off, od, 4, -1), IR_F32);
+		off = to(nd, fe_reshape(nd, off, od, 4, -1), COORD);
 	}
 	for (int d = 0; d < k; d++) {
 		/* window position o * stride - pad + tap * dilation, plus the offset */
@@ -759,7 +776,7 @@ static bool imp_deform_conv(struct fe_node *nd)
 			                kd % w.kernel[d] * w.dilations[d]);
 		}
 		pos = fe_reshape(nd, fe_slice_axis(nd, off, 2, d, d + 1, 1, -1), pd, 3, -1);
-		pos = fe_binary(nd, IR_OP_ADD, f32_const(nd, cd, 3, cv), pos, -1);
+		pos = fe_binary(nd, IR_OP_ADD, coord_const(nd, cd, 3, cv), pos, -1);
 		ax[d] = axis_taps(nd, pos, size[d], LINEAR, ZEROS, 0, (double)size[d] - 1);
 		if (!ax[d].pos)
 			return false;
