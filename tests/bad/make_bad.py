@@ -289,6 +289,44 @@ def scatternd_max_opset16(d):
 
 
 @case
+def roialign_adaptive_runtime(d):
+    # sampling_ratio 0 takes ceil(roi size / bins) samples: it depends on the rois' values
+    n = helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="roi", output_height=2,
+                         output_width=2)
+    return model([n], [vi("x", [1, 1, 4, 4]), vi("rois", [1, 4]), vi("bi", [1], I64)],
+                 [vi("y", [1, 1, 2, 2])], opset=16)
+
+
+@case
+def gridsample_linear_opset16(d):
+    # GridSample-16 calls it bilinear; linear came with opset 20
+    n = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", mode="linear")
+    return model([n], [vi("x", [1, 1, 2, 2]), vi("g", [1, 1, 1, 2])], [vi("y", [1, 1, 1, 1])],
+                 opset=16)
+
+
+@case
+def gridsample_volumetric_opset16(d):
+    n = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs")
+    return model([n], [vi("x", [1, 1, 2, 2, 2]), vi("g", [1, 1, 1, 1, 3])],
+                 [vi("y", [1, 1, 1, 1, 1])], opset=16)
+
+
+@case
+def gridsample_int_linear(d):
+    n = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs")
+    return model([n], [vi("x", [1, 1, 2, 2], TensorProto.INT32), vi("g", [1, 1, 1, 2])],
+                 [vi("y", [1, 1, 1, 1], TensorProto.INT32)], opset=16)
+
+
+@case
+def deformconv_bad_offset(d):
+    n = helper.make_node("DeformConv", ["x", "w", "off"], ["y"], name="dc")
+    return model([n], [vi("x", [1, 1, 3, 3]), vi("w", [1, 1, 2, 2]), vi("off", [1, 4, 2, 2])],
+                 [vi("y", [1, 1, 2, 2])], opset=19)
+
+
+@case
 def gelu_bad_approximate(d):
     n = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="fast")
     return model([n], [vi("x", [2, 2])], [vi("y", [2, 2])], opset=20)

@@ -486,6 +486,24 @@ def transformer_cases():
     c["gathernd_batch"] = model(
         [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)],
         [vi("x", F, [2, 3, 4]), vi("i", I64, [2, 1])], [vi("y", F, [2, 4])], opset=13)
+    # GridSample, RoiAlign, DeformConv (frontend/ops_sample.c): taps per
+    # axis, combined into row numbers of [N * pixels, C], one gather
+    c["grid_sample_cubic"] = model(
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic",
+                          padding_mode="reflection")],
+        [vi("x", F, [1, 2, 3, 4]), vi("grid", F, [1, 2, 1, 2])], [vi("y", F, [1, 2, 2, 1])],
+        opset=20)
+    c["grid_sample_cubic"].ir_version = 9
+    c["roi_align_max"] = model(
+        [helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], mode="max", output_height=2,
+                          output_width=1, sampling_ratio=1)],
+        [vi("x", F, [2, 1, 4, 4]), vi("rois", F, [1, 4]), vi("bi", I64, [1])],
+        [vi("y", F, [1, 1, 2, 1])], opset=16)
+    c["deform_conv_mask"] = model(
+        [helper.make_node("DeformConv", ["x", "w", "off", "b", "mask"], ["y"])],
+        [vi("x", F, [1, 2, 3, 3]), vi("w", F, [1, 2, 2, 1]), vi("off", F, [1, 4, 2, 3]),
+         vi("b", F, [1]), vi("mask", F, [1, 2, 2, 3])], [vi("y", F, [1, 1, 2, 3])], opset=19)
+    c["deform_conv_mask"].ir_version = 9
     # data-dependent shapes folded at import: a constant condition becomes a
     # gather of its indices; NonZero and Unique of constants become constants
     c["dynamic_folded"] = model(

@@ -3,7 +3,8 @@
 
 Usage: check_lowerings.py ONNXC [ORT_RUN_JS]
 
-Col2Im is checked against torch's fold in float64, GatherND against ONNX's
+Col2Im is checked against torch's fold in float64, GridSample against
+torch's grid_sample (every mode, padding and align_corners in 2-D), GatherND against ONNX's
 own reference implementation, ScatterND against its definition, and Einsum against
 numpy's einsum in float64 over equations the
 node tests do not cover (diagonals inside products, broadcast ellipses,
@@ -126,6 +127,33 @@ def col2im_cases(root):
         m = model("Col2Im", ins, [("y", y)],
                   {"dilations": list(dil), "pads": list(pad) * 2, "strides": list(st)}, opset=18)
         cases.append(("col2im_%d" % k, m, ins, [("y", y)], "Col2Im %s" % (blk,)))
+    return cases
+
+
+# ---------------------------------------------------------------- GridSample
+def gridsample_cases(root):
+    """GridSample-20 in 2-D, every mode, padding and align_corners, against
+    torch's grid_sample in float64 on random data. The grid reaches past
+    [-1, 1] (padding matters) except for cubic with border or reflection
+    padding: there ONNX's reference pads the coordinate before taking the
+    taps and torch pads each tap only, so they differ by design outside."""
+    import torch
+    cases = []
+    for mode, tmode in (("nearest", "nearest"), ("linear", "bilinear"), ("cubic", "bicubic")):
+        for pad in ("zeros", "border", "reflection"):
+            for align in (0, 1):
+                x = rand(2, 3, 5, 6)
+                reach = 1.0 if mode == "cubic" and pad != "zeros" else 1.4
+                g = rng.uniform(-reach, reach, (2, 4, 7, 2)).astype(np.float32)
+                y = torch.nn.functional.grid_sample(
+                    torch.from_numpy(x.astype(np.float64)), torch.from_numpy(g.astype(np.float64)),
+                    mode=tmode, padding_mode=pad, align_corners=bool(align)).numpy()
+                y = y.astype(np.float32)
+                ins = [("x", x), ("grid", g)]
+                m = model("GridSample", ins, [("y", y)],
+                          {"mode": mode, "padding_mode": pad, "align_corners": align}, opset=20)
+                cases.append(("gridsample_%s_%s_%d" % (mode, pad, align), m, ins, [("y", y)],
+                              "GridSample %s %s %d" % (mode, pad, align)))
     return cases
 
 
@@ -327,9 +355,10 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
-                ms_cases():
+                gridsample_cases(root) + ms_cases():
             d = write_case(root, name, m, ins, outs)
-            ok, r = run_check(onnxc, d)
+            # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
+            ok, r = run_check(onnxc, d, ["--atol", "1e-5"] if name.startswith("gridsample") else [])
             line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
             if ok and have_ort and what in ORT_CPU:
                 got, err = ort_outputs(ort_run, d, ins, len(outs))
