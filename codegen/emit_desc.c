@@ -228,6 +228,15 @@ static void desc_arg(FILE *f, const struct rt_arg_desc *d)
 	        (long long)d->inner);
 }
 
+static void desc_topk(FILE *f, const struct rt_topk_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .smallest = %d, .outer = %lld, .axis = %lld, .inner = %lld, "
+	        ".k = %lld }",
+	        d->dtype, d->smallest, (long long)d->outer, (long long)d->axis, (long long)d->inner,
+	        (long long)d->k);
+}
+
 static void desc_cumsum(FILE *f, const struct rt_cumsum_desc *d)
 {
 	fprintf(f,

@@ -38,6 +38,7 @@ CG_LIB(INSTNORM,         D(instnorm),         instnorm,          (1, 2, 3, 0),  
 CG_LIB(LRN,              D(lrn),              lrn,               (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(REDUCE,           D(reduce),           reduce,            (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(ARG,              D(arg),              arg,               (1, 0),              DTYPE,  RT,    RTC)
+CG_LIB(TOPK,             D(topk),             topk,              (2, 0, 1),           DTYPE,  RT,    NONE)
 CG_LIB(CUMSUM,           D(cumsum),           cumsum,            (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(COPY,             D(copy),             copy,              (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(GATHER,           D(gather),           gather,            (1, 2, 0),           BYTES,  RT,    RTC)

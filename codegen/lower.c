@@ -530,6 +530,18 @@ static bool lower_arg(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* TopK: values and indices, both [outer, k, inner] */
+static bool lower_topk(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_TOPK, 2, 3, n->out[0], n->out[1], n->in[0]);
+	struct rt_topk_desc *d = &s->d.topk;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->smallest = ir_attr_i(n, "largest") == 0;
+	d->k = ir_attr_i(n, "k");
+	split3(&n->in[0]->type, (int)ir_attr_i(n, "axis"), &d->outer, &d->axis, &d->inner);
+	return true;
+}
+
 /* CumSum, CumProd */
 static bool lower_cumsum(struct lower *l, struct ir_node *n)
 {
@@ -1309,7 +1321,7 @@ static void count_casts(struct cg_plan *p)
  * entries, so a row without a lowering does not compile.
  */
 #define lower_fused     NULL /* elementwise: fused into kernels (group_eltwise) */
-#define lower_view      NULL /* reshape: an alias of its input (cg_root) */
+#define lower_view      NULL /* reshape, bitcast: an alias of its input (cg_root) */
 #define lower_direct    NULL /* copy: cg_lower calls lower_copy itself */
 #define lower_rewritten NULL /* batch_norm: passes/batchnorm.c rewrites it first */
 
@@ -1319,6 +1331,15 @@ static const lower_fn lowerers[IR_OP_COUNT] = {
 #include "ir/ops.h"
 #undef IR_OP
 };
+
+static const char *const lower_names[IR_OP_COUNT] = {
+#define IR_OP(id, nm, ox, imin, imax, omin, omax, knd, amp, why, inf, fold, ex, grad, lo, sch) \
+	[IR_OP_##id] = #lo,
+#include "ir/ops.h"
+#undef IR_OP
+};
+
+bool cg_is_view(enum ir_op op) { return !strcmp(lower_names[op], "view"); }
 
 struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v)
 {
@@ -1400,10 +1421,10 @@ bool cg_lower(struct cg_plan *p)
 	IR_FOR_EACH_NODE(m, n)
 	{
 		bool empty = true;
-		if (n->op == IR_OP_RESHAPE) {
+		if (cg_is_view(n->op)) {
 			/* the root itself: an output given storage of its own
 			 * later (separate_outputs) must not carry along the
-			 * reshapes of it, which still read the root */
+			 * views of it, which still read the root */
 			p->vals[n->out[0]->id].alias_of = cg_root(p, n->in[0]);
 			continue;
 		}

@@ -173,7 +173,10 @@ int cg_step_ydtype(const struct cg_step *s);
 /* Does load x read its argument densely, element for element like the
  * kernel's output (dimensions of extent 1 read any stride)? */
 bool cg_dense_view(const struct cg_kernel *k, const struct cg_kx *x);
-/* The storage root of v (following reshape aliases). */
+/* Is op's result an alias of its input (the lower column's view: reshape,
+ * bitcast)? */
+bool cg_is_view(enum ir_op op);
+/* The storage root of v (following view aliases). */
 struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
 
 /* lower.c, after the memory plan: a kernel that would compile to the same

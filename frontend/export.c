@@ -697,6 +697,19 @@ static bool ex_cumsum(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/* TopK: k as a one-element input (TopK-10 on; every target has it). The
+ * IR's results are always sorted, ONNX's default. */
+static bool ex_topk(struct ex *ex, const struct ir_node *n)
+{
+	struct ex_node *en = ex_std(ex, n, 1);
+	const char *const skip[] = { "k", NULL };
+	int64_t k = ir_attr_i(n, "k");
+	ex_in(en, n->in[0]->name);
+	ex_in(en, ex_ints(ex, n, "k", &k, 1, false));
+	ex_ir_attrs(en, skip);
+	return true;
+}
+
 /*
  * Resize: roi only for tf_crop_and_resize; scales when the model gave
  * scales, else sizes (an empty scales attribute means sizes were given, see
@@ -785,6 +798,7 @@ static const struct ex_op ex_op_scatter_elements = { ex_scatter_elements };
 static const struct ex_op ex_op_slice = { ex_slice };
 static const struct ex_op ex_op_split = { ex_split };
 static const struct ex_op ex_op_tile = { ex_tile };
+static const struct ex_op ex_op_topk = { ex_topk };
 static const struct ex_op ex_op_trilu = { ex_trilu };
 /* Before opset 18 Mish is written as its definition and takes what
  * Softplus takes. */

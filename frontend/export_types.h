@@ -216,6 +216,8 @@ static const struct ex_types ex_types[] = {
 	{ "ThresholdedRelu", 10, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "ThresholdedRelu", 22, 1, 1, 0, 0, { 0x10c02 }, { 0x10c02 } },
 	{ "Tile", 13, 2, 1, 0, 0, { 0x1fffe, 0x00080 }, { 0x1fffe } },
+	{ "TopK", 11, 2, 2, 0, 0, { 0x03cfe, 0x00080 }, { 0x03cfe, 0x00080 } },
+	{ "TopK", 24, 2, 2, 0, 0, { 0x13cfe, 0x00080 }, { 0x13cfe, 0x00080 } },
 	{ "Transpose", 13, 1, 1, 0, 0, { 0x1fffe }, { 0x1fffe } },
 	{ "Transpose", 21, 1, 1, 0, 0, { 0x7ffffe }, { 0x7ffffe } },
 	{ "Transpose", 23, 1, 1, 0, 0, { 0xfffffe }, { 0xfffffe } },

@@ -208,18 +208,45 @@ static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
-static bool imp_cast(struct fe_node *nd)
+/* The type the "to" attribute of Cast or BitCast (what) names, after
+ * checking the node's one input; IR_DT_NONE after reporting. */
+static enum ir_dtype to_dtype(struct fe_node *nd, const char *what)
 {
 	int64_t to;
 	enum ir_dtype t;
 	if (!fe_req_int(nd, "to", &to) || !fe_inputs(nd, 1, 1) || nd->failed)
-		return false;
+		return IR_DT_NONE;
 	t = to >= 0 && to <= 64 ? ir_dtype_from_onnx((int)to) : IR_DT_NONE;
 	if (t == IR_DT_NONE)
-		return fe_fail(nd, "cast to %s (type %lld) is not supported",
-		               ir_onnx_dtype_name(to >= 0 && to <= 64 ? (int)to : -1),
-		               (long long)to);
-	return cast_to(nd, t);
+		fe_fail(nd, "%s to %s (type %lld) is not supported", what,
+		        ir_onnx_dtype_name(to >= 0 && to <= 64 ? (int)to : -1), (long long)to);
+	return t;
+}
+
+static bool imp_cast(struct fe_node *nd)
+{
+	enum ir_dtype t = to_dtype(nd, "cast");
+	return t != IR_DT_NONE && cast_to(nd, t);
+}
+
+/* BitCast (26): the input's bytes as another type of their size (the
+ * spec's rule: the same bit width, the same shape; inference refuses other
+ * widths, and another type as bool: onnxc's bool holds only 0 and 1). */
+static bool imp_bitcast(struct fe_node *nd)
+{
+	enum ir_dtype t = to_dtype(nd, "bitcast");
+	const char *name;
+	struct ir_node *n;
+	if (t == IR_DT_NONE)
+		return false;
+	if (t == nd->in[0]->type.dtype) {
+		fe_bind(nd, 0, nd->in[0]);
+		return true;
+	}
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_BITCAST, nd->in, 1, &name, 1);
+	ir_set_t(nd->fe->m, n, "to", t);
+	return fe_finish(nd, n) && bind1(nd, n->out[0]);
 }
 
 /* CastLike (15): Cast to the element type of the second input, whose values
@@ -461,6 +488,7 @@ const struct fe_op fe_ops_elementwise[] = {
 	{ "Clip", imp_clip, IR_OP_CLIP, { 6, 11, 12, 13 } },
 	{ "Cast", imp_cast, IR_OP_CAST, { 6, 9, 13, 19, 21, 23, 24, 25 } },
 	{ "CastLike", imp_cast_like, IR_OP_CAST, { 15, 19, 21, 23, 24, 25 } },
+	{ "BitCast", imp_bitcast, IR_OP_BITCAST, { 26 } },
 	{ "Identity", imp_identity, IR_OP_COPY, { 1, 13, 14, 16, 19, 21, 23, 24, 25 } },
 	{ "Dropout", imp_dropout, IR_OP_COPY, { 7, 10, 12, 13, 22 } },
 	{ "Sum", imp_variadic, IR_OP_ADD, { 6, 8, 13 } },

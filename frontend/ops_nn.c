@@ -1017,6 +1017,45 @@ static bool imp_arg(struct fe_node *nd)
 	return finish1(nd, n);
 }
 
+/* TopK: k an attribute (1) or a one-element input (10), which must be a
+ * constant (it decides the results' shape); largest and sorted from 11.
+ * The IR's results are always sorted, which sorted 0 (any order) allows. */
+static bool imp_topk(struct fe_node *nd)
+{
+	int64_t axis = fe_int(nd, "axis", -1), largest = 1, k, *kv;
+	const char *names[2];
+	struct ir_node *n;
+	if (nd->version >= 11) {
+		largest = fe_int(nd, "largest", 1);
+		fe_int(nd, "sorted", 1);
+	}
+	if (nd->version == 1) {
+		if (!fe_req_int(nd, "k", &k) || !fe_inputs(nd, 1, 1) || nd->failed)
+			return false;
+	} else {
+		int c;
+		if (!fe_inputs(nd, 2, 2) || nd->failed || (c = fe_const_ints(nd, 1, "k", &kv)) < 0)
+			return false;
+		if (c != 1)
+			return fe_fail(nd, "k must hold one value, not %d", c);
+		k = kv[0];
+	}
+	if ((axis = fe_axis(nd, axis, nd->in[0]->type.rank, "axis")) < 0)
+		return false;
+	names[0] = fe_out_name(nd, 0);
+	names[1] = fe_out_name(nd, 1);
+	n = fe_emit(nd, IR_OP_TOPK, nd->in, 1, names, 2);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	ir_set_i(nd->fe->m, n, "k", k);
+	ir_set_i(nd->fe->m, n, "largest", largest != 0);
+	if (!fe_finish(nd, n))
+		return false;
+	fe_bind(nd, 0, n->out[0]);
+	if (nd->nout > 1)
+		fe_bind(nd, 1, n->out[1]);
+	return true;
+}
+
 /* CumSum, CumProd */
 static bool imp_cumsum(struct fe_node *nd)
 {
@@ -1071,6 +1110,7 @@ const struct fe_op fe_ops_nn[] = {
 	{ "ReduceLogSumExp", imp_reduce, IR_OP_REDUCE_LOG_SUM_EXP, { 1, 11, 13, 18 } },
 	{ "ArgMax", imp_arg, IR_OP_ARGMAX, { 1, 11, 12, 13 } },
 	{ "ArgMin", imp_arg, IR_OP_ARGMIN, { 1, 11, 12, 13 } },
+	{ "TopK", imp_topk, IR_OP_TOPK, { 1, 10, 11, 24 } },
 	{ "CumSum", imp_cumsum, IR_OP_CUMSUM, { 11, 14 } },
 	{ "CumProd", imp_cumsum, IR_OP_CUMPROD, { 26 } },
 	{ NULL, NULL, 0, { 0 } },

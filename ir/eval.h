@@ -124,6 +124,7 @@ bool eval_depth_space(struct fold *f);
 
 bool eval_reduce(struct fold *f);
 bool eval_arg(struct fold *f);
+bool eval_topk(struct fold *f);
 bool eval_cumsum(struct fold *f);
 bool eval_softmax(struct fold *f);
 

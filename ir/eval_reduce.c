@@ -1,6 +1,7 @@
 /*
  * eval_reduce.c - reference evaluators for reductions and the ops that work
- * along one axis: argmax/argmin, cumsum, cumprod, softmax, log_softmax, hardmax.
+ * along one axis: argmax/argmin, topk, cumsum, cumprod, softmax, log_softmax,
+ * hardmax.
  *
  * A reduction splits the input's dimensions into kept and reduced ones and
  * walks the reduced index space once per kept index. Floats accumulate in
@@ -167,6 +168,64 @@ bool eval_arg(struct fold *f)
 			}
 			puti(f, 0, o * l.inner + i, best);
 		}
+	return true;
+}
+
+/*
+ * topk: each lane sorted whole, then its first k taken. The order is ONNX's
+ * reference (a lexsort): by value, a NaN above every number and equal to
+ * another NaN, ties to the lower index; largest 0 reverses the values'
+ * order, not the ties'. A stable merge sort keeps equal values in index
+ * order.
+ */
+static int topk_cmp(const struct ir_value *v, int64_t a, int64_t b)
+{
+	if (isf(v->type.dtype)) {
+		bool na = isnan(getf(v, a)), nb = isnan(getf(v, b));
+		if (na || nb)
+			return na - nb;
+	}
+	return eval_cmp(v, a, b);
+}
+
+/* Sorts idx[0..n) (element offsets into IN(0)) by sign * value, stably. */
+static void topk_sort(struct fold *f, int64_t *idx, int64_t *tmp, int64_t n, int sign)
+{
+	int64_t h = n / 2, i = 0, j = h, k = 0;
+	if (n < 2)
+		return;
+	topk_sort(f, idx, tmp, h, sign);
+	topk_sort(f, idx + h, tmp, n - h, sign);
+	while (i < h && j < n)
+		tmp[k++] = sign * topk_cmp(IN(0), idx[j], idx[i]) > 0 ? idx[j++] : idx[i++];
+	while (i < h)
+		tmp[k++] = idx[i++];
+	while (j < n)
+		tmp[k++] = idx[j++];
+	memcpy(idx, tmp, sizeof *idx * (size_t)n);
+}
+
+bool eval_topk(struct fold *f)
+{
+	struct lanes l = lanes_of(f);
+	int64_t k = ir_attr_i(f->n, "k");
+	int sign = ir_attr_i(f->n, "largest") ? 1 : -1;
+	int64_t *idx = eval_alloc(f, sizeof *idx * (size_t)l.dim);
+	int64_t *tmp = eval_alloc(f, sizeof *tmp * (size_t)l.dim);
+	for (int64_t o = 0; o < l.outer; o++)
+		for (int64_t i = 0; i < l.inner; i++) {
+			int64_t base = o * l.dim * l.inner + i;
+			for (int64_t j = 0; j < l.dim; j++)
+				idx[j] = base + j * l.inner;
+			topk_sort(f, idx, tmp, l.dim, sign);
+			for (int64_t j = 0; j < k; j++) {
+				int64_t at = o * k * l.inner + i + j * l.inner;
+				copy_elem(f, 0, at, idx[j]);
+				puti(f, 1, at, (idx[j] - base) / l.inner);
+			}
+		}
+	eval_free(f, tmp);
+	eval_free(f, idx);
 	return true;
 }
 

@@ -500,6 +500,9 @@ int64_t ir_fold_work(const struct ir_node *n)
 		break;
 	}
 	case IR_OP_LRN: w = out * (double)ir_attr_i(n, "size"); break;
+	case IR_OP_TOPK: /* a merge sort of every lane */
+		w = in * (1 + log2(1 + (double)n->in[0]->type.dims[ir_attr_i(n, "axis")]));
+		break;
 	case IR_OP_RESIZE: { /* every combination of one tap per dimension */
 		const char *mode = ir_attr_s(n, "mode");
 		double taps = !strcmp(mode, "cubic") ? 4 : !strcmp(mode, "linear") ? 2 : 1;

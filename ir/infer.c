@@ -607,6 +607,27 @@ bool ir_infer_arg(const struct ir_node *n, struct ir_type *out, char *err, size_
 	return true;
 }
 
+/* topk: the k first of each lane along axis in the order largest picks */
+bool ir_infer_topk(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *x = T(0);
+	int64_t axis = ir_attr_i(n, "axis"), k = ir_attr_i(n, "k");
+	if (!is_numeric(x->dtype))
+		FAIL("type %s is not supported", ir_dtype_name(x->dtype));
+	if (axis < 0 || axis >= x->rank)
+		FAIL("axis %lld out of range for rank %d", (long long)axis, x->rank);
+	if (k < 0 || k > x->dims[axis])
+		FAIL("k %lld is out of range for axis %lld of size %lld", (long long)k,
+		     (long long)axis, (long long)x->dims[axis]);
+	if (ir_attr_i(n, "largest") != 0 && ir_attr_i(n, "largest") != 1)
+		FAIL("largest must be 0 or 1");
+	out[0] = *x;
+	out[0].dims[axis] = k;
+	out[1] = out[0];
+	out[1].dtype = IR_I64;
+	return true;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Data movement                                                            */
 /* ------------------------------------------------------------------------ */
@@ -626,6 +647,24 @@ bool ir_infer_reshape(const struct ir_node *n, struct ir_type *out, char *err, s
 	}
 	if (ir_type_elems(&out[0]) != ir_type_elems(T(0)))
 		FAIL("cannot reshape %s to %s", TS(T(0), s1), TS(&out[0], s2));
+	return true;
+}
+
+/* bitcast: the same bytes as another type of their size; onnxc's bool holds
+ * only 0 and 1, which the bytes of another type need not be */
+bool ir_infer_bitcast(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	enum ir_dtype to = ir_attr_t(n, "to"), from = T(0)->dtype;
+	if (to <= IR_DT_NONE || to >= IR_DTYPE_COUNT)
+		FAIL("invalid target type");
+	if (ir_dtype_size(to) != ir_dtype_size(from))
+		FAIL("cannot reinterpret %s (%d bytes) as %s (%d bytes)", ir_dtype_name(from),
+		     ir_dtype_size(from), ir_dtype_name(to), ir_dtype_size(to));
+	if (to == IR_BOOL && from != IR_BOOL)
+		FAIL("cannot reinterpret %s as bool: a bool holds only the bytes 0 and 1",
+		     ir_dtype_name(from));
+	out[0] = *T(0);
+	out[0].dtype = to;
 	return true;
 }
 

@@ -149,10 +149,15 @@ IR_OP(REDUCE_LOG_SUM,     "reduce_log_sum",     "ReduceLogSum",          1, 1,  
 IR_OP(REDUCE_LOG_SUM_EXP, "reduce_log_sum_exp", "ReduceLogSumExp",       1, 1,  1, 1,  REDUCE,  DENY,    reduces,       reduce,           reduce,           reduce,            reduce,           reduce,           "axes:I keepdims:i")
 IR_OP(ARGMAX,             "argmax",             "ArgMax",                1, 1,  1, 1,  REDUCE,  CLEAR,   moves,         arg,              arg,              plain,             none,             arg,              "axis:i keepdims:i select_last_index:i")
 IR_OP(ARGMIN,             "argmin",             "ArgMin",                1, 1,  1, 1,  REDUCE,  CLEAR,   moves,         arg,              arg,              plain,             none,             arg,              "axis:i keepdims:i select_last_index:i")
+/* the k largest (or smallest) of each lane along axis, sorted, ties to the
+ * lower index: values and int64 indices */
+IR_OP(TOPK,               "topk",               "TopK",                  1, 1,  2, 2,  MOVE,    CLEAR,   moves,         topk,             topk,             topk,              topk,             topk,             "axis:i k:i largest:i")
 IR_OP(CUMSUM,             "cumsum",             "CumSum",                1, 1,  1, 1,  COMPUTE, DENY,    reduces,       axis_op,          cumsum,           cumsum,            cumsum,           cumsum,           "axis:i exclusive:i reverse:i")
 IR_OP(CUMPROD,            "cumprod",            "CumProd",               1, 1,  1, 1,  COMPUTE, INFER,   prod,          axis_op,          cumsum,           cumsum,            cumprod,          cumsum,           "axis:i exclusive:i reverse:i")
 /* data movement (shape-valued operands are attributes, fully resolved) */
 IR_OP(RESHAPE,            "reshape",            "Reshape",               1, 1,  1, 1,  MOVE,    CLEAR,   moves,         reshape,          reshape,          reshape,           reshape,          view,             "shape:I")
+/* the same bytes as another element type of the same size */
+IR_OP(BITCAST,            "bitcast",            "BitCast",               1, 1,  1, 1,  MOVE,    DENY,    reinterprets,  bitcast,          reshape,          plain,             none,             view,             "to:t")
 IR_OP(TRANSPOSE,          "transpose",          "Transpose",             1, 1,  1, 1,  MOVE,    CLEAR,   moves,         transpose,        transpose,        plain,             transpose,        transpose,        "perm:I")
 IR_OP(CONCAT,             "concat",             "Concat",                1, -1, 1, 1,  MOVE,    CLEAR,   moves,         concat,           concat,           plain,             concat,           concat_split,     "axis:i")
 IR_OP(SPLIT,              "split",              "Split",                 1, 1,  1, -1, MOVE,    CLEAR,   moves,         split,            split,            split,             split,            concat_split,     "axis:i split:I")

@@ -107,6 +107,10 @@ static const struct amp_why amp_cast = {
 };
 static const struct amp_why amp_pow = { "overflows FP16 easily; TensorFlow and TVM keep it FP32" };
 static const struct amp_why amp_bits = { "integer bit operations: no precision to choose" };
+/* the bytes of an FP32 input in half would be other bytes */
+static const struct amp_why amp_reinterprets = {
+	"reinterprets its input's bytes: they must keep the model's type"
+};
 static const struct amp_why amp_mod = { "loses all precision for large quotients: FP32" };
 static const struct amp_why amp_dropout = {
 	"scales by 1/(1-ratio) or zeroes: as exact as a multiply"

@@ -110,6 +110,7 @@ bool grad_softmax(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_reduce(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_cumsum(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_cumprod(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
+bool grad_topk(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 
 /* grad_move.c */
 bool grad_reshape(struct ad *a, struct ir_node *n, struct ir_value *const *dy);

@@ -1,6 +1,6 @@
 /*
  * grad_reduce.c - gradient rules of the reductions, the softmax family,
- * cumsum and cumprod (ir/eval_reduce.c).
+ * topk, cumsum and cumprod (ir/eval_reduce.c).
  *
  * A reduction's gradient is the incoming gradient broadcast back over the
  * reduced axes, times the reduction's derivative.
@@ -155,5 +155,18 @@ bool grad_cumprod(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	p = ad_op2(a, IR_OP_MUL, ad_fin(a, c), ad_reshape_to(a, dy[0], &row));
 	p = ad_where(a, ad_constant(a, &grid, dep), p, ad_sc(a, x, 0));
 	ad_contrib(a, n, 0, ad_reduce(a, IR_OP_REDUCE_SUM, p, &j_axis, 1, false));
+	return true;
+}
+
+/* topk: dy added back where each value came from (the indices of a lane are
+ * distinct, so adding places them); the indices have no gradient. */
+bool grad_topk(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	if (!ad_no_grad_through(a, n, dy, 1))
+		return false;
+	if (ad_wants(a, n, 0) && dy[0])
+		ad_contrib(
+		        a, n, 0,
+		        ad_scatter_add(a, &n->in[0]->type, n->out[1], dy[0], ir_attr_i(n, "axis")));
 	return true;
 }

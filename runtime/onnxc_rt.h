@@ -329,6 +329,17 @@ struct rt_arg_desc {
 };
 int rt_arg(struct rt_ctx *ctx, const struct rt_arg_desc *d, const void *x, int64_t *y);
 
+/* TopK over the middle axis of [outer, axis, inner]: the k largest (or
+ * smallest) of each lane, best first; ties to the lower index, a NaN above
+ * every number. values [outer, k, inner] of dtype, indices int64. */
+struct rt_topk_desc {
+	int dtype;
+	int smallest;
+	int64_t outer, axis, inner, k;
+};
+int rt_topk(struct rt_ctx *ctx, const struct rt_topk_desc *d, const void *x, void *values,
+            int64_t *indices);
+
 /* CumSum (or CumProd) over the middle axis of [outer, axis, inner]. f32,
  * f64, i32, i64. */
 struct rt_cumsum_desc {

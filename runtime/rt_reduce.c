@@ -1,6 +1,6 @@
 /*
- * rt_reduce.c - reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin
- * and CumSum/CumProd.
+ * rt_reduce.c - reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin,
+ * CumSum/CumProd and TopK.
  *
  * rt_reduce first puts the shape in a canonical form: dimensions of size 1
  * are dropped (reducing or keeping them changes nothing) and neighbours
@@ -38,7 +38,7 @@
  * then its first or last position); over strided lanes they keep a running
  * best value and index per column. NaNs are handled as the reference does.
  * CumSum and CumProd accumulate floats in double and integers in wrapping
- * 64-bit arithmetic.
+ * 64-bit arithmetic. TopK selects with a heap of k per lane (below).
  */
 #include "onnxc_rt.h"
 #include "rt_index_reduce.h"
@@ -744,5 +744,138 @@ int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x,
 	if (d->axis == 0)
 		return RT_OK;
 	run_axis(ctx, &jb, cum_rows, cum_cols);
+	return RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* TopK                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each lane keeps a heap of the k best positions seen so far, rooted at the
+ * worst of them, in the lane's own indices output (k int64 step apart, so
+ * strided lanes need no workspace): a position better than the root
+ * replaces it. The heap is then sorted in place, best first, and the values
+ * gathered: n log k comparisons per lane. "Better" is the reference's
+ * order, a strict total order: by value (a NaN above every number, equal to
+ * another NaN; largest 0 reverses the values, not the ties), then the lower
+ * position.
+ */
+#define TOPK_GT_F(a, b) ((a) > (b) || ((a) != (a) && (b) == (b)))
+#define TOPK_GT_I(a, b) ((a) > (b))
+
+#define TOPK_LANE(NAME, T, GT)                                                                    \
+	static bool NAME##_better(const T *x, int64_t st, int small, int64_t i, int64_t j)        \
+	{                                                                                         \
+		T a = x[i * st], b = x[j * st];                                                   \
+		bool above = small ? GT(b, a) : GT(a, b), below = small ? GT(a, b) : GT(b, a);    \
+		return above || (!below && i < j);                                                \
+	}                                                                                         \
+	/* sifts h[p] down a heap of size n whose root is its worst */                            \
+	static void NAME##_sift(const T *x, int64_t st, int small, int64_t *h, int64_t n,         \
+	                        int64_t p)                                                        \
+	{                                                                                         \
+		for (int64_t c; (c = 2 * p + 1) < n; p = c) {                                     \
+			int64_t t;                                                                \
+			if (c + 1 < n && NAME##_better(x, st, small, h[c * st], h[(c + 1) * st])) \
+				c++;                                                              \
+			if (!NAME##_better(x, st, small, h[p * st], h[c * st]))                   \
+				return;                                                           \
+			t = h[p * st];                                                            \
+			h[p * st] = h[c * st];                                                    \
+			h[c * st] = t;                                                            \
+		}                                                                                 \
+	}                                                                                         \
+	static void NAME(const void *xv, int64_t n, int64_t st, int64_t k, int small, void *yv,   \
+	                 int64_t *h)                                                              \
+	{                                                                                         \
+		const T *x = xv;                                                                  \
+		T *y = yv;                                                                        \
+		for (int64_t j = 0; j < k; j++)                                                   \
+			h[j * st] = j;                                                            \
+		for (int64_t p = k / 2; p-- > 0;)                                                 \
+			NAME##_sift(x, st, small, h, k, p);                                       \
+		for (int64_t j = k; j < n; j++)                                                   \
+			if (NAME##_better(x, st, small, j, h[0])) {                               \
+				h[0] = j;                                                         \
+				NAME##_sift(x, st, small, h, k, 0);                               \
+			}                                                                         \
+		for (int64_t e = k - 1; e > 0; e--) {                                             \
+			int64_t t = h[0];                                                         \
+			h[0] = h[e * st];                                                         \
+			h[e * st] = t;                                                            \
+			NAME##_sift(x, st, small, h, e, 0);                                       \
+		}                                                                                 \
+		for (int64_t j = 0; j < k; j++)                                                   \
+			y[j * st] = x[h[j * st] * st];                                            \
+	}
+
+typedef void (*topk_fn)(const void *x, int64_t n, int64_t st, int64_t k, int small, void *y,
+                        int64_t *h);
+
+TOPK_LANE(topk_f32, float, TOPK_GT_F)
+TOPK_LANE(topk_f64, double, TOPK_GT_F)
+TOPK_LANE(topk_i8, int8_t, TOPK_GT_I)
+TOPK_LANE(topk_u8, uint8_t, TOPK_GT_I)
+TOPK_LANE(topk_i16, int16_t, TOPK_GT_I)
+TOPK_LANE(topk_u16, uint16_t, TOPK_GT_I)
+TOPK_LANE(topk_i32, int32_t, TOPK_GT_I)
+TOPK_LANE(topk_u32, uint32_t, TOPK_GT_I)
+TOPK_LANE(topk_i64, int64_t, TOPK_GT_I)
+TOPK_LANE(topk_u64, uint64_t, TOPK_GT_I)
+
+static topk_fn topk_fn_of(int dtype)
+{
+	switch (dtype) {
+	case RT_F32: return topk_f32;
+	case RT_F64: return topk_f64;
+	case RT_I8: return topk_i8;
+	case RT_U8: return topk_u8;
+	case RT_I16: return topk_i16;
+	case RT_U16: return topk_u16;
+	case RT_I32: return topk_i32;
+	case RT_U32: return topk_u32;
+	case RT_I64: return topk_i64;
+	case RT_U64: return topk_u64;
+	default: return NULL;
+	}
+}
+
+struct topk_job {
+	const struct rt_topk_desc *d;
+	topk_fn fn;
+	const char *x;
+	char *y;
+	int64_t *idx;
+	int es;
+};
+
+/* Lanes b..e, lane t = (o, i): x from o * axis * inner + i, the results
+ * from o * k * inner + i, inner apart. */
+static void topk_lanes(void *arg, int64_t b, int64_t e)
+{
+	const struct topk_job *jb = arg;
+	const struct rt_topk_desc *d = jb->d;
+	for (int64_t t = b; t < e; t++) {
+		int64_t o = t / d->inner, i = t % d->inner, out = o * d->k * d->inner + i;
+		jb->fn(jb->x + (o * d->axis * d->inner + i) * jb->es, d->axis, d->inner, d->k,
+		       d->smallest, jb->y + out * jb->es, jb->idx + out);
+	}
+}
+
+int rt_topk(struct rt_ctx *ctx, const struct rt_topk_desc *d, const void *x, void *values,
+            int64_t *indices)
+{
+	struct topk_job jb = {
+		d, topk_fn_of(d->dtype), x, values, indices, rt_dtype_size(d->dtype)
+	};
+	int64_t lanes, grain;
+	if (!jb.fn || d->outer < 0 || d->axis < 0 || d->inner < 0 || d->k < 0 || d->k > d->axis)
+		return RT_ERR_ARGUMENT;
+	lanes = d->outer * d->inner;
+	if (lanes == 0 || d->k == 0)
+		return RT_OK;
+	grain = GRAIN / (d->axis ? d->axis : 1);
+	rt_parallel(ctx, lanes, grain > 1 ? grain : 1, topk_lanes, &jb);
 	return RT_OK;
 }

@@ -895,6 +895,38 @@ def reshape_shape_runtime(d):
 
 
 @case
+def topk_k_runtime(d):
+    return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="tk")],
+                 [vi("x", [2, 3]), vi("k", [1], I64)], [vi("v", [2, 1]), vi("i", [2, 1], I64)],
+                 opset=11)
+
+
+@case
+def topk_k_two_values(d):
+    k = const("k", np.array([1, 2], np.int64))
+    return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="tk")],
+                 [vi("x", [2, 3])], [vi("v", [2, 1]), vi("i", [2, 1], I64)], [k], opset=11)
+
+
+@case
+def topk_k_out_of_range(d):
+    return model([helper.make_node("TopK", ["x"], ["v", "i"], name="tk", k=4)],
+                 [vi("x", [2, 3])], [vi("v", [2, 4]), vi("i", [2, 4], I64)], opset=9)
+
+
+@case
+def bitcast_width(d):
+    return model([helper.make_node("BitCast", ["x"], ["y"], name="bc", to=TensorProto.DOUBLE)],
+                 [vi("x", [2, 2])], [vi("y", [2, 2], TensorProto.DOUBLE)], opset=26)
+
+
+@case
+def bitcast_to_bool(d):
+    return model([helper.make_node("BitCast", ["x"], ["y"], name="bc", to=TensorProto.BOOL)],
+                 [vi("x", [4], TensorProto.UINT8)], [vi("y", [4], TensorProto.BOOL)], opset=26)
+
+
+@case
 def gather_index_out_of_range(d):
     i = const("i", np.array([0, 5], np.int64))
     return model([helper.make_node("Gather", ["x", "i"], ["y"], name="gather")],

@@ -200,6 +200,28 @@ def cases():
          const("s", np.float32(0.5))],
         opset=21)
 
+    # TopK: k an attribute (1), a constant input (10), largest and sorted
+    # (11), a negative axis. (sorted=0 imports the same, but ONNX Runtime
+    # then returns its own order, which export.small cannot compare.)
+    c["topk_opset1"] = model(
+        [helper.make_node("TopK", ["x"], ["v", "i"], k=2)],
+        [vi("x", F, [3, 4])], [vi("v", F, [3, 2]), vi("i", TensorProto.INT64, [3, 2])],
+        opset=9)
+    c["topk_forms"] = model(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-2, largest=0, sorted=1)],
+        [vi("x", F, [3, 4])], [vi("v", F, [2, 4]), vi("i", TensorProto.INT64, [2, 4])],
+        [const("k", np.array([2], np.int64))], opset=11)
+
+    # BitCast: the same bytes as another type of their size; to the same type
+    # it is the input itself
+    c["bitcast_forms"] = model(
+        [helper.make_node("BitCast", ["x"], ["a"], to=TensorProto.INT32),
+         helper.make_node("BitCast", ["b"], ["c"], to=TensorProto.UINT8),
+         helper.make_node("BitCast", ["x"], ["d"], to=TensorProto.FLOAT)],
+        [vi("x", F, [2, 3]), vi("b", TensorProto.BOOL, [4])],
+        [vi("a", TensorProto.INT32, [2, 3]), vi("c", TensorProto.UINT8, [4]),
+         vi("d", F, [2, 3])], opset=26)
+
     # nodes listed out of order must be sorted topologically
     c["unsorted"] = model(
         [helper.make_node("Relu", ["t"], ["y"]),

@@ -680,6 +680,11 @@ static void test_reduce(void)
 	     "%h : f64[2,3,4] = hardmax(%x) {axis=2} @hm\n"
 	     "%c : f64[2,3,4] = add(%b, %h) @sum\n"
 	     "output %a\noutput %c\n");
+	/* topk: dy back where the values came from, along rows and columns */
+	CASE("input %x : f64[3,4]\n"
+	     "%v : f64[3,2], %i : i64[3,2] = topk(%x) {axis=1, k=2, largest=1} @tk\n"
+	     "%w : f64[2,4], %j : i64[2,4] = topk(%x) {axis=0, k=2, largest=0} @tk1\n"
+	     "output %v\noutput %w\n");
 	CASE("input %x : f64[2,4]\n"
 	     "%a : f64[2,4] = cumsum(%x) {axis=1, exclusive=0, reverse=0} @cs\n"
 	     "%b : f64[2,4] = cumsum(%x) {axis=1, exclusive=1, reverse=1} @cs1\n"

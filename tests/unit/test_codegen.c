@@ -433,9 +433,11 @@ static void test_targets(void)
 		CHECK(g->emit_lib_args && g->emit_launch && g->emit_source);
 		CHECK(g->check_runtime && g->link_runtime);
 		CHECK(cg_find_target(g->name) == g);
-		/* every call and op runs on every target today (docs/cuda.md) */
+		/* every call and op runs on every target today but TopK on
+		 * CUDA (docs/cuda.md) */
 		for (int l = 0; l < CG_LIB_COUNT; l++)
-			CHECK(g->supports_lib((enum cg_lib)l));
+			CHECK(g->supports_lib((enum cg_lib)l) ==
+			      (l != CG_LIB_TOPK || g != &cg_cuda_target));
 		for (int o = 0; o < IR_OP_COUNT; o++)
 			CHECK(g->supports_op((enum ir_op)o));
 	}
@@ -510,6 +512,38 @@ static void test_unsupported(void)
 	CHECK(!strstr(d.text, "softmax"));
 }
 
+/* The CUDA runtime has no TopK: lowering for it refuses the node. A
+ * bitcast is a view there as anywhere: no step of its own. */
+static void test_cuda_topk(void)
+{
+	static const char text[] = "onnxc-ir 1\nmodule \"t\"\ninput %x : f32[2,5]\n"
+	                           "%v : f32[2,3], %i : i64[2,3] = topk(%x) "
+	                           "{axis=1, k=3, largest=1} @tk\n"
+	                           "%b : i32[2,3] = bitcast(%v) {to=i32} @bc\n"
+	                           "output %b\noutput %i\n";
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct cg_plan p;
+	for (int cuda = 0; cuda < 2; cuda++) {
+		struct ir_module *m;
+		ctx_collect(&ctx, &d);
+		m = ir_parse(&ctx, text, sizeof text - 1);
+		CHECK(m != NULL);
+		if (!m)
+			return;
+		co.target = cuda ? "cuda" : "cpu";
+		CHECK(lower(m, &p, &co) == !cuda);
+		if (cuda)
+			CHECK(strstr(d.text,
+			             "node 'tk' (topk): the cuda target has no library call for "
+			             "it") != NULL);
+		else
+			CHECK_EQ(p.nsteps, 1); /* topk alone: the bitcast is a view */
+		ir_module_free(m);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -530,6 +564,8 @@ int main(int argc, char **argv)
 		test_lib_calls();
 		test_current = "unsupported";
 		test_unsupported();
+		test_current = "cuda topk";
+		test_cuda_topk();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)

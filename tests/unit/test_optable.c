@@ -102,7 +102,8 @@ static void test_lower_table(void)
 	for (int op = 0; op < IR_OP_COUNT; op++) {
 		const char *lo = rows[op].lo;
 		CHECK_OP(op, is(lo, "fused") == (ir_ops[op].kind == IR_KIND_ELTWISE));
-		CHECK_OP(op, is(lo, "view") == (op == IR_OP_RESHAPE));
+		CHECK_OP(op, is(lo, "view") == (op == IR_OP_RESHAPE || op == IR_OP_BITCAST));
+		CHECK_OP(op, is(lo, "view") == cg_is_view((enum ir_op)op));
 		CHECK_OP(op, is(lo, "direct") == (op == IR_OP_COPY));
 		/* pass_batchnorm rewrites batch_norm, and nothing else */
 		CHECK_OP(op, is(lo, "rewritten") == (op == IR_OP_BATCH_NORM));

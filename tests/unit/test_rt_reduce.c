@@ -1,6 +1,6 @@
 /*
- * test_rt_reduce.c - rt_reduce, rt_arg and rt_cumsum (CumSum, CumProd) against the
- * reference.
+ * test_rt_reduce.c - rt_reduce, rt_arg, rt_topk and rt_cumsum (CumSum, CumProd)
+ * against the reference.
  *
  * Every case runs the kernel on a context of 1 thread and one of 3 and
  * demands bit-identical results (the work split never changes the order of
@@ -12,8 +12,9 @@
  * sums are checked against a bound that grows with the reduced length;
  * max/min and everything on integers must be exact. ArgMax/ArgMin use data
  * with many ties and with NaNs, for select_last_index either way, and an
- * empty axis; CumSum and CumProd every exclusive/reverse combination, and in
- * place.
+ * empty axis; TopK the same data, rows and strided lanes, k from 0 to the
+ * whole axis, both orders, bit for bit; CumSum and CumProd every
+ * exclusive/reverse combination, and in place.
  */
 #include "onnxc_rt.h"
 #include "refcheck.h"
@@ -406,6 +407,109 @@ static void test_arg(void)
 	close_ctxs(c);
 }
 
+/* ------------------------------------------------------------------------ */
+/* rt_topk                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct topk_attrs {
+	int64_t axis, k, largest;
+};
+
+static void set_topk(struct ir_module *m, struct ir_node *n, void *ud)
+{
+	const struct topk_attrs *a = ud;
+	ir_set_i(m, n, "axis", a->axis);
+	ir_set_i(m, n, "k", a->k);
+	ir_set_i(m, n, "largest", a->largest);
+}
+
+/* TopK's values must be the reference's bit for bit (it selects), its
+ * indices exactly: ties (whole values) go to the lower index, NaNs rank
+ * above every number. */
+static void check_topk(struct ctxs c, enum ir_dtype t, int rank, const int64_t *dims, int axis,
+                       int64_t k, int largest, bool nans, uint64_t *seed)
+{
+	struct rt_topk_desc d = { rt_code(t), !largest, 0, 0, 0, k };
+	struct topk_attrs a = { axis, k, largest };
+	int64_t n = count(rank, dims), nout;
+	struct ref_tensor x = tensor(t, rank, dims, -4, 4, true, seed), out[2];
+	size_t es = (size_t)ir_dtype_size(t);
+	void *v1, *v3;
+	int64_t *i1, *i3;
+	char what[96];
+	if (t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64)
+		rand_fill(t, x.data, n, 0, 9, seed);
+	if (nans)
+		add_nans(&x, n);
+	split3(rank, dims, axis, &d.outer, &d.axis, &d.inner);
+	nout = d.outer * k * d.inner;
+	v1 = calloc((size_t)nout + 1, es);
+	v3 = calloc((size_t)nout + 1, es);
+	i1 = calloc((size_t)nout + 1, 8);
+	i3 = calloc((size_t)nout + 1, 8);
+	CHECK_EQ(rt_topk(c.one, &d, x.data, v1, i1), RT_OK);
+	CHECK_EQ(rt_topk(c.three, &d, x.data, v3, i3), RT_OK);
+	same_bits(v1, v3, (size_t)nout * es, "rt_topk values");
+	same_bits(i1, i3, (size_t)nout * 8, "rt_topk indices");
+	snprintf(what, sizeof what, "topk %s axis %d k %lld largest %d nan %d", ir_dtype_name(t),
+	         axis, (long long)k, largest, nans);
+	if (!ref_eval(IR_OP_TOPK, set_topk, &a, &x, 1, out, 2)) {
+		CHECK(!"reference evaluation");
+	} else {
+		CHECK_EQ(ir_type_elems(&out[0].type), nout);
+		if (memcmp(v1, out[0].data, (size_t)nout * es) ||
+		    memcmp(i1, out[1].data, (size_t)nout * 8)) {
+			fprintf(stderr, "%s: differs from the reference\n", what);
+			CHECK(!"topk matches the reference");
+		}
+		free(out[0].data);
+		free(out[1].data);
+	}
+	free(x.data);
+	free(v1);
+	free(v3);
+	free(i1);
+	free(i3);
+}
+
+static void test_topk(void)
+{
+	static const enum ir_dtype types[] = { IR_F32, IR_F64, IR_I8,  IR_U8,  IR_I16,
+		                               IR_U16, IR_I32, IR_U32, IR_I64, IR_U64 };
+	static const int64_t a[] = { 7, 33 }, b[] = { 3, 5, 20 }, big[] = { 2, 3001 };
+	static const int64_t zero[] = { 0, 5 }, one[] = { 4, 1 };
+	struct ctxs c = open_ctxs();
+	struct rt_topk_desc bad = { RT_F32, 0, 1, 3, 1, 4 };
+	float x[3] = { 0 }, y[4];
+	int64_t yi[4];
+	uint64_t seed = 17;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		enum ir_dtype t = types[i];
+		for (int largest = 0; largest < 2; largest++) {
+			check_topk(c, t, 2, a, 1, 5, largest, false, &seed);
+			check_topk(c, t, 2, a, 1, 33, largest, false, &seed);
+			check_topk(c, t, 2, a, 0, 1, largest, false, &seed);
+			check_topk(c, t, 2, a, 0, 6, largest, false, &seed);
+			check_topk(c, t, 3, b, 1, 3, largest, false, &seed);
+			check_topk(c, t, 3, b, 2, 20, largest, false, &seed);
+			check_topk(c, t, 3, b, 2, 0, largest, false, &seed);
+			check_topk(c, t, 2, big, 1, 100, largest, false, &seed);
+			check_topk(c, t, 2, zero, 1, 2, largest, false, &seed);
+			check_topk(c, t, 2, one, 1, 1, largest, false, &seed);
+			if (isfloat(t)) {
+				check_topk(c, t, 2, a, 1, 9, largest, true, &seed);
+				check_topk(c, t, 3, b, 1, 5, largest, true, &seed);
+			}
+		}
+	}
+	/* k beyond the axis, and an element type it does not take */
+	CHECK_EQ(rt_topk(c.one, &bad, x, y, yi), RT_ERR_ARGUMENT);
+	bad.k = 2;
+	bad.dtype = RT_F16;
+	CHECK_EQ(rt_topk(c.one, &bad, x, y, yi), RT_ERR_ARGUMENT);
+	close_ctxs(c);
+}
+
 /* CumSum, or CumProd when prod (on factors near 1, or small integers that
  * wrap alike everywhere). */
 static void check_cumsum(struct ctxs c, enum ir_dtype t, int rank, const int64_t *dims, int axis,
@@ -459,4 +563,4 @@ static void test_cumsum(void)
 }
 
 TESTS(T(test_reduce_small) T(test_reduce_large) T(test_reduce_empty) T(test_reduce_special_values)
-              T(test_reduce_errors) T(test_arg) T(test_cumsum))
+              T(test_reduce_errors) T(test_arg) T(test_topk) T(test_cumsum))
