@@ -341,6 +341,9 @@ struct ir_value *fe_scalar(struct fe_node *nd, enum ir_dtype t, double v);
 struct ir_value *fe_unary(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k);
 struct ir_value *fe_binary(struct fe_node *nd, enum ir_op op, struct ir_value *a,
                            struct ir_value *b, int k);
+/* where(c, a, b) */
+struct ir_value *fe_where(struct fe_node *nd, struct ir_value *c, struct ir_value *a,
+                          struct ir_value *b, int k);
 struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k);
 /* x cast to float8 type t as ONNX's saturate=0 does it (the IR's cast
  * saturates): out-of-range values become t's infinity or NaN. */

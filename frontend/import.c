@@ -553,6 +553,13 @@ struct ir_value *fe_binary(struct fe_node *nd, enum ir_op op, struct ir_value *a
 	return a && b ? fe_simple(nd, op, in, 2, k) : NULL;
 }
 
+struct ir_value *fe_where(struct fe_node *nd, struct ir_value *c, struct ir_value *a,
+                          struct ir_value *b, int k)
+{
+	struct ir_value *in[3] = { c, a, b };
+	return c && a && b ? fe_simple(nd, IR_OP_WHERE, in, 3, k) : NULL;
+}
+
 struct ir_value *fe_cast(struct fe_node *nd, struct ir_value *x, enum ir_dtype t, int k)
 {
 	const char *name;

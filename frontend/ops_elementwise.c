@@ -176,9 +176,7 @@ struct ir_value *fe_cast_no_saturate(struct fe_node *nd, struct ir_value *x, enu
 	                 fe_scalar(nd, xf ? xf->type.dtype : IR_F32, lim), -1);
 	in[0] = fe_binary(nd, IR_OP_LESS, xf, fe_scalar(nd, xf ? xf->type.dtype : IR_F32, 0), -1);
 	in[1] = fe_const(nd, -1, &st, &neg), in[2] = fe_const(nd, -1, &st, &pos);
-	in[1] = in[0] && in[1] && in[2] ? fe_simple(nd, IR_OP_WHERE, in, 3, -1) : NULL;
-	in[0] = over, in[2] = fe_cast(nd, x, t, -1);
-	return in[0] && in[1] && in[2] ? fe_simple(nd, IR_OP_WHERE, in, 3, k) : NULL;
+	return fe_where(nd, over, fe_where(nd, in[0], in[1], in[2], -1), fe_cast(nd, x, t, -1), k);
 }
 
 /* x as element type t: a cast, or x itself when it has that type already */

@@ -671,18 +671,67 @@ static bool imp_global_pool(struct fe_node *nd)
 
 static bool training(const struct fe_node *nd) { return nd->fe->opt && nd->fe->opt->training; }
 
+/*
+ * BatchNormalization with training_mode=1 (14) in a model compiled as it is,
+ * as ONNX's reference computes it: y normalized with the batch's mean and
+ * (biased) variance over every axis but 1, and the running statistics
+ * updated, mean * momentum + batch_mean * (1 - momentum) (the variance
+ * alike), as outputs 1 and 2. (onnxc train has its own: ad_train_mode.)
+ */
+static bool batch_norm_training(struct fe_node *nd, float eps)
+{
+	double mom = fe_float(nd, "momentum", 0.9f);
+	struct ir_value *x = nd->in[0], *mean, *var, *d, *in[5];
+	int64_t axes[IR_MAX_RANK], c = x->type.rank > 1 ? x->type.dims[1] : 0;
+	int na = 0;
+	const char *name;
+	struct ir_node *n;
+	if (x->type.rank < 2)
+		return fe_fail(nd, "X has rank %d: training mode needs [N, C, ...]", x->type.rank);
+	for (int i = 0; i < x->type.rank; i++)
+		if (i != 1)
+			axes[na++] = i;
+	mean = fe_reduce(nd, IR_OP_REDUCE_MEAN, x, axes, na, true, -1);
+	d = fe_binary(nd, IR_OP_SUB, x, mean, -1);
+	var = fe_reduce(nd, IR_OP_REDUCE_MEAN, fe_binary(nd, IR_OP_MUL, d, d, -1), axes, na, false,
+	                -1);
+	mean = fe_reshape(nd, mean, &c, 1, -1);
+	if (!mean || !var)
+		return false;
+	in[0] = x, in[1] = nd->in[1], in[2] = nd->in[2], in[3] = mean, in[4] = var;
+	name = fe_out_name(nd, 0);
+	n = fe_emit(nd, IR_OP_BATCH_NORM, in, 5, &name, 1);
+	ir_set_f(nd->fe->m, n, "epsilon", eps);
+	if (!finish1(nd, n))
+		return false;
+	for (int k = 1; k < nd->nout && k < 3; k++) {
+		struct ir_value *run = nd->in[k + 2], *b = k == 1 ? mean : var, *u;
+		if (!nd->proto->output[k][0])
+			continue;
+		u = fe_binary(
+		        nd, IR_OP_ADD,
+		        fe_binary(nd, IR_OP_MUL, run, fe_scalar(nd, run->type.dtype, mom), -1),
+		        fe_binary(nd, IR_OP_MUL, b, fe_scalar(nd, b->type.dtype, 1 - mom), -1), k);
+		if (!u)
+			return false;
+		fe_bind(nd, k, u);
+	}
+	return true;
+}
+
 static bool imp_batch_norm(struct fe_node *nd)
 {
 	float eps = fe_float(nd, "epsilon", 1e-5f);
 	const char *name;
 	struct ir_node *n;
-	fe_ignore(nd, "momentum");
+	if (nd->opset < 14 || !fe_int(nd, "training_mode", 0))
+		fe_ignore(nd, "momentum");
 	if (nd->opset < 9 && fe_int(nd, "spatial", 1) != 1)
 		return fe_fail(nd, "spatial=0 (per-activation statistics) is not supported");
-	if (nd->opset >= 14 && fe_int(nd, "training_mode", 0) != 0 && !training(nd))
-		return fe_fail(nd, "training_mode=1 cannot be compiled for inference");
 	if (!fe_inputs(nd, 5, 5) || nd->failed)
 		return false;
+	if (nd->opset >= 14 && fe_int(nd, "training_mode", 0) != 0 && !training(nd))
+		return batch_norm_training(nd, eps);
 	for (int k = 1; k < nd->nout; k++) {
 		if (!nd->proto->output[k][0])
 			continue;
@@ -1076,10 +1125,107 @@ static bool imp_cumsum(struct fe_node *nd)
 	return finish1(nd, n);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Det                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Past this order the unrolled elimination below is more nodes than a Det
+ * is worth; a kernel would be the way (none has been needed). */
+#define DET_MAX_N 16
+
+/* A bool [n, 1] constant: row i is true where keep(i, k). */
+static struct ir_value *row_mask(struct fe_node *nd, int64_t n, int64_t k, int cmp)
+{
+	struct ir_type t = { .dtype = IR_BOOL, .rank = 2, .dims = { n, 1 } };
+	uint8_t *v = ir_arena_alloc(&nd->fe->m->arena, (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		v[i] = cmp < 0 ? i == k : cmp == 0 ? i >= k : i > k;
+	return fe_const(nd, -1, &t, v);
+}
+
+/*
+ * Det (11): the determinant of each [n, n] matrix of X [..., n, n], by
+ * Gaussian elimination with partial pivoting (LAPACK's getrf, which
+ * numpy.linalg.det uses: the first row of largest |pivot|), unrolled over
+ * the n columns, in f64. Step k: p, the row at or below k with the largest
+ * |A[p, k]|; rows k and p swapped (a masked sum picks row p; where puts
+ * it); the determinant times A[p, k], its sign flipped if p != k; the rows
+ * below k lose their multiple of row k (none when the pivot is 0: the
+ * determinant is then 0).
+ */
+static bool imp_det(struct fe_node *nd)
+{
+	struct ir_value *x, *a, *det = NULL, *sign = NULL, *zero, *in[2];
+	int r, n;
+	int64_t axis;
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	x = nd->in[0], r = x->type.rank;
+	if (!ir_dtypes[x->type.dtype].is_float)
+		return fe_fail(nd, "X is %s: Det takes a float type", ir_dtype_name(x->type.dtype));
+	if (r < 2 || x->type.dims[r - 1] != x->type.dims[r - 2])
+		return fe_fail(nd, "X must be [..., n, n]");
+	if (x->type.dims[r - 1] > DET_MAX_N)
+		return fe_fail(nd, "matrices of order %lld: onnxc computes Det up to order %d",
+		               (long long)x->type.dims[r - 1], DET_MAX_N);
+	n = (int)x->type.dims[r - 1], axis = r - 2;
+	a = fe_cast(nd, x, IR_F64, -1);
+	zero = fe_scalar(nd, IR_F64, 0);
+	det = fe_scalar(nd, IR_F64, 1), sign = det;
+	for (int k = 0; k < n; k++) {
+		struct ir_value *col = fe_slice_axis(nd, a, r - 1, k, k + 1, 1, -1), *p, *ip, *rowp,
+		                *rowk, *piv, *f;
+		const char *name = fe_tmp_name(nd, "pivot");
+		struct ir_node *am;
+		/* the first row at or below k of largest |A[., k]| */
+		col = fe_where(nd, row_mask(nd, n, k, 0), fe_unary(nd, IR_OP_ABS, col, -1),
+		               fe_scalar(nd, IR_F64, -1), -1);
+		if (!col)
+			return false;
+		am = fe_emit(nd, IR_OP_ARGMAX, &col, 1, &name, 1);
+		ir_set_i(nd->fe->m, am, "axis", axis);
+		ir_set_i(nd->fe->m, am, "keepdims", 1);
+		ir_set_i(nd->fe->m, am, "select_last_index", 0);
+		if (!fe_finish(nd, am))
+			return false;
+		p = am->out[0]; /* [..., 1, 1] */
+		{
+			struct ir_type it = { .dtype = IR_I64, .rank = 2, .dims = { n, 1 } };
+			int64_t *iota = ir_arena_alloc(&nd->fe->m->arena, sizeof *iota * (size_t)n);
+			for (int i = 0; i < n; i++)
+				iota[i] = i;
+			ip = fe_binary(nd, IR_OP_EQUAL, fe_const(nd, -1, &it, iota), p, -1);
+		}
+		rowp = fe_reduce(nd, IR_OP_REDUCE_SUM, fe_where(nd, ip, a, zero, -1), &axis, 1,
+		                 true, -1);
+		rowk = fe_slice_axis(nd, a, (int)axis, k, k + 1, 1, -1);
+		a = fe_where(nd, row_mask(nd, n, k, -1), rowp, fe_where(nd, ip, rowk, a, -1), -1);
+		in[0] = fe_binary(nd, IR_OP_EQUAL, p, fe_scalar(nd, IR_I64, k), -1);
+		sign = fe_binary(nd, IR_OP_MUL, sign,
+		                 fe_where(nd, in[0], fe_scalar(nd, IR_F64, 1),
+		                          fe_scalar(nd, IR_F64, -1), -1),
+		                 -1);
+		piv = fe_slice_axis(nd, rowp, r - 1, k, k + 1, 1, -1);
+		det = fe_binary(nd, IR_OP_MUL, det, piv, -1);
+		if (k + 1 == n)
+			break;
+		f = fe_binary(nd, IR_OP_DIV, fe_slice_axis(nd, a, r - 1, k, k + 1, 1, -1), piv, -1);
+		in[1] = fe_binary(
+		        nd, IR_OP_AND, row_mask(nd, n, k, 1),
+		        fe_unary(nd, IR_OP_NOT, fe_binary(nd, IR_OP_EQUAL, piv, zero, -1), -1), -1);
+		f = fe_where(nd, in[1], f, zero, -1);
+		a = fe_binary(nd, IR_OP_SUB, a, fe_binary(nd, IR_OP_MUL, f, rowp, -1), -1);
+	}
+	det = fe_binary(nd, IR_OP_MUL, det, sign, -1);
+	det = fe_reshape(nd, det, x->type.dims, r - 2, -1);
+	return bind1(nd, fe_cast(nd, det, x->type.dtype, 0));
+}
+
 const struct fe_op fe_ops_nn[] = {
 	{ "MatMul", imp_matmul, IR_OP_MATMUL, { 1, 9, 13 } },
 	{ "Gemm", imp_gemm, IR_OP_GEMM, { 7, 9, 11, 13 } },
 	{ "Einsum", imp_einsum, IR_OP_MATMUL, { 12 } },
+	{ "Det", imp_det, IR_OP_DIV, { 11, 22 } },
 	{ "Conv", imp_conv, IR_OP_CONV, { 1, 11, 22 } },
 	{ "ConvTranspose", imp_conv_transpose, IR_OP_CONV_TRANSPOSE, { 1, 11, 22 } },
 	{ "MaxPool", imp_pool, IR_OP_MAX_POOL, { 1, 8, 10, 11, 12, 22 } },

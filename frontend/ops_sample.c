@@ -56,8 +56,7 @@ static struct ir_value *num(struct fe_node *nd, double v) { return fe_scalar(nd,
 static struct ir_value *where(struct fe_node *nd, struct ir_value *c, struct ir_value *a,
                               struct ir_value *b)
 {
-	struct ir_value *in[3] = { c, a, b };
-	return c && a && b ? fe_simple(nd, IR_OP_WHERE, in, 3, -1) : NULL;
+	return fe_where(nd, c, a, b, -1);
 }
 
 /* x clamped into [lo, hi]. */

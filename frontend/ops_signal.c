@@ -169,13 +169,6 @@ static struct ir_value *binary(struct fe_node *nd, enum ir_op op, struct ir_valu
 	return a && b ? fe_simple(nd, op, in, 2, k) : NULL;
 }
 
-static struct ir_value *where(struct fe_node *nd, struct ir_value *c, struct ir_value *a,
-                              struct ir_value *b, int k)
-{
-	struct ir_value *in[3] = { c, a, b };
-	return c && a && b ? fe_simple(nd, IR_OP_WHERE, in, 3, k) : NULL;
-}
-
 /* Element i of the 1-D x, a scalar (a gather by a constant index). */
 static struct ir_value *element(struct fe_node *nd, struct ir_value *x, int64_t i)
 {
@@ -626,7 +619,7 @@ static bool imp_one_hot(struct fe_node *nd)
 	if (nd->version >= 11) { /* idx < 0 ? idx + depth : idx */
 		struct ir_value *neg = binary(nd, IR_OP_LESS, idx, scalar_i64(nd, 0), -1);
 		struct ir_value *up = binary(nd, IR_OP_ADD, idx, scalar_i64(nd, depth), -1);
-		idx = where(nd, neg, up, idx, -1);
+		idx = fe_where(nd, neg, up, idx, -1);
 	}
 	if (!idx)
 		return false;
@@ -637,8 +630,8 @@ static bool imp_one_hot(struct fe_node *nd)
 	if (!(idx = fe_reshape(nd, idx, dims, r + 1, -1)) || !(off = element(nd, vals, 0)) ||
 	    !(on = element(nd, vals, 1)))
 		return false;
-	return bind1(nd,
-	             where(nd, binary(nd, IR_OP_EQUAL, idx, iota(nd, cls, r + 1), -1), on, off, 0));
+	return bind1(nd, fe_where(nd, binary(nd, IR_OP_EQUAL, idx, iota(nd, cls, r + 1), -1), on,
+	                          off, 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -746,7 +739,7 @@ static bool imp_reverse_sequence(struct fe_node *nd)
 	{
 		struct ir_value *in = binary(nd, IR_OP_LESS, t, lens, -1);
 		struct ir_value *last = binary(nd, IR_OP_SUB, lens, scalar_i64(nd, 1), -1);
-		if (!(idx = where(nd, in, binary(nd, IR_OP_SUB, last, t, -1), t, -1)))
+		if (!(idx = fe_where(nd, in, binary(nd, IR_OP_SUB, last, t, -1), t, -1)))
 			return false;
 	}
 	if (x->type.rank > 2) {

@@ -396,7 +396,7 @@ def _three_unsupported():
         helper.make_node("NonMaxSuppression", ["x", "x"], ["a"], name="first_nms"),
         helper.make_node("Relu", ["a"], ["b"], name="fine_relu"),
         helper.make_node("Inverse", ["b"], ["c"], name="second_inverse", domain="com.microsoft"),
-        helper.make_node("Det", ["c"], ["y"], name="third_det"),
+        helper.make_node("StringNormalizer", ["c"], ["y"], name="third_strings"),
     ]
     return model(nodes, [vi("x", [2, 2])], [vi("y", [])], domains=[("com.microsoft", 1)])
 
@@ -1327,6 +1327,18 @@ def float8_add(d):
 def float8_trilu(d):
     n = helper.make_node("Trilu", ["a"], ["y"], name="trilu")
     return model([n], [vi("a", [2, 2], 17)], [vi("y", [2, 2], 17)], opset=21, ir_version=10)
+
+
+@case
+def det_order_17(d):
+    n = helper.make_node("Det", ["x"], ["y"], name="det")
+    return model([n], [vi("x", [17, 17])], [vi("y", [])], opset=22)
+
+
+@case
+def det_not_square(d):
+    n = helper.make_node("Det", ["x"], ["y"], name="det")
+    return model([n], [vi("x", [2, 3])], [vi("y", [])], opset=22)
 
 
 @case

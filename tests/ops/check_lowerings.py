@@ -130,6 +130,25 @@ def col2im_cases(root):
     return cases
 
 
+# ---------------------------------------------------------------- Det
+def det_cases(root):
+    """Det against numpy's (LAPACK's getrf) in float64: orders 1 to 6, a
+    batch, matrices that need row swaps, singular and zero ones."""
+    cases = []
+    rng = np.random.default_rng(7)
+    mats = [rng.standard_normal((n, n)) for n in range(1, 7)]
+    mats.append(np.array([[0.0, 2, 1], [1, 1, 0], [3, 0, 1]]))   # a zero first pivot
+    mats.append(np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]]))   # singular
+    mats.append(np.zeros((4, 4)))
+    mats.append(rng.standard_normal((2, 3, 5, 5)))                # batched
+    for k, a in enumerate(mats):
+        y = np.asarray(np.linalg.det(a))
+        ins = [("x", a)]
+        m = model("Det", ins, [("y", y)], opset=22)
+        cases.append(("det_%d" % k, m, ins, [("y", y)], "Det %s" % (a.shape,)))
+    return cases
+
+
 # ---------------------------------------------------------------- GridSample
 def gridsample_cases(root):
     """GridSample-20 in 2-D, every mode, padding and align_corners, against
@@ -355,10 +374,12 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
-                gridsample_cases(root) + ms_cases():
+                gridsample_cases(root) + det_cases(root) + ms_cases():
             d = write_case(root, name, m, ins, outs)
             # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
-            ok, r = run_check(onnxc, d, ["--atol", "1e-5"] if name.startswith("gridsample") else [])
+            # Det's elimination rounds differently from LAPACK's: 1e-9 in f64
+            tol = {"gridsample": ["--atol", "1e-5"], "det": ["--atol", "1e-9", "--rtol", "1e-9"]}
+            ok, r = run_check(onnxc, d, tol.get(name.split("_")[0], []))
             line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
             if ok and have_ort and what in ORT_CPU:
                 got, err = ort_outputs(ort_run, d, ins, len(outs))
