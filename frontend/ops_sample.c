@@ -683,6 +683,129 @@ static bool imp_roi_align(struct fe_node *nd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* MaxRoiPool                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* v rounded half away from zero (C's round), in f64: floor(|v| + 0.5) is
+ * exact there for every f32 v. */
+static struct ir_value *round_away(struct fe_node *nd, struct ir_value *v)
+{
+	struct ir_value *a = fe_unary(
+	        nd, IR_OP_FLOOR,
+	        fe_binary(nd, IR_OP_ADD, fe_unary(nd, IR_OP_ABS, v, -1), num(nd, 0.5), -1), -1);
+	return fe_binary(nd, IR_OP_MUL, a, fe_unary(nd, IR_OP_SIGN, v, -1), -1);
+}
+
+/*
+ * One axis of MaxRoiPool's bins, as ONNX's reference computes them: the
+ * region's first and last pixel rounded from rois[:, lo] and [:, hi] times
+ * spatial_scale (in the calculation type ct), its extent at least 1 pixel,
+ * bin j covering [floor(j * size), ceil((j + 1) * size)) from the first
+ * pixel, clipped to the image, size = extent / bins in ct. The mask [R, bins,
+ * n] says which of the n pixels each bin takes; *empty [R, bins] which bins
+ * take none.
+ */
+static struct ir_value *roi_pool_mask(struct fe_node *nd, struct ir_value *rois, int lo, int hi,
+                                      float scale, int64_t bins, int64_t n, enum ir_dtype ct,
+                                      struct ir_value **empty)
+{
+	int64_t nr = rois->type.dims[0], d3[3] = { nr, 1, 1 }, d2[2] = { nr, bins };
+	struct ir_value *e[2], *size, *st, *en, *pix, *jj;
+	float *j0 = ir_arena_alloc(&nd->fe->m->arena, sizeof *j0 * (size_t)(bins + 1));
+	float *px = ir_arena_alloc(&nd->fe->m->arena, sizeof *px * (size_t)(n ? n : 1));
+	for (int64_t j = 0; j <= bins; j++)
+		j0[j] = (float)j;
+	for (int64_t i = 0; i < n; i++)
+		px[i] = (float)i;
+	for (int k = 0; k < 2; k++) {
+		struct ir_value *c =
+		        fe_slice_axis(nd, rois, 1, k ? hi : lo, (k ? hi : lo) + 1, 1, -1);
+		c = fe_binary(nd, IR_OP_MUL, c, fe_scalar(nd, ct, scale), -1);
+		e[k] = round_away(nd, to(nd, fe_reshape(nd, c, d3, 3, -1), COORD));
+	}
+	size = fe_binary(
+	        nd, IR_OP_MAX,
+	        fe_binary(nd, IR_OP_ADD, fe_binary(nd, IR_OP_SUB, e[1], e[0], -1), num(nd, 1), -1),
+	        num(nd, 1), -1);
+	size = fe_binary(nd, IR_OP_DIV, to(nd, size, ct), fe_scalar(nd, ct, (double)bins), -1);
+	jj = to(nd, coord_row(nd, j0, bins + 1), ct); /* [1, 1, bins + 1] */
+	jj = fe_binary(nd, IR_OP_MUL, jj, size, -1);  /* in ct, as the reference */
+	st = fe_unary(nd, IR_OP_FLOOR, to(nd, fe_slice_axis(nd, jj, 2, 0, bins, 1, -1), COORD), -1);
+	en = fe_unary(nd, IR_OP_CEIL, to(nd, fe_slice_axis(nd, jj, 2, 1, bins + 1, 1, -1), COORD),
+	              -1);
+	st = clamp(nd, fe_binary(nd, IR_OP_ADD, st, e[0], -1), 0, (double)n);
+	en = clamp(nd, fe_binary(nd, IR_OP_ADD, en, e[0], -1), 0, (double)n);
+	/* [R, 1, bins] -> [R, bins, 1] against the pixels [1, 1, n] */
+	st = fe_reshape(nd, st, (int64_t[]){ nr, bins, 1 }, 3, -1);
+	en = fe_reshape(nd, en, (int64_t[]){ nr, bins, 1 }, 3, -1);
+	*empty = fe_reshape(nd, fe_binary(nd, IR_OP_LESS_EQUAL, en, st, -1), d2, 2, -1);
+	pix = coord_row(nd, px, n);
+	return fe_binary(nd, IR_OP_AND, fe_binary(nd, IR_OP_GREATER_EQUAL, pix, st, -1),
+	                 fe_binary(nd, IR_OP_LESS, pix, en, -1), -1);
+}
+
+/*
+ * MaxRoiPool (1): the maximum of X over each bin of each region, 0 for a
+ * bin without pixels. The bins are data: a mask of the pixels each takes,
+ * along W and then along H, so the maxima are two masked reduce_max over
+ * the region's image ([R, C, H, bins_w], then [R, C, bins_h, bins_w]).
+ */
+static bool imp_max_roi_pool(struct fe_node *nd)
+{
+	const int64_t *ps;
+	float scale = fe_float(nd, "spatial_scale", 1.0f);
+	struct ir_value *x, *rois, *b, *mw, *mh, *ew, *eh, *y, *ninf;
+	int64_t nr, c, h, w, bh, bw, ax[1];
+	enum ir_dtype ct;
+	if (!fe_inputs(nd, 2, 2) || nd->failed)
+		return false;
+	if (fe_ints(nd, "pooled_shape", &ps) != 2 || nd->failed)
+		return nd->failed ? false : fe_fail(nd, "pooled_shape must be 2 positive ints");
+	x = nd->in[0], rois = nd->in[1], bh = ps[0], bw = ps[1];
+	if (bh < 1 || bw < 1)
+		return fe_fail(nd, "pooled_shape must be 2 positive ints");
+	if (x->type.rank != 4 || !ir_dtypes[x->type.dtype].is_float)
+		return fe_fail(nd, "X must be a float tensor of [N, C, H, W]");
+	if (rois->type.rank != 2 || rois->type.dims[1] != 5 || rois->type.dtype != x->type.dtype)
+		return fe_fail(nd, "rois must be [num_rois, 5] of X's type");
+	nr = rois->type.dims[0], c = x->type.dims[1], h = x->type.dims[2], w = x->type.dims[3];
+	ct = x->type.dtype == IR_F64 ? IR_F64 : IR_F32;
+	rois = to(nd, rois, ct);
+	mw = roi_pool_mask(nd, rois, 1, 3, scale, bw, w, ct, &ew); /* [R, bw, W] */
+	mh = roi_pool_mask(nd, rois, 2, 4, scale, bh, h, ct, &eh); /* [R, bh, H] */
+	/* each region's image: X[batch index], the index truncated as int() */
+	b = fe_reshape(nd, to(nd, fe_slice_axis(nd, rois, 1, 0, 1, 1, -1), IR_I64), &nr, 1, -1);
+	if (!b || !mw || !mh)
+		return false;
+	{
+		const char *name = fe_tmp_name(nd, "image");
+		struct ir_value *in[2] = { x, b };
+		struct ir_node *g = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
+		ir_set_i(nd->fe->m, g, "axis", 0);
+		if (!fe_finish(nd, g))
+			return false;
+		y = g->out[0]; /* [R, C, H, W] */
+	}
+	ninf = fe_scalar(nd, x->type.dtype, -INFINITY);
+	/* along W: [R, C, H, 1, W] masked by [R, 1, 1, bw, W] */
+	y = fe_reshape(nd, y, (int64_t[]){ nr, c, h, 1, w }, 5, -1);
+	mw = fe_reshape(nd, mw, (int64_t[]){ nr, 1, 1, bw, w }, 5, -1);
+	ax[0] = 4;
+	y = fe_reduce(nd, IR_OP_REDUCE_MAX, where(nd, mw, y, ninf), ax, 1, false, -1);
+	/* along H: [R, C, 1, H, bw] masked by [R, 1, bh, H, 1] */
+	y = fe_reshape(nd, y, (int64_t[]){ nr, c, 1, h, bw }, 5, -1);
+	mh = fe_reshape(nd, mh, (int64_t[]){ nr, 1, bh, h, 1 }, 5, -1);
+	ax[0] = 3;
+	y = fe_reduce(nd, IR_OP_REDUCE_MAX, where(nd, mh, y, ninf), ax, 1, false, -1);
+	/* empty bins: [R, 1, bh, 1] or [R, 1, 1, bw] */
+	ew = fe_reshape(nd, ew, (int64_t[]){ nr, 1, 1, bw }, 4, -1);
+	eh = fe_reshape(nd, eh, (int64_t[]){ nr, 1, bh, 1 }, 4, -1);
+	y = fe_where(nd, fe_binary(nd, IR_OP_OR, eh, ew, -1), fe_scalar(nd, x->type.dtype, 0), y,
+	             0);
+	return bind1(nd, y);
+}
+
+/* ------------------------------------------------------------------------ */
 /* DeformConv                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -814,5 +937,6 @@ const struct fe_op fe_ops_sample[] = {
 	{ "GridSample", imp_grid_sample, IR_OP_GATHER, { 16, 20, 22 } },
 	{ "RoiAlign", imp_roi_align, IR_OP_GATHER, { 10, 16, 22 } },
 	{ "DeformConv", imp_deform_conv, IR_OP_GATHER, { 19, 22 } },
+	{ "MaxRoiPool", imp_max_roi_pool, IR_OP_REDUCE_MAX, { 1, 22 } },
 	{ NULL, NULL, 0, { 0 } },
 };

@@ -1342,6 +1342,12 @@ def det_not_square(d):
 
 
 @case
+def max_roi_pool_rois_shape(d):
+    n = helper.make_node("MaxRoiPool", ["x", "r"], ["y"], name="pool", pooled_shape=[2, 2])
+    return model([n], [vi("x", [1, 2, 4, 4]), vi("r", [3, 4])], [vi("y", [3, 2, 2, 2])])
+
+
+@case
 def cast_e8m0_round_down(d):
     n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=24, round_mode="down")
     return model([n], [vi("x", [2])], [vi("y", [2], 24)], opset=25, ir_version=11)

@@ -149,6 +149,45 @@ def det_cases(root):
     return cases
 
 
+# ---------------------------------------------------------------- MaxRoiPool
+def max_roi_pool(x, rois, pooled, scale):
+    """ONNX's definition (onnx/reference/ops/op_max_roi_pool.py) in numpy."""
+    def rnd(v):  # C's round: half away from zero
+        return int(np.sign(v) * np.floor(abs(float(v)) + 0.5))
+    ph, pw = pooled
+    y = np.zeros((len(rois), x.shape[1], ph, pw), x.dtype)
+    for n, roi in enumerate(rois.astype(np.float32)):
+        b = int(roi[0])
+        sw, sh, ew, eh = (rnd(np.float32(roi[k] * np.float32(scale))) for k in (1, 2, 3, 4))
+        bh = np.float32(max(eh - sh + 1, 1)) / np.float32(ph)
+        bw = np.float32(max(ew - sw + 1, 1)) / np.float32(pw)
+        for i in range(ph):
+            hs = min(max(int(np.floor(np.float32(i) * bh)) + sh, 0), x.shape[2])
+            he = min(max(int(np.ceil(np.float32(i + 1) * bh)) + sh, 0), x.shape[2])
+            for j in range(pw):
+                ws = min(max(int(np.floor(np.float32(j) * bw)) + sw, 0), x.shape[3])
+                we = min(max(int(np.ceil(np.float32(j + 1) * bw)) + sw, 0), x.shape[3])
+                if he > hs and we > ws:
+                    y[n, :, i, j] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return y
+
+
+def max_roi_pool_cases(root):
+    cases = []
+    x = rand(2, 3, 10, 12)
+    # regions inside, partly and wholly outside, degenerate (end before
+    # start), of fractional coordinates that round both ways
+    rois = np.array([[0, 1, 1, 8, 6], [1, 0, 0, 11, 9], [0, 5.5, 2.5, 9.49, 7.5],
+                     [1, -3, -2, 4, 3], [0, 14, 12, 20, 18], [1, 6, 6, 2, 2]], np.float32)
+    for k, (pooled, scale) in enumerate([((2, 2), 1.0), ((3, 4), 0.5), ((5, 3), 1.25)]):
+        y = max_roi_pool(x, rois, pooled, scale)
+        ins = [("x", x), ("rois", rois)]
+        m = model("MaxRoiPool", ins, [("y", y)],
+                  {"pooled_shape": list(pooled), "spatial_scale": scale}, opset=13)
+        cases.append(("maxroipool_%d" % k, m, ins, [("y", y)], "MaxRoiPool"))
+    return cases
+
+
 # ---------------------------------------------------------------- GridSample
 def gridsample_cases(root):
     """GridSample-20 in 2-D, every mode, padding and align_corners, against
@@ -337,7 +376,7 @@ def ms_cases():
 # ONNX Runtime's CPU provider has these (BiasAdd is CUDA-only there)
 ORT_CPU = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
            "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "FusedMatMul",
-           "RotaryEmbedding"}
+           "RotaryEmbedding", "MaxRoiPool"}
 
 
 def run_check(onnxc, d, extra=()):
@@ -374,7 +413,7 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
-                gridsample_cases(root) + det_cases(root) + ms_cases():
+                gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + ms_cases():
             d = write_case(root, name, m, ins, outs)
             # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
             # Det's elimination rounds differently from LAPACK's: 1e-9 in f64
