@@ -427,5 +427,6 @@ extern const struct fe_op fe_ops_loss[];
 extern const struct fe_op fe_ops_signal[];
 extern const struct fe_op fe_ops_quant[];
 extern const struct fe_op fe_ops_sample[];
+extern const struct fe_op fe_ops_text[];
 
 #endif

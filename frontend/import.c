@@ -658,11 +658,10 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = {
-	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,  fe_ops_transformer,
-	fe_ops_dynamic,     fe_ops_loss,    fe_ops_signal, fe_ops_quant,
-	fe_ops_sample,      fe_ops_control, NULL
-};
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,      fe_ops_shape,
+	                                     fe_ops_transformer, fe_ops_dynamic, fe_ops_loss,
+	                                     fe_ops_signal,      fe_ops_quant,   fe_ops_sample,
+	                                     fe_ops_text,        fe_ops_control, NULL };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 
@@ -688,7 +687,7 @@ static const struct {
 	const char *ops; /* space-separated */
 	const char *why;
 } refused_kinds[] = {
-	{ "StringConcat StringNormalizer StringSplit RegexFullMatch TfIdfVectorizer",
+	{ "StringConcat StringNormalizer StringSplit RegexFullMatch",
 	  "it works on strings, and onnxc has no string tensors" },
 	{ "SequenceAt SequenceConstruct SequenceEmpty SequenceErase SequenceInsert "
 	  "SequenceLength SequenceMap SplitToSequence ConcatFromSequence",

@@ -1348,6 +1348,23 @@ def max_roi_pool_rois_shape(d):
 
 
 @case
+def tfidf_strings(d):
+    n = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", mode="TF",
+                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                         ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"])
+    return model([n], [vi("x", [3], TensorProto.INT64)], [vi("y", [1])])
+
+
+@case
+def tfidf_weights_count(d):
+    n = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", mode="TFIDF",
+                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                         ngram_counts=[0], ngram_indexes=[0, 1], pool_int64s=[4, 5],
+                         weights=[1.0])
+    return model([n], [vi("x", [3], TensorProto.INT64)], [vi("y", [2])])
+
+
+@case
 def cast_e8m0_round_down(d):
     n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=24, round_mode="down")
     return model([n], [vi("x", [2])], [vi("y", [2], 24)], opset=25, ir_version=11)

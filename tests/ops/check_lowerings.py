@@ -188,6 +188,63 @@ def max_roi_pool_cases(root):
     return cases
 
 
+# ---------------------------------------------------------------- TfIdfVectorizer
+def tfidf(x, minl, maxl, skips, mode, counts, index, pool, weights):
+    """Brute force: every pool n-gram at every start and skip of each row."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = max(index) + 1
+    grams, gid = {}, 0
+    for lvl, start in enumerate(counts):
+        n = lvl + 1
+        end = counts[lvl + 1] if lvl + 1 < len(counts) else len(pool)
+        for k in range(start, end - n + 1, n):
+            if minl <= n <= maxl:  # the last copy wins
+                grams[(n, tuple(pool[k:k + n]))] = (index[gid], weights[gid] if weights else 1)
+            gid += 1
+    y = np.zeros((len(rows), out))
+    for r, row in enumerate(rows):
+        f = np.zeros(out)
+        for (n, toks), (col, w) in grams.items():
+            c = sum(all(row[i + j * sk] == toks[j] for j in range(n))
+                    for sk in range(1, (1 if n == 1 else skips + 1) + 1)
+                    for i in range(len(row) - (n - 1) * sk))
+            f[col] += c
+            y[r, col] += c * w if mode == "TFIDF" else w * (c > 0) if weights else 0
+        if mode == "TF" or (mode == "TFIDF" and not weights):
+            y[r] = f
+        elif mode == "IDF" and not weights:
+            y[r] = f > 0
+    return y.reshape(x.shape[:-1] + (out,)).astype(np.float32)
+
+
+def tfidf_cases(root):
+    cases = []
+    rng = np.random.default_rng(3)
+    counts, index = [0, 5], [6, 5, 4, 3, 2, 1, 0, 2, 7, 8, 1]
+    unique = [2, 3, 5, 4, 9, 5, 6, 7, 8, 6, 7, 5, 7, 8, 9, 2, 3]
+    dup = [2, 3, 5, 4, 5, 5, 6, 7, 8, 6, 7, 5, 6, 8, 9, 2, 3]  # 5 and (5, 6) twice
+    for k, (shape, minl, maxl, skips, mode, w, pool) in enumerate([
+            ((12,), 1, 2, 2, "TF", None, unique), ((3, 9), 2, 2, 3, "IDF", None, unique),
+            ((3, 9), 1, 2, 1, "IDF", [0.5 * i for i in range(11)], unique),
+            ((2, 10), 1, 2, 4, "TFIDF", [1.0 + i for i in range(11)], unique),
+            ((2, 10), 1, 1, 0, "TFIDF", None, unique),
+            ((2, 10), 1, 2, 2, "TF", None, dup)]):
+        x = rng.integers(2, 10, shape).astype(np.int64)
+        attrs = {"min_gram_length": minl, "max_gram_length": maxl, "max_skip_count": skips,
+                 "mode": mode, "ngram_counts": counts, "ngram_indexes": index,
+                 "pool_int64s": pool}
+        if w:
+            attrs["weights"] = w
+        y = tfidf(x, minl, maxl, skips, mode, counts, index, pool, w)
+        ins = [("x", x)]
+        m = model("TfIdfVectorizer", ins, [("y", y)], attrs, opset=13)
+        # ONNX Runtime refuses a repeated n-gram; ONNX's reference counts it
+        # into the column of its last copy
+        cases.append(("tfidf_%d" % k, m, ins, [("y", y)],
+                      "TfIdfVectorizer" if pool is unique else "TfIdfVectorizer repeats"))
+    return cases
+
+
 # ---------------------------------------------------------------- GridSample
 def gridsample_cases(root):
     """GridSample-20 in 2-D, every mode, padding and align_corners, against
@@ -376,7 +433,7 @@ def ms_cases():
 # ONNX Runtime's CPU provider has these (BiasAdd is CUDA-only there)
 ORT_CPU = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
            "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "FusedMatMul",
-           "RotaryEmbedding", "MaxRoiPool"}
+           "RotaryEmbedding", "MaxRoiPool", "TfIdfVectorizer"}
 
 
 def run_check(onnxc, d, extra=()):
@@ -413,7 +470,8 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
-                gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + ms_cases():
+                gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + tfidf_cases(root) + \
+                ms_cases():
             d = write_case(root, name, m, ins, outs)
             # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
             # Det's elimination rounds differently from LAPACK's: 1e-9 in f64
