@@ -179,6 +179,30 @@ struct ir_value *fe_cast_no_saturate(struct fe_node *nd, struct ir_value *x, enu
 	return fe_where(nd, over, fe_where(nd, in[0], in[1], in[2], -1), fe_cast(nd, x, t, -1), k);
 }
 
+/*
+ * Cast (24) to float8e8m0 with round_mode down or nearest, from the IR's
+ * cast, which rounds up to a power of two: in f64, u = up(x); down(x) is u
+ * where u == x, else u / 2; nearest(x) is 2 * down(x) from 1.5 * down(x) on
+ * (ties up), else down(x). Each result is a power of two, which the final
+ * cast keeps (2^128 overflows: +max, or NaN without saturate); NaN and
+ * negative x stay NaN.
+ */
+static struct ir_value *e8m0_round(struct fe_node *nd, struct ir_value *x, bool nearest,
+                                   bool saturate)
+{
+	struct ir_value *xd = fe_cast(nd, x, IR_F64, -1), *u, *d;
+	u = fe_cast(nd, fe_cast(nd, x, IR_F8E8M0, -1), IR_F64, -1);
+	d = fe_where(nd, fe_binary(nd, IR_OP_GREATER, u, xd, -1),
+	             fe_binary(nd, IR_OP_MUL, u, fe_scalar(nd, IR_F64, 0.5), -1), u, -1);
+	if (nearest)
+		d = fe_where(nd,
+		             fe_binary(nd, IR_OP_GREATER_EQUAL, xd,
+		                       fe_binary(nd, IR_OP_MUL, d, fe_scalar(nd, IR_F64, 1.5), -1),
+		                       -1),
+		             fe_binary(nd, IR_OP_MUL, d, fe_scalar(nd, IR_F64, 2), -1), d, -1);
+	return saturate ? fe_cast(nd, d, IR_F8E8M0, 0) : fe_cast_no_saturate(nd, d, IR_F8E8M0, 0);
+}
+
 /* x as element type t: a cast, or x itself when it has that type already */
 static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 {
@@ -189,11 +213,14 @@ static bool cast_to(struct fe_node *nd, enum ir_dtype t)
 	const char *round = nd->version >= 24 ? fe_str(nd, "round_mode", "up") : "up";
 	if (nd->failed)
 		return false;
-	if (t == IR_F8E8M0 && strcmp(round, "up"))
-		return fe_fail(nd,
-		               "round_mode '%s' to float8e8m0 is not supported (onnxc rounds "
-		               "'up', the default)",
-		               round);
+	if (t == IR_F8E8M0 && strcmp(round, "up")) {
+		if (strcmp(round, "down") && strcmp(round, "nearest"))
+			return fe_fail(nd, "round_mode '%s' is not one of up, down, nearest",
+			               round);
+		if (t != nd->in[0]->type.dtype)
+			return bind1(
+			        nd, e8m0_round(nd, nd->in[0], !strcmp(round, "nearest"), saturate));
+	}
 	if (t == nd->in[0]->type.dtype) {
 		fe_bind(nd, 0, nd->in[0]); /* a no-op: alias */
 		return true;

@@ -1365,8 +1365,8 @@ def tfidf_weights_count(d):
 
 
 @case
-def cast_e8m0_round_down(d):
-    n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=24, round_mode="down")
+def cast_e8m0_round_sideways(d):
+    n = helper.make_node("Cast", ["x"], ["y"], name="cast", to=24, round_mode="sideways")
     return model([n], [vi("x", [2])], [vi("y", [2], 24)], opset=25, ir_version=11)
 
 

@@ -245,6 +245,35 @@ def tfidf_cases(root):
     return cases
 
 
+# ---------------------------------------------------------------- Cast to float8e8m0
+def e8m0_cases(root):
+    """Cast (25) to float8e8m0 with round_mode down and nearest, and back to
+    float: powers of two, ties, values between, the ends of the range."""
+    x = np.array([1, 1.5, 1.49, 3, 5.9, 6, 0.75, 1e-30, 0, 2.0 ** -127, 3e38, 2.0 ** 127,
+                  1.7e38, 2.5e38, -1, np.nan], np.float32)
+    cases = []
+    for mode in ("down", "nearest"):
+        y = []
+        for v in x.astype(np.float64):
+            if np.isnan(v) or v < 0:
+                y.append(np.nan)
+                continue
+            k = np.floor(np.log2(v)) if v > 0 else -127
+            d = 2.0 ** k
+            if mode == "nearest" and v >= 1.5 * d:
+                d *= 2
+            y.append(min(max(d, 2.0 ** -127), 2.0 ** 127))
+        y = np.array(y, np.float32)
+        nodes = [helper.make_node("Cast", ["x"], ["e"], to=24, round_mode=mode),
+                 helper.make_node("Cast", ["e"], ["y"], to=1)]
+        g = helper.make_graph(nodes, "e8m0", [helper.make_tensor_value_info("x", 1, [16])],
+                              [helper.make_tensor_value_info("y", 1, [16])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 25)])
+        m.ir_version = 11
+        cases.append(("e8m0_%s" % mode, m, [("x", x)], [("y", y)], "Cast e8m0 %s" % mode))
+    return cases
+
+
 # ---------------------------------------------------------------- GridSample
 def gridsample_cases(root):
     """GridSample-20 in 2-D, every mode, padding and align_corners, against
@@ -470,7 +499,7 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
-                gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + tfidf_cases(root) + \
+                gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + tfidf_cases(root) + e8m0_cases(root) + \
                 ms_cases():
             d = write_case(root, name, m, ins, outs)
             # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
