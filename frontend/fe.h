@@ -358,6 +358,9 @@ struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int6
 struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x,
                            const int64_t *axes, int naxes, bool keepdims, int k);
 
+/* The same over every axis of x: a scalar. */
+struct ir_value *fe_reduce_all(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k);
+
 /* LayerNormalization's IR node (ops_nn.c) with the ONNX outputs the node
  * uses: y, and the mean and inverse standard deviation where asked. */
 bool fe_layer_norm(struct fe_node *nd, struct ir_value *const *in, int nin, int64_t axis,

@@ -635,6 +635,14 @@ struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x
 	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
+struct ir_value *fe_reduce_all(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k)
+{
+	int64_t axes[IR_MAX_RANK];
+	for (int i = 0; x && i < x->type.rank; i++)
+		axes[i] = i;
+	return fe_reduce(nd, op, x, axes, x ? x->type.rank : 0, false, k);
+}
+
 void fe_bind(struct fe_node *nd, int k, struct ir_value *v)
 {
 	if (k < nd->nout && nd->proto->output[k][0])

@@ -103,24 +103,6 @@ static bool read_nll(struct fe_node *nd, struct nll *l, int bf16_from)
 	return !nd->failed;
 }
 
-/* The sum (op REDUCE_SUM) or mean of x over all axes, a scalar named after
- * output k (k < 0: an intermediate called what). */
-static struct ir_value *reduce_all(struct fe_node *nd, enum ir_op op, struct ir_value *x, int k,
-                                   const char *what)
-{
-	int64_t axes[IR_MAX_RANK];
-	const char *name = k < 0 ? fe_tmp_name(nd, what) : fe_out_name(nd, k);
-	struct ir_node *n;
-	if (!x)
-		return NULL;
-	for (int i = 0; i < x->type.rank; i++)
-		axes[i] = i;
-	n = fe_emit(nd, op, &x, 1, &name, 1);
-	ir_set_ints(nd->fe->m, n, "axes", axes, x->type.rank);
-	ir_set_i(nd->fe->m, n, "keepdims", 0);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /* x[:, target] for x [N, C, d..]: [N, d..], an intermediate. */
 static struct ir_value *pick(struct fe_node *nd, struct ir_value *x, struct ir_value *target)
 {
@@ -179,13 +161,13 @@ static bool nll_loss(struct fe_node *nd, const struct nll *l, struct ir_value *l
 		}
 	}
 	if (ratio) {
-		in[0] = reduce_all(nd, IR_OP_REDUCE_SUM, loss, -1, "sum");
-		in[1] = reduce_all(nd, IR_OP_REDUCE_SUM, w, -1, "weight_sum");
+		in[0] = fe_reduce_all(nd, IR_OP_REDUCE_SUM, loss, -1);
+		in[1] = fe_reduce_all(nd, IR_OP_REDUCE_SUM, w, -1);
 		loss = in[0] && in[1] ? fe_simple(nd, IR_OP_DIV, in, 2, 0) : NULL;
 	} else if (!none) {
-		loss = reduce_all(nd,
-		                  l->reduction == RED_SUM ? IR_OP_REDUCE_SUM : IR_OP_REDUCE_MEAN,
-		                  loss, 0, NULL);
+		loss = fe_reduce_all(nd,
+		                     l->reduction == RED_SUM ? IR_OP_REDUCE_SUM : IR_OP_REDUCE_MEAN,
+		                     loss, 0);
 	}
 	if (!loss)
 		return false;

@@ -724,8 +724,8 @@ static bool imp_batch_norm(struct fe_node *nd)
 	float eps = fe_float(nd, "epsilon", 1e-5f);
 	const char *name;
 	struct ir_node *n;
-	if (nd->opset < 14 || !fe_int(nd, "training_mode", 0))
-		fe_ignore(nd, "momentum");
+	if (nd->opset < 14 || !fe_int(nd, "training_mode", 0) || training(nd))
+		fe_ignore(nd, "momentum"); /* read by batch_norm_training */
 	if (nd->opset < 9 && fe_int(nd, "spatial", 1) != 1)
 		return fe_fail(nd, "spatial=0 (per-activation statistics) is not supported");
 	if (!fe_inputs(nd, 5, 5) || nd->failed)

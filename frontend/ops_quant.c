@@ -228,6 +228,14 @@ static bool type_attr(struct fe_node *nd, const char *name, enum ir_dtype *t)
 /* QuantizeLinear, DequantizeLinear                                         */
 /* ------------------------------------------------------------------------ */
 
+/* axis (13) matters only to a per-axis or blocked scale: read it either way,
+ * so that a per-tensor one does not leave it unread (and refused). */
+static void axis_read(struct fe_node *nd)
+{
+	if (nd->version >= 13)
+		(void)fe_int(nd, "axis", 1);
+}
+
 /* The quantization axis, normalized (a negative axis counts from the end). */
 static bool quant_axis(struct fe_node *nd, const struct ir_type *x, int64_t *axis)
 {
@@ -332,6 +340,7 @@ static bool imp_quantize(struct fe_node *nd)
 	bool sat = nd->version < 19 || fe_int(nd, "saturate", 1) != 0;
 	enum ir_dtype out = IR_DT_NONE, prec = IR_DT_NONE, c;
 	struct ir_value *x, *s, *z, *q;
+	axis_read(nd);
 	if ((nd->version >= 21 && !type_attr(nd, "output_dtype", &out)) ||
 	    (nd->version >= 23 && !type_attr(nd, "precision", &prec)) || !fe_inputs(nd, 2, 3))
 		return false;
@@ -388,6 +397,7 @@ static bool imp_dequantize(struct fe_node *nd)
 	int64_t block = nd->version >= 21 ? fe_int(nd, "block_size", 0) : 0;
 	enum ir_dtype out = IR_DT_NONE, xt;
 	struct ir_value *x, *s, *z, *y;
+	axis_read(nd);
 	if ((nd->version >= 23 && !type_attr(nd, "output_dtype", &out)) || !fe_inputs(nd, 2, 3))
 		return false;
 	x = nd->in[0], s = nd->in[1], z = fe_in(nd, 2), xt = x->type.dtype;
@@ -424,23 +434,6 @@ static bool imp_dequantize(struct fe_node *nd)
 /* DynamicQuantizeLinear                                                    */
 /* ------------------------------------------------------------------------ */
 
-static struct ir_value *reduce_all(struct fe_node *nd, enum ir_op op, struct ir_value *x)
-{
-	int64_t axes[IR_MAX_RANK];
-	const char *name = fe_tmp_name(nd, ir_ops[op].name);
-	struct ir_node *n;
-	if (!x)
-		return NULL;
-	if (x->type.rank == 0)
-		return x;
-	for (int i = 0; i < x->type.rank; i++)
-		axes[i] = i;
-	n = fe_emit(nd, op, &x, 1, &name, 1);
-	ir_set_ints(nd->fe->m, n, "axes", axes, x->type.rank);
-	ir_set_i(nd->fe->m, n, "keepdims", 0);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /*
  * uint8 quantization with the scale and zero point of x's range widened
  * to hold 0, in f32 as the reference and ONNX Runtime compute them:
@@ -459,8 +452,8 @@ static bool imp_dynamic_quantize(struct fe_node *nd)
 		return fe_fail(nd, "x is %s: DynamicQuantizeLinear takes float",
 		               ir_dtype_name(nd->in[0]->type.dtype));
 	x = f64_of(nd, nd->in[0]);
-	hi = bin(nd, IR_OP_MAX, reduce_all(nd, IR_OP_REDUCE_MAX, x), scalar(nd, 0));
-	lo = bin(nd, IR_OP_MIN, reduce_all(nd, IR_OP_REDUCE_MIN, x), scalar(nd, 0));
+	hi = bin(nd, IR_OP_MAX, fe_reduce_all(nd, IR_OP_REDUCE_MAX, x, -1), scalar(nd, 0));
+	lo = bin(nd, IR_OP_MIN, fe_reduce_all(nd, IR_OP_REDUCE_MIN, x, -1), scalar(nd, 0));
 	range = op_in(nd, IR_OP_SUB, hi, lo, IR_F32);
 	in[0] = bin(nd, IR_OP_EQUAL, hi, lo), in[1] = scalar(nd, 1), in[2] = range;
 	range = in[0] && range ? fe_simple(nd, IR_OP_WHERE, in, 3, -1) : NULL;
