@@ -237,6 +237,19 @@ static void desc_topk(FILE *f, const struct rt_topk_desc *d)
 	        (long long)d->k);
 }
 
+static void desc_linattn(FILE *f, const struct rt_linattn_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .gated = %d, .delta = %d, .batch = %lld, .seq = %lld, "
+	        ".q_heads = %lld, .kv_heads = %lld, .dk = %lld, .dv = %lld, .decay_width = %lld, "
+	        ".beta_width = %lld, .erase_width = %lld, .scale = ",
+	        d->dtype, d->gated, d->delta, (long long)d->batch, (long long)d->seq,
+	        (long long)d->q_heads, (long long)d->kv_heads, (long long)d->dk, (long long)d->dv,
+	        (long long)d->decay_width, (long long)d->beta_width, (long long)d->erase_width);
+	flt(f, d->scale);
+	fputs(" }", f);
+}
+
 static void desc_cumsum(FILE *f, const struct rt_cumsum_desc *d)
 {
 	fprintf(f,

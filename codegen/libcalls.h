@@ -47,6 +47,7 @@ CG_LIB(SCATTER_ELEMENTS, D(scatter_elements), scatter_elements,  (1, 2, 3, 0),  
 CG_LIB(PAD,              D(pad),              pad,               (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(TILE,             D(tile),             tile,              (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(TRILU,            D(trilu),            trilu,             (1, 0),              BYTES,  RT,    RTC)
+CG_LIB(LINATTN,          D(linattn),          linear_attention,  (2, 3, 4, 5, 6, 7, 8, 0, 1), YDTYPE, RT, NONE)
 CG_LIB(RESIZE,           D(resize),           resize,            (1, 0),              YDTYPE, RT,    RTC)
 
 #undef CG_LIB

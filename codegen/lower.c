@@ -542,6 +542,37 @@ static bool lower_topk(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* LinearAttention: the packed inputs as they are, absent ones NULL */
+static bool lower_linear_attention(struct lower *l, struct ir_node *n)
+{
+	struct ir_linattn_inputs in = ir_linear_attention_inputs(n);
+	struct ir_value *opt[4] = { NULL, NULL, NULL, NULL };
+	const int at[4] = { in.past, in.decay, in.beta, in.erase };
+	struct cg_step *s;
+	struct rt_linattn_desc *d;
+	const int64_t *q = n->in[0]->type.dims;
+	for (int i = 0; i < 4; i++)
+		if (at[i] >= 0)
+			opt[i] = n->in[at[i]];
+	s = lib_step(l, n, CG_LIB_LINATTN, 2, 9, n->out[0], n->out[1], n->in[0], n->in[1], n->in[2],
+	             opt[0], opt[1], opt[2], opt[3]);
+	d = &s->d.linattn;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->gated = in.gated;
+	d->delta = in.delta;
+	d->batch = q[0];
+	d->seq = q[1];
+	d->q_heads = ir_attr_i(n, "q_num_heads");
+	d->kv_heads = ir_attr_i(n, "kv_num_heads");
+	d->dk = q[2] / d->q_heads;
+	d->dv = n->in[2]->type.dims[2] / d->kv_heads;
+	d->decay_width = opt[1] ? opt[1]->type.dims[2] : 0;
+	d->beta_width = opt[2] ? opt[2]->type.dims[2] : 0;
+	d->erase_width = opt[3] ? opt[3]->type.dims[2] : 0;
+	d->scale = ir_attr_f(n, "scale");
+	return true;
+}
+
 /* CumSum, CumProd */
 static bool lower_cumsum(struct lower *l, struct ir_node *n)
 {

@@ -536,6 +536,67 @@ static bool imp_causal_conv(struct fe_node *nd)
 }
 
 /*
+ * LinearAttention (27): one IR op on the packed [B, T, heads * dim] inputs
+ * as ONNX gives them (the kernels index heads inside the last dimension, so
+ * no transposes are materialised). The IR takes only the inputs present,
+ * in ONNX's order (past and erase say whether those two are; the update
+ * rule says for decay and beta, which it requires or forbids). A scale of
+ * 0 (or none) is 1/sqrt(dk); chunk_size is a tuning hint with no effect on
+ * the results.
+ */
+static bool imp_linear_attention(struct fe_node *nd)
+{
+	static const char *const names[] = { "past_state", "decay", "beta", "erase_gate" };
+	const char *rule = fe_str(nd, "update_rule", "gated_delta");
+	float scale = fe_float(nd, "scale", 0);
+	int64_t hq, hkv;
+	bool gated, delta;
+	struct ir_value *in[7];
+	const char *outs[2];
+	struct ir_node *n;
+	int nin = 3;
+	fe_int(nd, "chunk_size", 64);
+	if (!fe_req_int(nd, "q_num_heads", &hq) || !fe_req_int(nd, "kv_num_heads", &hkv) ||
+	    !fe_inputs(nd, 3, 7) || nd->failed || !float_input(nd, 0))
+		return false;
+	gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+	delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+	if (!gated && !delta && strcmp(rule, "linear"))
+		return fe_fail(
+		        nd, "update_rule '%s' is not one of linear, gated, delta and gated_delta",
+		        rule);
+	for (int i = 1; i < 3; i++) {
+		bool needed = i == 1 ? gated : delta;
+		if (needed != (fe_in(nd, 3 + i) != NULL))
+			return fe_fail(nd, "update_rule '%s' %s input %d (%s)", rule,
+			               needed ? "requires" : "forbids", 3 + i, names[i]);
+	}
+	if (fe_in(nd, 6) && !delta)
+		return fe_fail(nd, "update_rule '%s' forbids input 6 (erase_gate)", rule);
+	memcpy(in, nd->in, sizeof *in * 3);
+	for (int i = 0; i < 4; i++)
+		if (fe_in(nd, 3 + i))
+			in[nin++] = fe_in(nd, 3 + i);
+	if (scale == 0 && nd->in[0]->type.rank == 3 && hq > 0 &&
+	    nd->in[0]->type.dims[2] % hq == 0 && nd->in[0]->type.dims[2] > 0)
+		scale = (float)(1 / sqrt((double)(nd->in[0]->type.dims[2] / hq)));
+	outs[0] = fe_out_name(nd, 0);
+	outs[1] = fe_out_name(nd, 1);
+	n = fe_emit(nd, IR_OP_LINEAR_ATTENTION, in, nin, outs, 2);
+	ir_set_i(nd->fe->m, n, "q_num_heads", hq);
+	ir_set_i(nd->fe->m, n, "kv_num_heads", hkv);
+	ir_set_f(nd->fe->m, n, "scale", scale);
+	ir_set_s(nd->fe->m, n, "update_rule", rule);
+	ir_set_i(nd->fe->m, n, "past", fe_in(nd, 3) != NULL);
+	ir_set_i(nd->fe->m, n, "erase", fe_in(nd, 6) != NULL);
+	if (!fe_finish(nd, n))
+		return false;
+	fe_bind(nd, 0, n->out[0]);
+	fe_bind(nd, 1, n->out[1]);
+	return true;
+}
+
+/*
  * TensorScatter (24): the KV-cache update. update [B, ..., S, ...] is
  * written into past_cache [B, ..., max, ...] along axis at positions
  * write_indices[b] + s (modulo max in circular mode; from 0 without
@@ -619,6 +680,7 @@ const struct fe_op fe_ops_transformer[] = {
 	{ "RotaryEmbedding", imp_rotary, IR_OP_CONCAT, { 23 } },
 	{ "TensorScatter", imp_tensor_scatter, IR_OP_SCATTER_ELEMENTS, { 24 } },
 	{ "CausalConvWithState", imp_causal_conv, IR_OP_CONV, { 27 } },
+	{ "LinearAttention", imp_linear_attention, IR_OP_LINEAR_ATTENTION, { 27 } },
 	{ "Gelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
 	{ "BiasGelu", imp_ms_gelu, IR_OP_ERF, { 1 }, .domain = MS },
 	{ "FastGelu", imp_ms_gelu, IR_OP_TANH, { 1 }, .domain = MS },

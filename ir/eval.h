@@ -131,6 +131,7 @@ bool eval_softmax(struct fold *f);
 bool eval_matmul(struct fold *f);
 bool eval_gemm(struct fold *f);
 bool eval_conv(struct fold *f);
+bool eval_linear_attention(struct fold *f);
 
 bool eval_pool(struct fold *f);
 bool eval_global_pool(struct fold *f);

@@ -1,5 +1,6 @@
 /*
- * eval_linear.c - reference evaluators for matrix products: matmul and gemm.
+ * eval_linear.c - reference evaluators for matrix products: matmul and gemm,
+ * and linear_attention's recurrence of outer products.
  *
  * Both reduce to one dot product per result element, which is computed in
  * double for floats (rounded once when stored) and in wrapping 64-bit
@@ -8,6 +9,8 @@
  * broadcast operands need no copies.
  */
 #include "eval.h"
+
+#include <math.h>
 
 /* A strided vector of K elements: element k of v is v[off + k * step]. */
 struct vec {
@@ -109,5 +112,83 @@ bool eval_gemm(struct fold *f)
 					putf(f, 0, at, alpha * (double)y + beta * (double)z);
 			}
 		}
+	return true;
+}
+
+/*
+ * linear_attention: ONNX's recurrence, one state S [dk, dv] per batch and kv
+ * head, step by step over time: decay S by exp(decay), correct the value by
+ * what S already holds for the (erase-gated) key (delta rules), add
+ * key (x) value, then read every query head of the kv head's group,
+ * scale * q^T S. In double (ONNX's reference works in FP32; the targets
+ * accumulate in FP32 as it does).
+ */
+bool eval_linear_attention(struct fold *f)
+{
+	struct ir_linattn_inputs in = ir_linear_attention_inputs(f->n);
+	const int64_t *qd = IN(0)->type.dims;
+	int64_t hq = ir_attr_i(f->n, "q_num_heads"), hkv = ir_attr_i(f->n, "kv_num_heads");
+	int64_t B = qd[0], T = qd[1], dk = qd[2] / hq, dv = IN(2)->type.dims[2] / hkv;
+	int64_t group = hq / hkv;
+	int64_t wd = in.decay >= 0 ? IN(in.decay)->type.dims[2] : 0;
+	int64_t wb = in.beta >= 0 ? IN(in.beta)->type.dims[2] : 0;
+	int64_t we = in.erase >= 0 ? IN(in.erase)->type.dims[2] : 0;
+	double scale = ir_attr_f(f->n, "scale");
+	double *s = eval_alloc(f, sizeof *s * (size_t)(dk * dv));
+	double *u = eval_alloc(f, sizeof *u * (size_t)dv);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < hkv; h++) {
+			int64_t s0 = (b * hkv + h) * dk * dv;
+			for (int64_t i = 0; i < dk * dv; i++)
+				s[i] = in.past >= 0 ? getf(IN(in.past), s0 + i) : 0;
+			for (int64_t t = 0; t < T; t++) {
+				int64_t bt = b * T + t, k0 = bt * hkv * dk + h * dk;
+				if (in.gated)
+					for (int64_t d = 0; d < dk; d++) {
+						int64_t at = bt * wd + (wd == hkv ? h : h * dk + d);
+						double e = exp(getf(IN(in.decay), at));
+						for (int64_t m = 0; m < dv; m++)
+							s[d * dv + m] *= e;
+					}
+				for (int64_t m = 0; m < dv; m++)
+					u[m] = getf(IN(2), bt * hkv * dv + h * dv + m);
+				if (in.delta) {
+					double beta =
+					        getf(IN(in.beta), bt * wb + (wb == 1 ? 0 : h));
+					for (int64_t m = 0; m < dv; m++) {
+						double r = 0;
+						for (int64_t d = 0; d < dk; d++) {
+							double ke = getf(IN(1), k0 + d);
+							if (in.erase >= 0)
+								ke *= getf(
+								        IN(in.erase),
+								        bt * we +
+								                (we == hkv
+								                         ? h
+								                         : h * dk +
+								                                   d));
+							r += s[d * dv + m] * ke;
+						}
+						u[m] = beta * (u[m] - r);
+					}
+				}
+				for (int64_t d = 0; d < dk; d++)
+					for (int64_t m = 0; m < dv; m++)
+						s[d * dv + m] += getf(IN(1), k0 + d) * u[m];
+				for (int64_t g = 0; g < group; g++) {
+					int64_t qh = h * group + g, q0 = (bt * hq + qh) * dk;
+					for (int64_t m = 0; m < dv; m++) {
+						double acc = 0;
+						for (int64_t d = 0; d < dk; d++)
+							acc += getf(IN(0), q0 + d) * s[d * dv + m];
+						putf(f, 0, (bt * hq + qh) * dv + m, scale * acc);
+					}
+				}
+			}
+			for (int64_t i = 0; i < dk * dv; i++)
+				putf(f, 1, s0 + i, s[i]);
+		}
+	eval_free(f, u);
+	eval_free(f, s);
 	return true;
 }

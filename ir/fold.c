@@ -503,6 +503,12 @@ int64_t ir_fold_work(const struct ir_node *n)
 	case IR_OP_TOPK: /* a merge sort of every lane */
 		w = in * (1 + log2(1 + (double)n->in[0]->type.dims[ir_attr_i(n, "axis")]));
 		break;
+	case IR_OP_LINEAR_ATTENTION: { /* per step, about 3 + group passes over each state */
+		const struct ir_type *q = &n->in[0]->type;
+		double group = (double)(ir_attr_i(n, "q_num_heads") / ir_attr_i(n, "kv_num_heads"));
+		w = (double)ir_type_elems(&n->out[1]->type) * (double)q->dims[1] * (3 + group);
+		break;
+	}
 	case IR_OP_RESIZE: { /* every combination of one tap per dimension */
 		const char *mode = ir_attr_s(n, "mode");
 		double taps = !strcmp(mode, "cubic") ? 4 : !strcmp(mode, "linear") ? 2 : 1;

@@ -629,6 +629,109 @@ bool ir_infer_topk(const struct ir_node *n, struct ir_type *out, char *err, size
 }
 
 /* ------------------------------------------------------------------------ */
+/* Recurrences                                                              */
+/* ------------------------------------------------------------------------ */
+
+struct ir_linattn_inputs ir_linear_attention_inputs(const struct ir_node *n)
+{
+	const char *rule = ir_attr_s(n, "update_rule");
+	struct ir_linattn_inputs r = { -1, -1, -1, -1, false, false };
+	int i = 3;
+	r.gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+	r.delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+	if (ir_attr_i(n, "past"))
+		r.past = i++;
+	if (r.gated)
+		r.decay = i++;
+	if (r.delta)
+		r.beta = i++;
+	if (ir_attr_i(n, "erase"))
+		r.erase = i++;
+	return r;
+}
+
+/* Is input i of n [b, t, one of w0 and w1]? */
+static bool packed3(const struct ir_node *n, int i, int64_t b, int64_t t, int64_t w0, int64_t w1)
+{
+	const struct ir_type *x = T(i);
+	return x->rank == 3 && x->dims[0] == b && x->dims[1] == t &&
+	       (x->dims[2] == w0 || x->dims[2] == w1);
+}
+
+/*
+ * linear_attention: query [B, T, Hq*dk], key [B, T, Hkv*dk], value
+ * [B, T, Hkv*dv]; decay [B, T, Hkv or Hkv*dk], beta [B, T, Hkv or 1],
+ * erase_gate [B, T, Hkv*dk or Hkv], past_state [B, Hkv, dk, dv]. Results:
+ * output [B, T, Hq*dv] of the query's type and the state of past_state's
+ * (the query's without one).
+ */
+bool ir_infer_linear_attention(const struct ir_node *n, struct ir_type *out, char *err,
+                               size_t errlen)
+{
+	const char *rule = ir_attr_s(n, "update_rule");
+	struct ir_linattn_inputs in = ir_linear_attention_inputs(n);
+	int64_t hq = ir_attr_i(n, "q_num_heads"), hkv = ir_attr_i(n, "kv_num_heads");
+	int64_t b, t, dk, dv, erase = ir_attr_i(n, "erase"), past = ir_attr_i(n, "past");
+	int want = 3 + (past != 0) + in.gated + in.delta + (erase != 0);
+	const struct ir_type *q = T(0);
+	tbuf s1;
+	if (!in.gated && !in.delta && strcmp(rule, "linear"))
+		FAIL("update_rule '%s' is not one of linear, gated, delta and gated_delta", rule);
+	if ((past != 0 && past != 1) || (erase != 0 && erase != 1))
+		FAIL("past and erase must be 0 or 1");
+	if (erase && !in.delta)
+		FAIL("update_rule '%s' takes no erase_gate", rule);
+	if (n->nin != want)
+		FAIL("update_rule '%s' with past %lld and erase %lld takes %d inputs, not %d", rule,
+		     (long long)past, (long long)erase, want, n->nin);
+	if (hq <= 0 || hkv <= 0 || hq % hkv)
+		FAIL("q_num_heads %lld must be a positive multiple of kv_num_heads %lld",
+		     (long long)hq, (long long)hkv);
+	if (q->dtype != IR_F32 && q->dtype != IR_F16 && q->dtype != IR_BF16)
+		FAIL("type %s is not supported (needs f32, f16 or bf16)", ir_dtype_name(q->dtype));
+	for (int i = 1; i < n->nin; i++)
+		if (i != in.past && !same_dtype(n, 0, i, err, errlen))
+			return false;
+	for (int i = 0; i < 3; i++)
+		if (T(i)->rank != 3)
+			FAIL("query, key and value must be [batch, time, heads * dim], not %s",
+			     TS(T(i), s1));
+	b = q->dims[0], t = q->dims[1];
+	if (q->dims[2] % hq || (dk = q->dims[2] / hq) == 0)
+		FAIL("query's last dimension %lld is not q_num_heads %lld times a head size",
+		     (long long)q->dims[2], (long long)hq);
+	if (!packed3(n, 1, b, t, hkv * dk, hkv * dk))
+		FAIL("key %s must be [%lld, %lld, %lld]", TS(T(1), s1), (long long)b, (long long)t,
+		     (long long)(hkv * dk));
+	if (T(2)->dims[0] != b || T(2)->dims[1] != t || T(2)->dims[2] % hkv ||
+	    (dv = T(2)->dims[2] / hkv) == 0)
+		FAIL("value %s must be [%lld, %lld, kv_num_heads %lld times a head size]",
+		     TS(T(2), s1), (long long)b, (long long)t, (long long)hkv);
+	if (in.decay >= 0 && !packed3(n, in.decay, b, t, hkv, hkv * dk))
+		FAIL("decay %s must be [%lld, %lld, %lld or %lld]", TS(T(in.decay), s1),
+		     (long long)b, (long long)t, (long long)hkv, (long long)(hkv * dk));
+	if (in.beta >= 0 && !packed3(n, in.beta, b, t, hkv, 1))
+		FAIL("beta %s must be [%lld, %lld, %lld or 1]", TS(T(in.beta), s1), (long long)b,
+		     (long long)t, (long long)hkv);
+	if (in.erase >= 0 && !packed3(n, in.erase, b, t, hkv * dk, hkv))
+		FAIL("erase_gate %s must be [%lld, %lld, %lld or %lld]", TS(T(in.erase), s1),
+		     (long long)b, (long long)t, (long long)(hkv * dk), (long long)hkv);
+	out[1] = (struct ir_type){ .dtype = q->dtype, .rank = 4, .dims = { b, hkv, dk, dv } };
+	if (in.past >= 0) {
+		const struct ir_type *p = T(in.past);
+		if (p->dtype != IR_F32 && p->dtype != IR_F16 && p->dtype != IR_BF16)
+			FAIL("past_state type %s is not supported (needs f32, f16 or bf16)",
+			     ir_dtype_name(p->dtype));
+		out[1].dtype = p->dtype;
+		if (!ir_type_eq(p, &out[1]))
+			FAIL("past_state %s must be [%lld, %lld, %lld, %lld]", TS(p, s1),
+			     (long long)b, (long long)hkv, (long long)dk, (long long)dv);
+	}
+	out[0] = (struct ir_type){ .dtype = q->dtype, .rank = 3, .dims = { b, t, hq * dv } };
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Data movement                                                            */
 /* ------------------------------------------------------------------------ */
 

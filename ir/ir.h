@@ -400,6 +400,15 @@ void ir_compact(struct ir_module *m);
 /* XXH64 (seed 0) of n bytes: constants' checksums, name hashing. */
 uint64_t ir_checksum(const void *data, size_t n);
 
+/* Where linear_attention node n's optional inputs are (ir/infer.c): their
+ * indices in n->in, -1 for those absent. gated and delta say what its
+ * update_rule does (gated: decay the state; delta: correct the value). */
+struct ir_linattn_inputs {
+	int past, decay, beta, erase;
+	bool gated, delta;
+};
+struct ir_linattn_inputs ir_linear_attention_inputs(const struct ir_node *n);
+
 /* Resize's taps (ir/eval_resize.c): output coordinate x of dimension d of
  * resize node n reads inputs at[0..count) with weights w; count 0 where
  * tf_crop_and_resize extrapolates. Returns count (at most 4). */

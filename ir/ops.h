@@ -121,6 +121,10 @@ IR_OP(MATMUL,             "matmul",             "MatMul",                2, 2,  
 IR_OP(GEMM,               "gemm",               "Gemm",                  2, 3,  1, 1,  COMPUTE, ALLOW,   tensor_cores,  gemm,             gemm,             plain,             gemm,             gemm,             "alpha:f beta:f trans_a:i trans_b:i")
 IR_OP(CONV,               "conv",               "Conv",                  2, 3,  1, 1,  COMPUTE, ALLOW,   tensor_cores,  conv,             conv,             conv,              conv,             conv,             "strides:I pads:I dilations:I group:i")
 IR_OP(CONV_TRANSPOSE,     "conv_transpose",     "ConvTranspose",         2, 3,  1, 1,  COMPUTE, ALLOW,   tensor_cores,  conv_transpose,   conv,             conv,              conv_transpose,   conv_transpose,   "strides:I pads:I dilations:I group:i output_padding:I")
+/* recurrences: ONNX's packed [B, T, heads * dim] inputs; past_state,
+ * decay, beta and erase_gate follow q, k, v in that order where present
+ * (past, update_rule and erase say which: ir_linear_attention_inputs) */
+IR_OP(LINEAR_ATTENTION,   "linear_attention",   "LinearAttention",       3, 7,  2, 2,  COMPUTE, DENY,    recurrent,     linear_attention, linear_attention, plain,             none,             linear_attention, "q_num_heads:i kv_num_heads:i scale:f update_rule:s past:i erase:i")
 /* normalization */
 IR_OP(BATCH_NORM,         "batch_norm",         "BatchNormalization",    5, 5,  1, 1,  COMPUTE, INFER,   batch_norm,    batch_norm,       batch_norm,       plain,             batch_norm,       rewritten,        "epsilon:f")
 IR_OP(LAYER_NORM,         "layer_norm",         "LayerNormalization",    2, 3,  1, 3,  COMPUTE, INFER,   layer_norm,    layer_norm,       layer_norm,       plain,             layer_norm,       layer_norm,       "axis:i epsilon:f")

@@ -130,6 +130,11 @@ static const struct amp_why amp_avg_pool = { "a small window averaged in FP32 in
 static const struct amp_why amp_powers = { "powers of the inputs overflow FP16" };
 static const struct amp_why amp_accumulates = { "onnxc's kernel accumulates in FP32" };
 static const struct amp_why amp_prod = { "TensorFlow lists Prod infer" };
+/* the state sums T steps of outer products and decays: half would round
+ * (and exp overflow) at every step, and ONNX's reference keeps it FP32 */
+static const struct amp_why amp_recurrent = {
+	"a recurrent state summed over every step: FP32, as ONNX's reference keeps it"
+};
 /* many updates may land on one element, and half would round after each */
 static const struct amp_why amp_scatter = {
 	"clear when it places values (none, max, min); deny when it adds or multiplies them "

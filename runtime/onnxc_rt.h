@@ -287,6 +287,31 @@ struct rt_lrn_desc {
 };
 int rt_lrn(struct rt_ctx *ctx, const struct rt_lrn_desc *d, const void *x, void *y);
 
+/*
+ * Linear attention (ONNX LinearAttention-27): per batch and kv head a state
+ * S [dk, dv] (past [batch, kv_heads, dk, dv], zeros when NULL), updated
+ * step by step over seq: S *= exp(decay) (gated), the value replaced by
+ * beta * (value - S^T (erase * key)) (delta), S += key (x) value; then
+ * y = scale * q^T S for each of the q_heads / kv_heads query heads that
+ * share the kv head. query [batch, seq, q_heads * dk], key
+ * [batch, seq, kv_heads * dk], value [batch, seq, kv_heads * dv]; decay,
+ * beta, erase [batch, seq, *_width] (decay: kv_heads or kv_heads * dk;
+ * beta: kv_heads or 1; erase: kv_heads * dk or kv_heads; 0: absent). y
+ * [batch, seq, q_heads * dv]; state, the final S, may be past itself. f32
+ * (the CPU stages half tensors).
+ */
+struct rt_linattn_desc {
+	int dtype;
+	int gated, delta;
+	int64_t batch, seq, q_heads, kv_heads, dk, dv;
+	int64_t decay_width, beta_width, erase_width;
+	float scale;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
+};
+int rt_linear_attention(struct rt_ctx *ctx, const struct rt_linattn_desc *d, const void *q,
+                        const void *k, const void *v, const void *past, const void *decay,
+                        const void *beta, const void *erase, void *y, void *state);
+
 /* ------------------------------------------------------------------------ */
 /* Reductions                                                               */
 /* ------------------------------------------------------------------------ */

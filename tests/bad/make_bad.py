@@ -914,6 +914,56 @@ def topk_k_out_of_range(d):
                  [vi("x", [2, 3])], [vi("v", [2, 4]), vi("i", [2, 4], I64)], opset=9)
 
 
+def linear_attention(inputs, dims, outs=("y", "s"), opset=27, **attrs):
+    """A LinearAttention node 'la' over f32 inputs named as in inputs with
+    the shapes dims (a missing name: an omitted input)."""
+    attrs.setdefault("q_num_heads", 2)
+    attrs.setdefault("kv_num_heads", 2)
+    node = helper.make_node("LinearAttention", list(inputs), list(outs), name="la", **attrs)
+    return model([node], [vi(n, s) for n, s in zip(inputs, dims) if n],
+                 [vi("y", [1, 2, 8]), vi("s", [1, 2, 4, 4])], opset=opset)
+
+
+QKV = (["q", "k", "v"], [[1, 2, 8], [1, 2, 8], [1, 2, 8]])
+
+
+@case
+def linear_attention_bad_rule(d):
+    return linear_attention(*QKV, update_rule="softmax")
+
+
+@case
+def linear_attention_needs_decay(d):
+    return linear_attention(QKV[0] + ["", "", "b"], QKV[1] + [None, None, [1, 2, 2]])
+
+
+@case
+def linear_attention_forbids_beta(d):
+    return linear_attention(QKV[0] + ["", "", "b"], QKV[1] + [None, None, [1, 2, 2]],
+                            update_rule="linear")
+
+
+@case
+def linear_attention_erase_without_delta(d):
+    return linear_attention(QKV[0] + ["", "g", "", "e"],
+                            QKV[1] + [None, [1, 2, 2], None, [1, 2, 8]], update_rule="gated")
+
+
+@case
+def linear_attention_heads(d):
+    return linear_attention(*QKV, update_rule="linear", q_num_heads=3)
+
+
+@case
+def linear_attention_decay_width(d):
+    return linear_attention(QKV[0] + ["", "g"], QKV[1] + [None, [1, 2, 3]], update_rule="gated")
+
+
+@case
+def linear_attention_past_shape(d):
+    return linear_attention(QKV[0] + ["p"], QKV[1] + [[1, 2, 4, 5]], update_rule="linear")
+
+
 @case
 def bitcast_width(d):
     return model([helper.make_node("BitCast", ["x"], ["y"], name="bc", to=TensorProto.DOUBLE)],

@@ -519,6 +519,10 @@ REFUSED = {
     # BitCast too
     "bitcast_forms": "node 'BitCast_0' (bitcast): cannot export: BitCast exists from opset 26, "
                      "after the last opset onnxc export writes (25)",
+    # LinearAttention from 27
+    "linear_attention_forms": "node 'LinearAttention_0' (linear_attention): cannot export: "
+                              "LinearAttention exists from opset 27, after the last opset "
+                              "onnxc export writes (25)",
 }
 # Golden cases whose ops exist only from a later opset than the default 17
 EXPORT_OPSET = {"bitwise_forms": 18}

@@ -497,6 +497,20 @@ def transformer_cases():
         [helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"], activation="silu")],
         [vi("x", F, [1, 2, 5])], [vi("y", F, [1, 2, 5]), vi("state", F, [1, 2, 2])],
         [const("w", np.ones((2, 1, 3), np.float32))], opset=27)
+    # LinearAttention: the default rule (gated_delta) with GQA, a per-head
+    # decay, a shared beta, an erase gate and the default scale 1/sqrt(dk);
+    # linear with a past state, an explicit scale and chunk_size, and no
+    # present_state: the IR takes only the inputs present
+    c["linear_attention_forms"] = model(
+        [helper.make_node("LinearAttention", ["q", "k", "v", "", "g", "b", "e"], ["y", "s"],
+                          q_num_heads=4, kv_num_heads=2),
+         helper.make_node("LinearAttention", ["k", "k", "v", "p"], ["y2", ""],
+                          q_num_heads=2, kv_num_heads=2, update_rule="linear", scale=0.25,
+                          chunk_size=16)],
+        [vi("q", F, [1, 3, 16]), vi("k", F, [1, 3, 8]), vi("v", F, [1, 3, 6]),
+         vi("g", F, [1, 3, 2]), vi("b", F, [1, 3, 1]), vi("e", F, [1, 3, 8]),
+         vi("p", F, [1, 2, 4, 3])],
+        [vi("y", F, [1, 3, 12]), vi("s", F, [1, 2, 4, 3]), vi("y2", F, [1, 3, 6])], opset=27)
     # Col2Im with pads and strides: a scatter-add into the padded image, then a slice
     c["col2im_pads"] = model(
         [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], pads=[1, 0, 1, 0],

@@ -433,11 +433,11 @@ static void test_targets(void)
 		CHECK(g->emit_lib_args && g->emit_launch && g->emit_source);
 		CHECK(g->check_runtime && g->link_runtime);
 		CHECK(cg_find_target(g->name) == g);
-		/* every call and op runs on every target today but TopK on
-		 * CUDA (docs/cuda.md) */
+		/* every call and op runs on every target today but TopK and
+		 * LinearAttention on CUDA (docs/cuda.md) */
 		for (int l = 0; l < CG_LIB_COUNT; l++)
 			CHECK(g->supports_lib((enum cg_lib)l) ==
-			      (l != CG_LIB_TOPK || g != &cg_cuda_target));
+			      ((l != CG_LIB_TOPK && l != CG_LIB_LINATTN) || g != &cg_cuda_target));
 		for (int o = 0; o < IR_OP_COUNT; o++)
 			CHECK(g->supports_op((enum ir_op)o));
 	}
@@ -454,7 +454,7 @@ static void test_lib_calls(void)
 		unsigned seen = 0;
 		CHECK(c->fn && *c->fn && c->args && c->nargs > 0);
 		for (int i = 0; i < c->nargs; i++) {
-			CHECK(c->args[i] >= 0 && c->args[i] < 8 && !(seen >> c->args[i] & 1));
+			CHECK(c->args[i] >= 0 && c->args[i] < 16 && !(seen >> c->args[i] & 1));
 			seen |= 1u << c->args[i];
 		}
 	}
@@ -512,6 +512,37 @@ static void test_unsupported(void)
 	CHECK(!strstr(d.text, "softmax"));
 }
 
+/* Lowers IR text for the CPU, whose plan check() inspects, and for CUDA,
+ * which must refuse it with the diagnostic refusal. */
+static void cuda_refuses(const char *text, size_t len, const char *refusal,
+                         void (*check)(const struct cg_plan *p))
+{
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct cg_plan p;
+	for (int cuda = 0; cuda < 2; cuda++) {
+		struct ir_module *m;
+		ctx_collect(&ctx, &d);
+		m = ir_parse(&ctx, text, len);
+		CHECK(m != NULL);
+		if (!m)
+			return;
+		co.target = cuda ? "cuda" : "cpu";
+		CHECK(lower(m, &p, &co) == !cuda);
+		if (cuda)
+			CHECK_STR(d.text, refusal);
+		else
+			check(&p);
+		ir_module_free(m);
+	}
+}
+
+static void topk_plan(const struct cg_plan *p)
+{
+	CHECK_EQ(p->nsteps, 1); /* topk alone: the bitcast is a view */
+}
+
 /* The CUDA runtime has no TopK: lowering for it refuses the node. A
  * bitcast is a view there as anywhere: no step of its own. */
 static void test_cuda_topk(void)
@@ -521,27 +552,32 @@ static void test_cuda_topk(void)
 	                           "{axis=1, k=3, largest=1} @tk\n"
 	                           "%b : i32[2,3] = bitcast(%v) {to=i32} @bc\n"
 	                           "output %b\noutput %i\n";
-	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
-	struct diag_buf d;
-	struct ir_ctx ctx;
-	struct cg_plan p;
-	for (int cuda = 0; cuda < 2; cuda++) {
-		struct ir_module *m;
-		ctx_collect(&ctx, &d);
-		m = ir_parse(&ctx, text, sizeof text - 1);
-		CHECK(m != NULL);
-		if (!m)
-			return;
-		co.target = cuda ? "cuda" : "cpu";
-		CHECK(lower(m, &p, &co) == !cuda);
-		if (cuda)
-			CHECK(strstr(d.text,
-			             "node 'tk' (topk): the cuda target has no library call for "
-			             "it") != NULL);
-		else
-			CHECK_EQ(p.nsteps, 1); /* topk alone: the bitcast is a view */
-		ir_module_free(m);
-	}
+	cuda_refuses(text, sizeof text - 1,
+	             "node 'tk' (topk): the cuda target has no library call for it", topk_plan);
+}
+
+/* one step, the absent inputs (past_state, erase_gate) NULL */
+static void linear_attention_plan(const struct cg_plan *p)
+{
+	CHECK_EQ(p->nsteps, 1);
+	CHECK(p->steps[0].lib == CG_LIB_LINATTN && p->steps[0].nargs == 9);
+	CHECK(p->steps[0].args[5] == NULL && p->steps[0].args[8] == NULL);
+	CHECK_EQ(p->steps[0].d.linattn.dk, 4);
+	CHECK_EQ(p->steps[0].d.linattn.dv, 6);
+}
+
+/* Nor LinearAttention (docs/cuda.md). */
+static void test_cuda_linear_attention(void)
+{
+	static const char text[] =
+	        "onnxc-ir 1\nmodule \"t\"\ninput %q : f32[1,3,8]\ninput %k : f32[1,3,4]\n"
+	        "input %v : f32[1,3,6]\ninput %g : f32[1,3,1]\ninput %b : f32[1,3,1]\n"
+	        "%y : f32[1,3,12], %s : f32[1,1,4,6] = linear_attention(%q, %k, %v, %g, %b) "
+	        "{q_num_heads=2, kv_num_heads=1, scale=0.5, update_rule=\"gated_delta\", past=0, "
+	        "erase=0} @la\noutput %y\noutput %s\n";
+	cuda_refuses(text, sizeof text - 1,
+	             "node 'la' (linear_attention): the cuda target has no library call for it",
+	             linear_attention_plan);
 }
 
 int main(int argc, char **argv)
@@ -566,6 +602,8 @@ int main(int argc, char **argv)
 		test_unsupported();
 		test_current = "cuda topk";
 		test_cuda_topk();
+		test_current = "cuda linear attention";
+		test_cuda_linear_attention();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
