@@ -247,6 +247,8 @@ static void desc_linattn(FILE *f, const struct rt_linattn_desc *d)
 	        (long long)d->q_heads, (long long)d->kv_heads, (long long)d->dk, (long long)d->dv,
 	        (long long)d->decay_width, (long long)d->beta_width, (long long)d->erase_width);
 	flt(f, d->scale);
+	if (d->sdtype)
+		fprintf(f, ", .sdtype = %d", d->sdtype);
 	fputs(" }", f);
 }
 

@@ -38,7 +38,7 @@ CG_LIB(INSTNORM,         D(instnorm),         instnorm,          (1, 2, 3, 0),  
 CG_LIB(LRN,              D(lrn),              lrn,               (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(REDUCE,           D(reduce),           reduce,            (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(ARG,              D(arg),              arg,               (1, 0),              DTYPE,  RT,    RTC)
-CG_LIB(TOPK,             D(topk),             topk,              (2, 0, 1),           DTYPE,  RT,    NONE)
+CG_LIB(TOPK,             D(topk),             topk,              (2, 0, 1),           DTYPE,  RT,    RTC)
 CG_LIB(CUMSUM,           D(cumsum),           cumsum,            (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(COPY,             D(copy),             copy,              (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(GATHER,           D(gather),           gather,            (1, 2, 0),           BYTES,  RT,    RTC)
@@ -47,7 +47,7 @@ CG_LIB(SCATTER_ELEMENTS, D(scatter_elements), scatter_elements,  (1, 2, 3, 0),  
 CG_LIB(PAD,              D(pad),              pad,               (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(TILE,             D(tile),             tile,              (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(TRILU,            D(trilu),            trilu,             (1, 0),              BYTES,  RT,    RTC)
-CG_LIB(LINATTN,          D(linattn),          linear_attention,  (2, 3, 4, 5, 6, 7, 8, 0, 1), YDTYPE, RT, NONE)
+CG_LIB(LINATTN,          D(linattn),          linear_attention,  (2, 3, 4, 5, 6, 7, 8, 0, 1), YDTYPE, RT, RTC)
 CG_LIB(RESIZE,           D(resize),           resize,            (1, 0),              YDTYPE, RT,    RTC)
 
 #undef CG_LIB

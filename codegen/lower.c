@@ -570,6 +570,10 @@ static bool lower_linear_attention(struct lower *l, struct ir_node *n)
 	d->beta_width = opt[2] ? opt[2]->type.dims[2] : 0;
 	d->erase_width = opt[3] ? opt[3]->type.dims[2] : 0;
 	d->scale = ir_attr_f(n, "scale");
+	/* the state's own type, for a target whose runtime reads halves (the
+	 * CPU stages every half tensor to FP32) */
+	if (l->p->target->half_libraries && n->out[1]->type.dtype != n->in[0]->type.dtype)
+		d->sdtype = rt_dtype(n->out[1]->type.dtype);
 	return true;
 }
 
@@ -1386,10 +1390,15 @@ static bool target_runs(const struct cg_plan *p, const struct cg_step *s)
 	const struct cg_target *t = p->target;
 	struct ir_ctx *ctx = p->m->ctx;
 	if (!s->is_kernel) {
-		if (t->supports_lib(s->lib))
+		const char *why = NULL;
+		if (t->supports_lib(s->lib) && !(why = t->refuses(p->arena, s)))
 			return true;
-		ir_node_error(ctx, s->node->name, ir_ops[s->node->op].name,
-		              "the %s target has no library call for it", t->name);
+		if (why)
+			ir_node_error(ctx, s->node->name, ir_ops[s->node->op].name,
+			              "the %s target cannot run it: %s", t->name, why);
+		else
+			ir_node_error(ctx, s->node->name, ir_ops[s->node->op].name,
+			              "the %s target has no library call for it", t->name);
 		return false;
 	}
 	for (int i = 0; i < s->k->nx; i++) {

@@ -39,6 +39,10 @@ struct cg_target {
 	 * generated kernel? */
 	bool (*supports_lib)(enum cg_lib lib);
 	bool (*supports_op)(enum ir_op op);
+	/* what of library step s, whose call the target has, its runtime
+	 * cannot take (a size past its kernels' limits), allocated in a; NULL
+	 * when it runs. */
+	const char *(*refuses)(struct ir_arena *a, const struct cg_step *s);
 
 	/* Lowering: do the library calls read and write half tensors
 	 * themselves (the descriptor's ydtype says what they write)? If not,

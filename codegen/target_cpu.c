@@ -45,6 +45,14 @@ static bool check_options(struct ir_ctx *ctx, const struct cg_options *o)
 
 static bool supports_lib(enum cg_lib lib) { return calls[lib].runs; }
 
+/* The CPU runtime takes every size a plan can hold. */
+static const char *refuses(struct ir_arena *a, const struct cg_step *s)
+{
+	(void)a;
+	(void)s;
+	return NULL;
+}
+
 /* llvm.c's emit_op has every elementwise op for the host. */
 static bool supports_op(enum ir_op op)
 {
@@ -180,6 +188,7 @@ const struct cg_target cg_cpu_target = {
 	.check_options = check_options,
 	.supports_lib = supports_lib,
 	.supports_op = supports_op,
+	.refuses = refuses,
 	.half_libraries = false,
 	.emit_kernels = emit_kernels,
 	.rt_prefix = "rt_",

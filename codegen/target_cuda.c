@@ -11,6 +11,7 @@
  * The arch is an option, never probed: compiling needs no GPU.
  */
 #include "emit.h"
+#include "onnxc_rt_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,17 @@ static bool check_options(struct ir_ctx *ctx, const struct cg_options *o)
 }
 
 static bool supports_lib(enum cg_lib lib) { return calls[lib].runs; }
+
+/* The kernels' limits (runtime/onnxc_rt_cuda.h). */
+static const char *refuses(struct ir_arena *a, const struct cg_step *s)
+{
+	if (s->lib == CG_LIB_LINATTN && s->d.linattn.dk > RTC_LINATTN_MAX_DK)
+		return ir_arena_printf(a,
+		                       "its key head size %lld is above %d, the most the CUDA "
+		                       "kernel holds",
+		                       (long long)s->d.linattn.dk, RTC_LINATTN_MAX_DK);
+	return NULL;
+}
 
 /* llvm.c's emit_op has every elementwise op for NVPTX too (the math from
  * libdevice). */
@@ -327,6 +339,7 @@ const struct cg_target cg_cuda_target = {
 	.check_options = check_options,
 	.supports_lib = supports_lib,
 	.supports_op = supports_op,
+	.refuses = refuses,
 	.half_libraries = true,
 	.emit_kernels = emit_kernels,
 	.rt_prefix = "rtc_",

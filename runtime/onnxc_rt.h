@@ -298,7 +298,8 @@ int rt_lrn(struct rt_ctx *ctx, const struct rt_lrn_desc *d, const void *x, void 
  * beta, erase [batch, seq, *_width] (decay: kv_heads or kv_heads * dk;
  * beta: kv_heads or 1; erase: kv_heads * dk or kv_heads; 0: absent). y
  * [batch, seq, q_heads * dv]; state, the final S, may be past itself. f32
- * (the CPU stages half tensors).
+ * (the CPU stages half tensors; the CUDA runtime reads and writes f32, f16
+ * and bf16, and computes in f32).
  */
 struct rt_linattn_desc {
 	int dtype;
@@ -307,6 +308,7 @@ struct rt_linattn_desc {
 	int64_t decay_width, beta_width, erase_width;
 	float scale;
 	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
+	int sdtype; /* past_state's and the state's dtype, 0: dtype (CUDA target) */
 };
 int rt_linear_attention(struct rt_ctx *ctx, const struct rt_linattn_desc *d, const void *q,
                         const void *k, const void *v, const void *past, const void *decay,

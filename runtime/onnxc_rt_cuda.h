@@ -165,6 +165,13 @@ int rtc_lrn(struct rtc_model *m, const struct rt_lrn_desc *d, const void *x, voi
 int rtc_reduce(struct rtc_model *m, const struct rt_reduce_desc *d, const void *x, void *y);
 int rtc_arg(struct rtc_model *m, const struct rt_arg_desc *d, const void *x, int64_t *y);
 int rtc_cumsum(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *x, void *y);
+int rtc_topk(struct rtc_model *m, const struct rt_topk_desc *d, const void *x, void *values,
+             int64_t *indices);
+/* the largest key head size (dk) rtc_linear_attention takes */
+#define RTC_LINATTN_MAX_DK 1024
+int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, const void *q,
+                         const void *k, const void *v, const void *past, const void *decay,
+                         const void *beta, const void *erase, void *y, void *state);
 int rtc_copy(struct rtc_model *m, const struct rt_copy_desc *d, const void *x, void *y);
 int rtc_gather(struct rtc_model *m, const struct rt_gather_desc *d, const void *x,
                const void *indices, void *y);

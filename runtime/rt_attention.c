@@ -122,9 +122,10 @@ int rt_linear_attention(struct rt_ctx *ctx, const struct rt_linattn_desc *d, con
 {
 	struct linattn_job jb = { d, q, k, v, past, decay, beta, erase, y, state };
 	int64_t hkv = d->kv_heads;
-	if (d->dtype != RT_F32 || (d->ydtype && d->ydtype != RT_F32) || d->batch < 0 ||
-	    d->seq < 0 || d->dk <= 0 || d->dv <= 0 || hkv <= 0 || d->q_heads <= 0 ||
-	    d->q_heads % hkv || !q || !k || !v || !y || !state)
+	if (d->dtype != RT_F32 || (d->ydtype && d->ydtype != RT_F32) ||
+	    (d->sdtype && d->sdtype != RT_F32) || d->batch < 0 || d->seq < 0 || d->dk <= 0 ||
+	    d->dv <= 0 || hkv <= 0 || d->q_heads <= 0 || d->q_heads % hkv || !q || !k || !v || !y ||
+	    !state)
 		return RT_ERR_ARGUMENT;
 	if (d->gated && (!decay || (d->decay_width != hkv && d->decay_width != hkv * d->dk)))
 		return RT_ERR_ARGUMENT;

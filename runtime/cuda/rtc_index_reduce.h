@@ -109,4 +109,104 @@ RT_HD int rtc_axis_serial(int64_t lanes, int64_t axis, int sm_count)
 	return lanes >= (int64_t)(sm_count > 0 ? sm_count : 1) * 256 || axis <= 32;
 }
 
+/* ------------------------------------------------------------------------ */
+/* TopK (rt_reduce.c)                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The reference's order (rt_reduce.c's TOPK_LANE: by value, a NaN above
+ * every number and equal to another NaN, -0 equal to +0; smallest reverses
+ * the values, not the ties; then the lower position) as an unsigned rank:
+ * element i is better than j when its rank is higher, or equal and i < j.
+ * A key maps a value to bits-wide unsigned integers in the value's order
+ * (floats through their sign-magnitude bits, NaN to the largest key,
+ * signed integers offset by their minimum); the rank is the key, or its
+ * complement for smallest.
+ *
+ * The block kernel (a block per lane) finds the k-th best rank by radix
+ * select, 8 bits a pass from the top: each pass counts the candidates
+ * (the ranks that agree with the prefix found so far) per byte and
+ * rtc_topk_bucket picks the byte of the k-th best. The k best positions
+ * are then those ranked above that threshold and the first `need` of
+ * those equal to it, compacted in position order; a bitonic network
+ * (rtc_bitonic_pair) sorts them best first, and the values are gathered.
+ */
+RT_HD uint64_t rtc_topk_key_f32(float v)
+{
+	uint32_t u;
+	if (v != v)
+		return 0xffffffffu;
+	if (v == 0)
+		v = 0; /* -0 ranks with +0 */
+	memcpy(&u, &v, sizeof u);
+	return u >> 31 ? (uint32_t)~u : u | 0x80000000u;
+}
+
+RT_HD uint64_t rtc_topk_key_f64(double v)
+{
+	uint64_t u;
+	if (v != v)
+		return ~0ull;
+	if (v == 0)
+		v = 0;
+	memcpy(&u, &v, sizeof u);
+	return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+/* A signed integer of bits bits (8 to 64). */
+RT_HD uint64_t rtc_topk_key_signed(int64_t v, int bits)
+{
+	return bits == 64 ? (uint64_t)v ^ (1ull << 63) : (uint64_t)(v + ((int64_t)1 << (bits - 1)));
+}
+
+RT_HD uint64_t rtc_topk_rank(uint64_t key, int bits, int smallest)
+{
+	uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
+	return smallest ? ~key & all : key;
+}
+
+/* The byte (of 256 counts of candidates, hist) that holds the *need-th
+ * best candidate; *need becomes its place among that byte's (1: first). */
+RT_HD int rtc_topk_bucket(const unsigned long long *hist, int64_t *need)
+{
+	for (int b = 255; b > 0; b--) {
+		if ((int64_t)hist[b] >= *need)
+			return b;
+		*need -= (int64_t)hist[b];
+	}
+	return 0;
+}
+
+/*
+ * Comparator t (of n2 / 2, n2 the power of two at or above the count) of
+ * a bitonic sorting network's phase (size, j), phases in the order
+ * size = 2, 4, ..., n2 and j = size / 2, ..., 1: the positions a < b it
+ * compares, putting the better at a. j = size / 2 is the flip (each block
+ * of size against its mirror image), the rest are half-cleaners. Every
+ * comparator leaves the larger of its pair at the higher position, so the
+ * positions past the count act as the worst values and stay put: a
+ * comparator with b at or past the count is skipped.
+ */
+RT_HD void rtc_bitonic_pair(int64_t t, int64_t size, int64_t j, int64_t *a, int64_t *b)
+{
+	int64_t blk = t / j, off = t % j;
+	if (2 * j == size) {
+		*a = blk * size + off;
+		*b = blk * size + size - 1 - off;
+	} else {
+		*a = blk * 2 * j + off;
+		*b = *a + j;
+	}
+}
+
+/* Where lane's values start in x ([outer, axis, inner]) and its results in
+ * the outputs ([outer, k, inner]). */
+RT_HD void rtc_topk_bases(const struct rtc_lanes *l, int64_t k, int64_t lane, int64_t *xb,
+                          int64_t *yb)
+{
+	int64_t i = rtc_digit(l->small, l->inner_dv, l->inner, &lane);
+	*xb = lane * l->axis * l->inner + i;
+	*yb = lane * k * l->inner + i;
+}
+
 #endif

@@ -745,3 +745,211 @@ int rtc_cumsum(struct rtc_model *m, const struct rt_cumsum_desc *d, const void *
 		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_cumsum: unsupported descriptor");
 	return rtc_launched(m, "rtc_cumsum");
 }
+
+/* ------------------------------------------------------------------------ */
+/* TopK                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The keys of rtc_index_reduce.h by storage type: halves through FP32. */
+template <class T> struct topk_key {
+	static const int bits = 8 * (int)sizeof(T);
+	__device__ __forceinline__ static uint64_t of(T v)
+	{
+		if constexpr (std::is_signed<T>::value)
+			return rtc_topk_key_signed((int64_t)v, bits);
+		else
+			return (uint64_t)v;
+	}
+};
+#define TOPK_KEY_FLOAT(T)                                                                         \
+	template <> struct topk_key<T> {                                                          \
+		static const int bits = 32;                                                       \
+		__device__ __forceinline__ static uint64_t of(T v) { return rtc_topk_key_f32(to_acc(v)); } \
+	};
+TOPK_KEY_FLOAT(float)
+TOPK_KEY_FLOAT(f16)
+TOPK_KEY_FLOAT(bf16)
+#undef TOPK_KEY_FLOAT
+template <> struct topk_key<double> {
+	static const int bits = 64;
+	__device__ __forceinline__ static uint64_t of(double v) { return rtc_topk_key_f64(v); }
+};
+
+template <class T> __device__ __forceinline__ uint64_t topk_rank(T v, int smallest)
+{
+	return rtc_topk_rank(topk_key<T>::of(v), topk_key<T>::bits, smallest);
+}
+
+/* Is position i of the lane at x (elements st apart) better than j? */
+template <class T>
+__device__ __forceinline__ bool topk_better(const T *x, int64_t st, int small, int64_t i, int64_t j)
+{
+	uint64_t a = topk_rank(x[i * st], small), b = topk_rank(x[j * st], small);
+	return a > b || (a == b && i < j);
+}
+
+/* Sifts h[p] down a heap of n positions (st apart) rooted at its worst. */
+template <class T>
+__device__ void topk_sift(const T *x, int64_t st, int small, int64_t *h, int64_t n, int64_t p)
+{
+	for (int64_t c; (c = 2 * p + 1) < n; p = c) {
+		if (c + 1 < n && topk_better(x, st, small, h[c * st], h[(c + 1) * st]))
+			c++;
+		if (!topk_better(x, st, small, h[p * st], h[c * st]))
+			return;
+		int64_t t = h[p * st];
+		h[p * st] = h[c * st];
+		h[c * st] = t;
+	}
+}
+
+/* Many or short lanes: a thread per lane, rt_reduce.c's heap of the k best
+ * positions kept in the lane's own indices output, then sorted in place. */
+template <class T>
+__global__ void topk_lanes(const __grid_constant__ struct rtc_lanes l, int64_t k, int small,
+                           const T *x, T *y, int64_t *yi)
+{
+	const int64_t st = l.inner, n = l.axis;
+	RTC_GRID_LOOP(lane, l.lanes)
+	{
+		int64_t xb, yb;
+		rtc_topk_bases(&l, k, lane, &xb, &yb);
+		const T *xl = x + xb;
+		int64_t *h = yi + yb;
+		for (int64_t j = 0; j < k; j++)
+			h[j * st] = j;
+		for (int64_t p = k / 2; p-- > 0;)
+			topk_sift(xl, st, small, h, k, p);
+		for (int64_t j = k; j < n; j++)
+			if (topk_better(xl, st, small, j, h[0])) {
+				h[0] = j;
+				topk_sift(xl, st, small, h, k, 0);
+			}
+		for (int64_t e = k - 1; e > 0; e--) {
+			int64_t t = h[0];
+			h[0] = h[e * st];
+			h[e * st] = t;
+			topk_sift(xl, st, small, h, e, 0);
+		}
+		for (int64_t j = 0; j < k; j++)
+			y[yb + j * st] = xl[h[j * st] * st];
+	}
+}
+
+/* Long lanes: a block (CUM_THREADS) per lane - radix select of the k-th
+ * best rank, compaction of the k best positions in order, a bitonic sort
+ * of them (rtc_index_reduce.h), the values gathered. */
+template <class T>
+__global__ void topk_blocks(const __grid_constant__ struct rtc_lanes l, int64_t k, int small,
+                            const T *x, T *y, int64_t *yi)
+{
+	__shared__ unsigned long long hist[256];
+	__shared__ uint64_t s_prefix;
+	__shared__ int64_t s_need;
+	const int64_t st = l.inner, n = l.axis;
+	const int tid = threadIdx.x, nt = blockDim.x;
+	int64_t n2 = 1;
+	while (n2 < k)
+		n2 *= 2;
+	for (int64_t lane = blockIdx.x; lane < l.lanes; lane += gridDim.x) {
+		int64_t xb, yb, need = k, taken = 0, eq_seen = 0;
+		uint64_t prefix = 0, mask = 0;
+		rtc_topk_bases(&l, k, lane, &xb, &yb);
+		const T *xl = x + xb;
+		int64_t *h = yi + yb;
+		for (int shift = topk_key<T>::bits - 8; shift >= 0; shift -= 8) {
+			for (int b = tid; b < 256; b += nt)
+				hist[b] = 0;
+			__syncthreads();
+			for (int64_t p = tid; p < n; p += nt) {
+				uint64_t r = topk_rank(xl[p * st], small);
+				if ((r & mask) == prefix)
+					atomicAdd(&hist[(r >> shift) & 255], 1ull);
+			}
+			__syncthreads();
+			if (tid == 0) {
+				int b = rtc_topk_bucket(hist, &need);
+				s_prefix = prefix | (uint64_t)b << shift;
+				s_need = need;
+			}
+			__syncthreads();
+			prefix = s_prefix;
+			need = s_need;
+			mask |= 255ull << shift;
+		}
+		/* prefix is the k-th best rank: take every rank above it and the
+		 * first `need` equal to it, in position order */
+		for (int64_t c0 = 0; c0 < n && taken < k; c0 += nt) {
+			int64_t p = c0 + tid;
+			uint64_t r = p < n ? topk_rank(xl[p * st], small) : 0;
+			int eq = p < n && r == prefix, eq_total, take_total;
+			int eq_before = block_scan<cum_add>(eq, &eq_total);
+			int take = (p < n && r > prefix) || (eq && eq_seen + eq_before < need);
+			int slot = block_scan<cum_add>(take, &take_total);
+			if (take)
+				h[(taken + slot) * st] = p;
+			taken += take_total;
+			eq_seen += eq_total;
+		}
+		__syncthreads();
+		for (int64_t size = 2; size <= n2; size *= 2)
+			for (int64_t j = size / 2; j > 0; j /= 2) {
+				for (int64_t t = tid; t < n2 / 2; t += nt) {
+					int64_t a, b;
+					rtc_bitonic_pair(t, size, j, &a, &b);
+					if (b < k) {
+						int64_t ia = h[a * st], ib = h[b * st];
+						if (topk_better(xl, st, small, ib, ia)) {
+							h[a * st] = ib;
+							h[b * st] = ia;
+						}
+					}
+				}
+				__syncthreads();
+			}
+		for (int64_t q = tid; q < k; q += nt)
+			y[yb + q * st] = xl[h[q * st] * st];
+		__syncthreads(); /* before the next lane reuses hist */
+	}
+}
+
+template <class T>
+static void topk_launch(struct rtc_model *m, const struct rt_topk_desc *d, const void *x,
+                        void *values, int64_t *indices)
+{
+	struct rtc_lanes l = rtc_lanes_of(d->outer, d->axis, d->inner);
+	cudaStream_t s = rtc_stream(m);
+	int sm = rtc_sm_count(m), small = d->smallest != 0;
+	if (rtc_axis_serial(l.lanes, d->axis, sm))
+		topk_lanes<T><<<rtc_blocks(l.lanes, RTC_THREADS, sm), RTC_THREADS, 0, s>>>(
+		        l, d->k, small, (const T *)x, (T *)values, indices);
+	else
+		topk_blocks<T><<<rtc_blocks(l.lanes, 1, sm), CUM_THREADS, 0, s>>>(
+		        l, d->k, small, (const T *)x, (T *)values, indices);
+}
+
+int rtc_topk(struct rtc_model *m, const struct rt_topk_desc *d, const void *x, void *values,
+             int64_t *indices)
+{
+	bool ok = d->outer >= 0 && d->axis >= 0 && d->inner >= 0 && d->k >= 0 && d->k <= d->axis;
+	if (ok && (d->outer == 0 || d->inner == 0 || d->k == 0))
+		return RT_OK;
+	if (ok && (!x || !values || !indices))
+		ok = false;
+	switch (ok ? d->dtype : 0) {
+	case RT_F32: topk_launch<float>(m, d, x, values, indices); break;
+	case RT_F16: topk_launch<f16>(m, d, x, values, indices); break;
+	case RT_BF16: topk_launch<bf16>(m, d, x, values, indices); break;
+	case RT_F64: topk_launch<double>(m, d, x, values, indices); break;
+	case RT_I8: topk_launch<int8_t>(m, d, x, values, indices); break;
+	case RT_U8: topk_launch<uint8_t>(m, d, x, values, indices); break;
+	case RT_I16: topk_launch<int16_t>(m, d, x, values, indices); break;
+	case RT_U16: topk_launch<uint16_t>(m, d, x, values, indices); break;
+	case RT_I32: topk_launch<int32_t>(m, d, x, values, indices); break;
+	case RT_U32: topk_launch<uint32_t>(m, d, x, values, indices); break;
+	case RT_I64: topk_launch<int64_t>(m, d, x, values, indices); break;
+	case RT_U64: topk_launch<uint64_t>(m, d, x, values, indices); break;
+	default: return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_topk: unsupported descriptor");
+	}
+	return rtc_launched(m, "rtc_topk");
+}

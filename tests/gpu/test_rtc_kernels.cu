@@ -798,6 +798,135 @@ static void test_cumsum(void)
 	cumsum_case(2, 1, 3, false);
 }
 
+/* TopK: values and indices exactly as the CPU's (halves compare as FP32,
+ * exact for their values); ties, NaNs and signed zeros in the data. */
+static void topk_case(int dt, int64_t outer, int64_t axis, int64_t inner, int64_t k)
+{
+	int64_t n = outer * axis * inner, nout = outer * k * inner;
+	bool is_float = dt == RT_F32 || dt == RT_F16 || dt == RT_BF16 || dt == RT_F64;
+	std::vector<float> xf((size_t)n);
+	for (auto &v : xf)
+		v = rnd(20) == 0 ? (rnd(2) ? NAN : -0.0f) : (float)rnd_in(-40, 40) / 4;
+	bytes x((size_t)n * esize(dt));
+	if (is_float)
+		x = pack(xf, dt);
+	else
+		for (int64_t i = 0; i < n; i++) {
+			int64_t v = isnan(xf[(size_t)i]) ? 0 : (int64_t)(xf[(size_t)i] * 4);
+			memcpy(&x[(size_t)(i * esize(dt))], &v, (size_t)esize(dt));
+		}
+	for (int small = 0; small < 2; small++) {
+		struct rt_topk_desc d = { dt, small, outer, axis, inner, k };
+		bytes wv((size_t)nout * esize(dt)), wi((size_t)nout * 8);
+		if (dt == RT_F16 || dt == RT_BF16) { /* the CPU has no halves */
+			std::vector<float> wf((size_t)nout);
+			d.dtype = RT_F32;
+			EXPECT(rt_topk(ctx, &d, unpack(x, dt).data(), wf.data(), (int64_t *)wi.data()) ==
+			       RT_OK);
+			d.dtype = dt;
+			wv = pack(wf, dt);
+		} else {
+			EXPECT(rt_topk(ctx, &d, x.data(), wv.data(), (int64_t *)wi.data()) == RT_OK);
+		}
+		void *dx = up(x), *dv = dev(wv.size()), *di = dev(wi.size());
+		if (ran(rtc_topk(&M, &d, dx, dv, (int64_t *)di), "rtc_topk")) {
+			compare_bytes("topk indices", down(di, wi.size()), wi);
+			compare_bytes("topk values", down(dv, wv.size()), wv);
+		}
+	}
+}
+
+static void test_topk(void)
+{
+	static const int dts[] = { RT_F32, RT_F16, RT_BF16, RT_F64, RT_I8,  RT_U8,
+		                   RT_I16, RT_U16, RT_I32,  RT_U32, RT_I64, RT_U64 };
+	for (int dt : dts) {
+		topk_case(dt, 3, 5000, 1, 7);       /* a block per lane */
+		topk_case(dt, 2, 100000, 1, 1000);  /* a long sort */
+		topk_case(dt, 4, 3000, 3, 3000);    /* strided lanes, k = axis */
+		topk_case(dt, 50000, 20, 1, 4);     /* a thread per lane */
+		topk_case(dt, 3, 40, 7, 40);
+		topk_case(dt, 2, 1, 3, 1);
+	}
+	topk_case(RT_F32, 1, 1 << 20, 1, 50); /* a vocabulary's sampling */
+}
+
+/* LinearAttention against the CPU (FP32; the CPU reads the inputs rounded
+ * through their storage type), every update rule, gates per head and per
+ * key, GQA, past state, head sizes from 1 to the kernel's largest. */
+static void linattn_case(int rule, int64_t b, int64_t t, int64_t hkv, int64_t group, int64_t dk,
+                         int64_t dv, bool per_key, bool past, bool erase, int dt, int yt, int st)
+{
+	struct rt_linattn_desc d = { RT_F32, rule & 1, rule >> 1, b, t, hkv * group, hkv, dk, dv };
+	d.decay_width = d.gated ? (per_key ? hkv * dk : hkv) : 0;
+	d.beta_width = d.delta ? (per_key ? 1 : hkv) : 0;
+	d.erase_width = d.delta && erase ? (per_key ? hkv : hkv * dk) : 0;
+	d.scale = (float)(1 / sqrt((double)dk));
+	int64_t bt = b * t, ns = b * hkv * dk * dv, ny = bt * hkv * group * dv;
+	std::vector<float> q = rounded(rnd_floats(bt * hkv * group * dk, -1, 1), dt),
+	                   k = rnd_floats(bt * hkv * dk, -1, 1), v = rounded(rnd_floats(bt * hkv * dv, -1, 1), dt),
+	                   ps = rounded(rnd_floats(ns, -1, 1), st),
+	                   dc = rounded(rnd_floats(bt * d.decay_width, -0.3, 0), dt),
+	                   be = rounded(rnd_floats(bt * d.beta_width, 0, 1), dt),
+	                   er = rounded(rnd_floats(bt * d.erase_width, 0, 1), dt),
+	                   wy((size_t)ny), ws((size_t)ns);
+	for (auto &x : k)
+		x *= d.scale; /* a normalized key's size: the delta rule stays bounded */
+	k = rounded(k, dt);
+	EXPECT(rt_linear_attention(ctx, &d, q.data(), k.data(), v.data(), past ? ps.data() : NULL,
+	                           d.gated ? dc.data() : NULL, d.delta ? be.data() : NULL,
+	                           d.erase_width ? er.data() : NULL, wy.data(), ws.data()) == RT_OK);
+	d.dtype = dt;
+	d.ydtype = yt;
+	d.sdtype = st;
+	void *dst = dev((size_t)ns * esize(st)), *dpast = past ? up(pack(ps, st)) : NULL;
+	void *dy = dev((size_t)ny * esize(yt));
+	if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dpast,
+	                             d.gated ? up(pack(dc, dt)) : NULL,
+	                             d.delta ? up(pack(be, dt)) : NULL,
+	                             d.erase_width ? up(pack(er, dt)) : NULL, dy, dst),
+	        "rtc_linear_attention")) {
+		compare("linattn y", unpack(down(dy, (size_t)ny * esize(yt)), yt), wy, yt,
+		        10 * sqrt((double)(dk * t)));
+		compare("linattn state", unpack(down(dst, (size_t)ns * esize(st)), st), ws, st,
+		        10 * sqrt((double)(dk * t)));
+	}
+	/* in place: the state written over past_state */
+	if (past) {
+		void *inplace = up(pack(ps, st));
+		if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)),
+		                             inplace, d.gated ? up(pack(dc, dt)) : NULL,
+		                             d.delta ? up(pack(be, dt)) : NULL,
+		                             d.erase_width ? up(pack(er, dt)) : NULL, dy, inplace),
+		        "rtc_linear_attention in place"))
+			compare_bytes("linattn in place", down(inplace, (size_t)ns * esize(st)),
+			              down(dst, (size_t)ns * esize(st)));
+	}
+}
+
+static void test_linattn(void)
+{
+	static const int64_t dks[] = { 1, 16, 33, 64, 128, 256, 1024 };
+	for (int rule = 0; rule < 4; rule++)
+		for (int64_t dk : dks) {
+			linattn_case(rule, 2, 17, 2, 1, dk, 64, true, true, true, RT_F32, RT_F32, RT_F32);
+			linattn_case(rule, 1, 9, 3, 2, dk, 5, false, false, false, RT_F32, RT_F32,
+			             RT_F32);
+		}
+	linattn_case(3, 2, 300, 4, 1, 128, 128, true, true, true, RT_F32, RT_F32, RT_F32);
+	linattn_case(1, 1, 64, 2, 4, 64, 300, true, true, false, RT_F32, RT_F32, RT_F32);
+	FOR_IOS(t)
+	{
+		if (t.dt == RT_F64)
+			continue;
+		linattn_case(3, 2, 20, 2, 2, 64, 64, true, true, true, t.dt, t.yt, t.yt);
+		linattn_case(1, 1, 20, 1, 1, 32, 16, false, true, false, t.dt, t.yt, RT_F32);
+	}
+	struct rt_linattn_desc d = { RT_F32, 0, 0, 1, 1, 1, 1, 1024 + 1, 4 };
+	EXPECT(rtc_linear_attention(&M, &d, dev(64), dev(64), dev(64), NULL, NULL, NULL, NULL,
+	                            dev(64), dev(64)) == RT_ERR_ARGUMENT);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Data movement                                                            */
 /* ------------------------------------------------------------------------ */
@@ -1458,6 +1587,8 @@ static void steps(void *const *b, int *status)
 	struct rt_pool_desc pd;
 	struct rt_arg_desc ad = { RT_F32, 0, 0, 64, 1000, 1 };
 	struct rt_cumsum_desc cs = { RT_F32, 0, 1, 64, 1000, 1, 0 };
+	struct rt_topk_desc tk = { RT_F32, 0, 64, 1000, 1, 8 };
+	struct rt_linattn_desc la = { RT_F32, 1, 0, 2, 50, 2, 2, 64, 32, 2, 0, 0, 0.125f };
 	struct rt_resize_desc rz;
 	struct rt_epilogue ep = { RT_ACT_SIGMOID, 0, 0, 1 };
 	memset(&cd, 0, sizeof cd);
@@ -1490,6 +1621,9 @@ static void steps(void *const *b, int *status)
 	s = s ? s : rtc_pool(&M, &pd, b[6], b[9], (int64_t *)b[10]);
 	s = s ? s : rtc_arg(&M, &ad, b[1], (int64_t *)b[11]);
 	s = s ? s : rtc_cumsum(&M, &cs, b[1], b[12]);
+	s = s ? s : rtc_topk(&M, &tk, b[1], b[15], (int64_t *)b[14]);
+	s = s ? s : rtc_linear_attention(&M, &la, b[1], b[2], b[3], NULL, b[12], NULL, NULL,
+	                                 (char *)b[15] + 4096, (char *)b[15] + 65536);
 	s = s ? s : rtc_resize(&M, &rz, b[1], b[13]);
 	s = s ? s : rtc_convert(&M, b[14], RT_F16, b[13], RT_F32, 128 * 500);
 	s = s ? s : rtc_epilogue(&M, &ep, RT_F32, b[13], b[2], RT_BF16, b[1], RT_F32, 128, 1, 500);
@@ -1557,7 +1691,8 @@ int main(int argc, char **argv)
 		{ "gather", test_gather },     { "pad_trilu", test_pad_trilu },
 		{ "resize", test_resize },     { "convert", test_convert },
 		{ "epilogue", test_epilogue }, { "graph", test_graph },
-		{ "scatter", test_scatter }
+		{ "scatter", test_scatter },   { "topk", test_topk },
+		{ "linattn", test_linattn }
 	};
 	int ndev = 0;
 	cudaDeviceProp prop;

@@ -429,15 +429,14 @@ static void test_targets(void)
 		const struct cg_target *g = *t;
 		test_current = g->name;
 		CHECK(g->name && g->rt_prefix && g->rt_ctx);
-		CHECK(g->check_options && g->supports_lib && g->supports_op && g->emit_kernels);
+		CHECK(g->check_options && g->supports_lib && g->supports_op && g->refuses &&
+		      g->emit_kernels);
 		CHECK(g->emit_lib_args && g->emit_launch && g->emit_source);
 		CHECK(g->check_runtime && g->link_runtime);
 		CHECK(cg_find_target(g->name) == g);
-		/* every call and op runs on every target today but TopK and
-		 * LinearAttention on CUDA (docs/cuda.md) */
+		/* every call and op runs on every target today */
 		for (int l = 0; l < CG_LIB_COUNT; l++)
-			CHECK(g->supports_lib((enum cg_lib)l) ==
-			      ((l != CG_LIB_TOPK && l != CG_LIB_LINATTN) || g != &cg_cuda_target));
+			CHECK(g->supports_lib((enum cg_lib)l));
 		for (int o = 0; o < IR_OP_COUNT; o++)
 			CHECK(g->supports_op((enum ir_op)o));
 	}
@@ -512,72 +511,101 @@ static void test_unsupported(void)
 	CHECK(!strstr(d.text, "softmax"));
 }
 
-/* Lowers IR text for the CPU, whose plan check() inspects, and for CUDA,
- * which must refuse it with the diagnostic refusal. */
-static void cuda_refuses(const char *text, size_t len, const char *refusal,
-                         void (*check)(const struct cg_plan *p))
+/* Lowers IR text for the CPU or for CUDA, the diagnostics in d; check()
+ * inspects the plan when it lowers. */
+static bool lower_text(const char *text, size_t len, bool cuda, struct diag_buf *d,
+                       void (*check)(const struct cg_plan *p, bool cuda))
 {
-	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = "cpu" };
-	struct diag_buf d;
+	struct cg_options co = { .name = "t", .out_dir = "/tmp", .target = cuda ? "cuda" : "cpu" };
 	struct ir_ctx ctx;
 	struct cg_plan p;
+	struct ir_module *m;
+	bool ok;
+	ctx_collect(&ctx, d);
+	m = ir_parse(&ctx, text, len);
+	CHECK(m != NULL);
+	if (!m)
+		return false;
+	ok = lower(m, &p, &co);
+	if (ok && check)
+		check(&p, cuda);
+	ir_module_free(m);
+	return ok;
+}
+
+/* ... for both targets, which must lower it without a word. */
+static void lowers_on_both(const char *text, size_t len,
+                           void (*check)(const struct cg_plan *p, bool cuda))
+{
+	struct diag_buf d;
 	for (int cuda = 0; cuda < 2; cuda++) {
-		struct ir_module *m;
-		ctx_collect(&ctx, &d);
-		m = ir_parse(&ctx, text, len);
-		CHECK(m != NULL);
-		if (!m)
-			return;
-		co.target = cuda ? "cuda" : "cpu";
-		CHECK(lower(m, &p, &co) == !cuda);
-		if (cuda)
-			CHECK_STR(d.text, refusal);
-		else
-			check(&p);
-		ir_module_free(m);
+		CHECK(lower_text(text, len, cuda, &d, check));
+		CHECK_EQ((int)d.len, 0);
 	}
 }
 
-static void topk_plan(const struct cg_plan *p)
+static void topk_plan(const struct cg_plan *p, bool cuda)
 {
+	(void)cuda;
 	CHECK_EQ(p->nsteps, 1); /* topk alone: the bitcast is a view */
+	CHECK(p->steps[0].lib == CG_LIB_TOPK && p->steps[0].d.topk.k == 3);
 }
 
-/* The CUDA runtime has no TopK: lowering for it refuses the node. A
- * bitcast is a view there as anywhere: no step of its own. */
-static void test_cuda_topk(void)
+/* TopK is a library call on both targets; a bitcast is a view there as
+ * anywhere: no step of its own. */
+static void test_topk(void)
 {
 	static const char text[] = "onnxc-ir 1\nmodule \"t\"\ninput %x : f32[2,5]\n"
 	                           "%v : f32[2,3], %i : i64[2,3] = topk(%x) "
 	                           "{axis=1, k=3, largest=1} @tk\n"
 	                           "%b : i32[2,3] = bitcast(%v) {to=i32} @bc\n"
 	                           "output %b\noutput %i\n";
-	cuda_refuses(text, sizeof text - 1,
-	             "node 'tk' (topk): the cuda target has no library call for it", topk_plan);
+	lowers_on_both(text, sizeof text - 1, topk_plan);
 }
 
-/* one step, the absent inputs (past_state, erase_gate) NULL */
-static void linear_attention_plan(const struct cg_plan *p)
+/* one step, the absent inputs (erase_gate) NULL; FP16 inputs with an FP32
+ * state: the CPU stages the halves and computes in FP32, the CUDA runtime
+ * reads them as they are and is told the state's type */
+static void linear_attention_plan(const struct cg_plan *p, bool cuda)
 {
+	const struct rt_linattn_desc *d = &p->steps[0].d.linattn;
 	CHECK_EQ(p->nsteps, 1);
 	CHECK(p->steps[0].lib == CG_LIB_LINATTN && p->steps[0].nargs == 9);
-	CHECK(p->steps[0].args[5] == NULL && p->steps[0].args[8] == NULL);
-	CHECK_EQ(p->steps[0].d.linattn.dk, 4);
-	CHECK_EQ(p->steps[0].d.linattn.dv, 6);
+	CHECK(p->steps[0].args[5] != NULL && p->steps[0].args[8] == NULL);
+	CHECK_EQ(d->dk, 4);
+	CHECK_EQ(d->dv, 6);
+	CHECK_EQ(d->dtype, cuda ? RT_F16 : RT_F32);
+	CHECK_EQ(d->sdtype, cuda ? RT_F32 : 0);
+	CHECK_EQ(p->steps[0].nstages, cuda ? 0 : 6); /* q, k, v, decay, beta, y */
 }
 
-/* Nor LinearAttention (docs/cuda.md). */
-static void test_cuda_linear_attention(void)
+static void test_linear_attention(void)
 {
 	static const char text[] =
-	        "onnxc-ir 1\nmodule \"t\"\ninput %q : f32[1,3,8]\ninput %k : f32[1,3,4]\n"
-	        "input %v : f32[1,3,6]\ninput %g : f32[1,3,1]\ninput %b : f32[1,3,1]\n"
-	        "%y : f32[1,3,12], %s : f32[1,1,4,6] = linear_attention(%q, %k, %v, %g, %b) "
-	        "{q_num_heads=2, kv_num_heads=1, scale=0.5, update_rule=\"gated_delta\", past=0, "
+	        "onnxc-ir 1\nmodule \"t\"\ninput %q : f16[1,3,8]\ninput %k : f16[1,3,4]\n"
+	        "input %v : f16[1,3,6]\ninput %p : f32[1,1,4,6]\ninput %g : f16[1,3,1]\n"
+	        "input %b : f16[1,3,1]\n"
+	        "%y : f16[1,3,12], %s : f32[1,1,4,6] = linear_attention(%q, %k, %v, %p, %g, %b) "
+	        "{q_num_heads=2, kv_num_heads=1, scale=0.5, update_rule=\"gated_delta\", past=1, "
 	        "erase=0} @la\noutput %y\noutput %s\n";
-	cuda_refuses(text, sizeof text - 1,
-	             "node 'la' (linear_attention): the cuda target has no library call for it",
-	             linear_attention_plan);
+	lowers_on_both(text, sizeof text - 1, linear_attention_plan);
+}
+
+/* A key head size past the CUDA kernel's registers: CUDA refuses the node
+ * at lowering, naming the limit; the CPU runs it. */
+static void test_linear_attention_limit(void)
+{
+	static const char text[] =
+	        "onnxc-ir 1\nmodule \"t\"\ninput %q : f32[1,2,1025]\ninput %k : f32[1,2,1025]\n"
+	        "input %v : f32[1,2,3]\n"
+	        "%y : f32[1,2,3], %s : f32[1,1,1025,3] = linear_attention(%q, %k, %v) "
+	        "{q_num_heads=1, kv_num_heads=1, scale=0.5, update_rule=\"linear\", past=0, "
+	        "erase=0} @la\noutput %y\noutput %s\n";
+	struct diag_buf d;
+	CHECK(lower_text(text, sizeof text - 1, false, &d, NULL));
+	CHECK(!lower_text(text, sizeof text - 1, true, &d, NULL));
+	CHECK_STR(d.text, "node 'la' (linear_attention): the cuda target cannot run it: its key "
+	                  "head size 1025 is above 1024");
 }
 
 int main(int argc, char **argv)
@@ -600,10 +628,12 @@ int main(int argc, char **argv)
 		test_lib_calls();
 		test_current = "unsupported";
 		test_unsupported();
-		test_current = "cuda topk";
-		test_cuda_topk();
-		test_current = "cuda linear attention";
-		test_cuda_linear_attention();
+		test_current = "topk";
+		test_topk();
+		test_current = "linear attention";
+		test_linear_attention();
+		test_current = "linear attention limit";
+		test_linear_attention_limit();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)

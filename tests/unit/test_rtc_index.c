@@ -19,6 +19,7 @@
  */
 #include "onnxc_rt.h"
 #include "rtc_index.h"
+#include "rtc_index_attention.h"
 #include "rtc_index_move.h"
 #include "rtc_index_pool.h"
 #include "rtc_index_reduce.h"
@@ -800,6 +801,372 @@ static void test_cumsum(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* TopK's rank of element i of x (dtype dt): the kernels' key through the
+ * type's FP32/FP64 value or integer. */
+static int topk_bits(int dt)
+{
+	return dt == RT_F32 ? 32 : dt == RT_F64 ? 64 : 8 * rt_dtype_size(dt);
+}
+
+static uint64_t topk_host_rank(int dt, const void *x, int64_t i, int small)
+{
+	uint64_t key;
+	switch (dt) {
+	case RT_F32: key = rtc_topk_key_f32(((const float *)x)[i]); break;
+	case RT_F64: key = rtc_topk_key_f64(((const double *)x)[i]); break;
+	case RT_I8: key = rtc_topk_key_signed(((const int8_t *)x)[i], 8); break;
+	case RT_I16: key = rtc_topk_key_signed(((const int16_t *)x)[i], 16); break;
+	case RT_I32: key = rtc_topk_key_signed(((const int32_t *)x)[i], 32); break;
+	case RT_I64: key = rtc_topk_key_signed(((const int64_t *)x)[i], 64); break;
+	case RT_U8: key = ((const uint8_t *)x)[i]; break;
+	case RT_U16: key = ((const uint16_t *)x)[i]; break;
+	case RT_U32: key = ((const uint32_t *)x)[i]; break;
+	default: key = ((const uint64_t *)x)[i]; break;
+	}
+	return rtc_topk_rank(key, topk_bits(dt), small);
+}
+
+/* Is lane position i (elements st apart from xl) better than j? */
+static int topk_host_better(int dt, const char *xl, int64_t st, int small, int64_t i, int64_t j)
+{
+	int es = rt_dtype_size(dt);
+	uint64_t a = topk_host_rank(dt, xl + i * st * es, 0, small),
+	         b = topk_host_rank(dt, xl + j * st * es, 0, small);
+	return a > b || (a == b && i < j);
+}
+
+/*
+ * rtc_reduce.cu's topk_blocks over one lane, its threads in turn: the radix
+ * select's passes (rtc_topk_bucket), the compaction's block scans in
+ * chunks of nt positions, the bitonic network's phases (rtc_bitonic_pair),
+ * the gather. Writes the lane's k values and indices.
+ */
+static void topk_block_lane(int dt, const char *xl, int64_t n, int64_t st, int64_t k, int small,
+                            char *yl, int64_t *h)
+{
+	const int nt = 256, es = rt_dtype_size(dt);
+	int64_t need = k, taken = 0, eq_seen = 0, n2 = 1;
+	uint64_t prefix = 0, mask = 0;
+	for (int shift = topk_bits(dt) - 8; shift >= 0; shift -= 8) {
+		unsigned long long hist[256] = { 0 };
+		for (int64_t p = 0; p < n; p++) {
+			uint64_t r = topk_host_rank(dt, xl + p * st * es, 0, small);
+			if ((r & mask) == prefix)
+				hist[(r >> shift) & 255]++;
+		}
+		prefix |= (uint64_t)rtc_topk_bucket(hist, &need) << shift;
+		mask |= 255ull << shift;
+	}
+	for (int64_t c0 = 0; c0 < n && taken < k; c0 += nt) {
+		int64_t eq_before = 0, slot = 0;
+		for (int t = 0; t < nt; t++) {
+			int64_t p = c0 + t;
+			uint64_t r = p < n ? topk_host_rank(dt, xl + p * st * es, 0, small) : 0;
+			int eq = p < n && r == prefix;
+			int take = (p < n && r > prefix) || (eq && eq_seen + eq_before < need);
+			if (take)
+				h[(taken + slot) * st] = p;
+			eq_before += eq;
+			slot += take;
+		}
+		taken += slot;
+		eq_seen += eq_before;
+	}
+	while (n2 < k)
+		n2 *= 2;
+	for (int64_t size = 2; size <= n2; size *= 2)
+		for (int64_t j = size / 2; j > 0; j /= 2)
+			for (int64_t t = 0; t < n2 / 2; t++) {
+				int64_t a, b;
+				rtc_bitonic_pair(t, size, j, &a, &b);
+				CHECK(a >= 0 && a < b && b < n2);
+				if (b < k &&
+				    topk_host_better(dt, xl, st, small, h[b * st], h[a * st])) {
+					int64_t tmp = h[a * st];
+					h[a * st] = h[b * st];
+					h[b * st] = tmp;
+				}
+			}
+	for (int64_t q = 0; q < k; q++)
+		memcpy(yl + q * st * es, xl + h[q * st] * st * es, (size_t)es);
+}
+
+/* TopK: the block kernel's select, compaction and sort emulated over random
+ * lanes (ties, NaNs, signed zeros, extremes) against rt_topk. */
+static void test_topk(void)
+{
+	static const int dts[] = { RT_F32, RT_F64, RT_I8,  RT_U8,  RT_I16,
+		                   RT_U16, RT_I32, RT_U32, RT_I64, RT_U64 };
+	int bad = 0;
+	setup();
+	for (int cs = 0; cs < 1500; cs++) {
+		int dt = dts[rnd(10)], es = rt_dtype_size(dt);
+		struct rt_topk_desc d = { dt,           (int)rnd(2),
+			                  rnd_in(1, 3), rnd(3) ? rnd_in(1, 40) : rnd_in(200, 3000),
+			                  rnd_in(1, 3), 0 };
+		if (rnd(2))
+			d.inner = 1;
+		d.k = rnd(3) == 0 ? d.axis
+		      : rnd(2)    ? rnd_in(1, rt_min64(d.axis, 5))
+		                  : rnd_in(0, d.axis);
+		int64_t n = d.outer * d.axis * d.inner, nout = d.outer * d.k * d.inner;
+		char *x = alloc((size_t)(n * es)), *yv = alloc((size_t)(nout * es)),
+		     *ev = alloc((size_t)(nout * es));
+		int64_t *yi = alloc(8 * (size_t)nout), *ei = alloc(8 * (size_t)nout);
+		int spread = (int)rnd_in(1, 6);
+		for (int64_t i = 0; i < n; i++) {
+			if (dt == RT_F32 || dt == RT_F64) {
+				static const double special[] = { NAN, -0.0, 0.0, INFINITY,
+					                          -INFINITY };
+				double v = rnd(8) == 0 ? special[rnd(5)]
+				                       : (double)rnd_in(-spread, spread) / 2;
+				if (dt == RT_F32)
+					((float *)x)[i] = (float)v;
+				else
+					((double *)x)[i] = v;
+			} else {
+				rnd_bytes(x + i * es, (size_t)es);
+				if (rnd(2)) /* ties: a few small values */
+					memset(x + i * es + 1, 0, (size_t)es - 1),
+					        x[i * es] = (char)rnd(spread);
+			}
+		}
+		CHECK_EQ(rt_topk(ctx, &d, x, ev, ei), RT_OK);
+		struct rtc_lanes l = rtc_lanes_of(d.outer, d.axis, d.inner);
+		for (int64_t lane = 0; lane < l.lanes && d.k > 0; lane++) {
+			int64_t xb, yb;
+			rtc_topk_bases(&l, d.k, lane, &xb, &yb);
+			topk_block_lane(dt, x + xb * es, d.axis, d.inner, d.k, d.smallest,
+			                yv + yb * es, yi + yb);
+		}
+		if (memcmp(yi, ei, 8 * (size_t)nout) || memcmp(yv, ev, (size_t)(nout * es))) {
+			if (bad < 5)
+				fprintf(stderr,
+				        "topk case %d: dtype %d smallest %d [%lld, %lld, %lld] k "
+				        "%lld "
+				        "differs\n",
+				        cs, dt, d.smallest, (long long)d.outer, (long long)d.axis,
+				        (long long)d.inner, (long long)d.k);
+			bad++;
+		}
+		free(x);
+		free(yv);
+		free(ev);
+		free(yi);
+		free(ei);
+	}
+	CHECK_EQ(bad, 0);
+	/* the keys keep the order: NaN on top, -0 with +0, extremes at the ends */
+	CHECK(rtc_topk_key_f32(NAN) > rtc_topk_key_f32(INFINITY));
+	CHECK(rtc_topk_key_f32(-0.0f) == rtc_topk_key_f32(0.0f));
+	CHECK(rtc_topk_key_f32(-INFINITY) < rtc_topk_key_f32(-3e38f));
+	CHECK(rtc_topk_key_f64(-1e-300) < rtc_topk_key_f64(0) &&
+	      rtc_topk_key_f64(0) < rtc_topk_key_f64(1e-300));
+	CHECK(rtc_topk_key_signed(INT64_MIN, 64) == 0 &&
+	      rtc_topk_key_signed(INT64_MAX, 64) == UINT64_MAX);
+	CHECK(rtc_topk_key_signed(-128, 8) == 0 && rtc_topk_key_signed(127, 8) == 255);
+	CHECK(rtc_topk_rank(0, 8, 1) == 255 && rtc_topk_rank(5, 64, 1) == ~5ull);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Linear attention                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* The sum of one value per part in xor-shuffle order (parts_sum). */
+static float parts_sum_host(float *v, int parts)
+{
+	float w[32];
+	for (int o = parts / 2; o > 0; o /= 2) {
+		for (int q = 0; q < parts; q++)
+			w[q] = v[q] + v[q ^ o];
+		memcpy(v, w, sizeof *v * (size_t)parts);
+	}
+	return v[0];
+}
+
+/*
+ * rtc_attention.cu's linattn_cols emulated: every block (item, column
+ * block) and thread (column, part) of the plan, the state's parts held per
+ * thread, the sums in shuffle order; against rt_linear_attention.
+ */
+static void linattn_emulate(const struct rt_linattn_desc *d, const float *q, const float *k,
+                            const float *v, const float *past, const float *decay,
+                            const float *beta, const float *erase, float *y, float *state,
+                            int *seen)
+{
+	struct rtc_linattn p;
+	const int64_t hkv = d->kv_heads, hq = d->q_heads, dk = d->dk, dv = d->dv, group = hq / hkv;
+	CHECK(rtc_linattn_plan(d, &p));
+	float *sk = alloc(4 * (size_t)dk), *sg = alloc(4 * (size_t)dk), *se = alloc(4 * (size_t)dk),
+	      *sq = alloc(4 * (size_t)dk);
+	for (int64_t it = 0; it < p.items; it++)
+		for (int cb = 0; cb < p.col_blocks; cb++)
+			for (int tid = 0; tid < RTC_LINATTN_THREADS; tid += p.parts) {
+				int64_t m, b = it / hkv, h = it % hkv;
+				int part;
+				float s[32][RTC_LINATTN_DK], acc[32];
+				rtc_linattn_thread(&p, cb, tid, &m, &part);
+				CHECK_EQ(part, 0);
+				if (m >= dv)
+					continue;
+				seen[it * dv + m]++;
+				for (int q0 = 0; q0 < p.parts; q0++)
+					for (int j = 0; j < RTC_LINATTN_DK; j++) {
+						int64_t i = rtc_linattn_dim(&p, q0, j);
+						s[q0][j] = past && i < dk
+						                   ? past[(it * dk + i) * dv + m]
+						                   : 0;
+					}
+				for (int64_t t = 0; t < d->seq; t++) {
+					int64_t bt = b * d->seq + t;
+					for (int64_t i = 0; i < dk; i++) {
+						sk[i] = k[(bt * hkv + h) * dk + i];
+						if (d->gated)
+							sg[i] = expf(decay[rtc_linattn_gate(
+							        d->decay_width, hkv, dk, bt, h,
+							        i)]);
+						if (d->delta)
+							se[i] = erase ? erase[rtc_linattn_gate(
+							                        d->erase_width, hkv,
+							                        dk, bt, h, i)] *
+							                        sk[i]
+							              : sk[i];
+					}
+					float w = v[(bt * hkv + h) * dv + m];
+					for (int q0 = 0; q0 < p.parts; q0++) {
+						acc[q0] = 0;
+						for (int j = 0; j < RTC_LINATTN_DK; j++) {
+							int64_t i = rtc_linattn_dim(&p, q0, j);
+							if (i >= dk)
+								continue;
+							if (d->gated)
+								s[q0][j] *= sg[i];
+							acc[q0] +=
+							        s[q0][j] * (d->delta ? se[i] : 0);
+						}
+					}
+					if (d->delta)
+						w = beta[bt * d->beta_width +
+						         (d->beta_width == 1 ? 0 : h)] *
+						    (w - parts_sum_host(acc, p.parts));
+					for (int q0 = 0; q0 < p.parts; q0++)
+						for (int j = 0; j < RTC_LINATTN_DK; j++) {
+							int64_t i = rtc_linattn_dim(&p, q0, j);
+							if (i < dk)
+								s[q0][j] += sk[i] * w;
+						}
+					for (int64_t g = 0; g < group; g++) {
+						int64_t qh = h * group + g;
+						for (int64_t i = 0; i < dk; i++)
+							sq[i] = q[(bt * hq + qh) * dk + i];
+						for (int q0 = 0; q0 < p.parts; q0++) {
+							acc[q0] = 0;
+							for (int j = 0; j < RTC_LINATTN_DK; j++) {
+								int64_t i =
+								        rtc_linattn_dim(&p, q0, j);
+								if (i < dk)
+									acc[q0] += sq[i] * s[q0][j];
+							}
+						}
+						y[(bt * hq + qh) * dv + m] =
+						        parts_sum_host(acc, p.parts) * d->scale;
+					}
+				}
+				for (int q0 = 0; q0 < p.parts; q0++)
+					for (int j = 0; j < RTC_LINATTN_DK; j++) {
+						int64_t i = rtc_linattn_dim(&p, q0, j);
+						if (i < dk)
+							state[(it * dk + i) * dv + m] = s[q0][j];
+					}
+			}
+	free(sk);
+	free(sg);
+	free(se);
+	free(sq);
+}
+
+static float *rnd_f32s(int64_t n, double lo, double hi)
+{
+	float *x = alloc(4 * (size_t)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++)
+		x[i] = (float)(lo + (hi - lo) * rnd_unit());
+	return x;
+}
+
+static void test_linear_attention(void)
+{
+	int bad = 0;
+	setup();
+	for (int cs = 0; cs < 300; cs++) {
+		static const char *const rules[] = { "linear", "gated", "delta", "gated_delta" };
+		int rule = (int)rnd(4);
+		struct rt_linattn_desc d = { RT_F32, rule & 1, rule >> 1, rnd_in(1, 2),
+			                     rnd_in(0, 5) };
+		d.kv_heads = rnd_in(1, 3);
+		d.q_heads = d.kv_heads * rnd_in(1, 3);
+		d.dk = rnd(4) ? rnd_in(1, 40) : rnd_in(60, 300);
+		d.dv = rnd_in(1, 20);
+		d.decay_width = d.gated ? (rnd(2) ? d.kv_heads : d.kv_heads * d.dk) : 0;
+		d.beta_width = d.delta ? (rnd(2) ? d.kv_heads : 1) : 0;
+		int with_erase = d.delta && rnd(2), with_past = (int)rnd(2);
+		d.erase_width = with_erase ? (rnd(2) ? d.kv_heads : d.kv_heads * d.dk) : 0;
+		d.scale = (float)(1 / sqrt((double)d.dk));
+		int64_t bt = d.batch * d.seq, ns = d.batch * d.kv_heads * d.dk * d.dv,
+		        ny = bt * d.q_heads * d.dv;
+		float *q = rnd_f32s(bt * d.q_heads * d.dk, -1, 1),
+		      *k = rnd_f32s(bt * d.kv_heads * d.dk, -1, 1) /* keys */,
+		      *v = rnd_f32s(bt * d.kv_heads * d.dv, -1, 1),
+		      *past = with_past ? rnd_f32s(ns, -1, 1) : NULL,
+		      *decay = d.gated ? rnd_f32s(bt * d.decay_width, -0.5, 0) : NULL,
+		      *beta = d.delta ? rnd_f32s(bt * d.beta_width, 0, 1) : NULL,
+		      *erase = with_erase ? rnd_f32s(bt * d.erase_width, 0, 1) : NULL;
+		float *y = alloc(4 * (size_t)(ny + 1)), *st = alloc(4 * (size_t)(ns + 1)),
+		      *ey = alloc(4 * (size_t)(ny + 1)), *est = alloc(4 * (size_t)(ns + 1));
+		int *seen = alloc(sizeof(int) * (size_t)(d.batch * d.kv_heads * d.dv));
+		/* keys scaled like a normalized key: the delta rule stays bounded */
+		for (int64_t i = 0; i < bt * d.kv_heads * d.dk; i++)
+			k[i] *= d.scale;
+		CHECK_EQ(rt_linear_attention(ctx, &d, q, k, v, past, decay, beta, erase, ey, est),
+		         RT_OK);
+		linattn_emulate(&d, q, k, v, past, decay, beta, erase, y, st, seen);
+		for (int64_t i = 0; i < d.batch * d.kv_heads * d.dv; i++)
+			if (seen[i] != 1)
+				bad++;
+		for (int64_t i = 0; i < ny; i++)
+			if (!close_to(y[i], ey[i], 1e-5)) {
+				if (bad < 5)
+					fprintf(stderr,
+					        "linattn case %d (%s) y[%lld]: %g, want %g\n", cs,
+					        rules[rule], (long long)i, y[i], ey[i]);
+				bad++;
+			}
+		for (int64_t i = 0; i < ns; i++)
+			if (!close_to(st[i], est[i], 1e-5)) {
+				if (bad < 5)
+					fprintf(stderr,
+					        "linattn case %d (%s) state[%lld]: %g, want %g\n",
+					        cs, rules[rule], (long long)i, st[i], est[i]);
+				bad++;
+			}
+		free(q), free(k), free(v), free(past), free(decay), free(beta), free(erase);
+		free(y), free(st), free(ey), free(est), free(seen);
+	}
+	CHECK_EQ(bad, 0);
+	/* the plan: parts cover dk in powers of two, columns fill the block */
+	struct rt_linattn_desc d = { RT_F32, 0, 0, 2, 3, 8, 4, 64, 100 };
+	struct rtc_linattn p;
+	CHECK(rtc_linattn_plan(&d, &p));
+	CHECK_EQ(p.parts, 2);
+	CHECK_EQ(p.cols, RTC_LINATTN_THREADS / 2);
+	CHECK_EQ(p.col_blocks, 1);
+	CHECK_EQ(p.items, 8);
+	d.dk = RTC_LINATTN_MAX_DK;
+	CHECK(rtc_linattn_plan(&d, &p));
+	CHECK_EQ(p.parts, 32);
+	d.dk = RTC_LINATTN_MAX_DK + 1;
+	CHECK(!rtc_linattn_plan(&d, &p));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Normalization windows                                                    */
 /* ------------------------------------------------------------------------ */
@@ -1509,4 +1876,5 @@ static void test_refusals(void)
 TESTS(T(test_div) T(test_launch) T(test_dtypes) T(test_pool) T(test_reduce) T(test_arg)
               T(test_softmax_lanes) T(test_cumsum) T(test_lrn) T(test_copy) T(test_tile)
                       T(test_gather) T(test_gather_elements) T(test_scatter_elements) T(test_pad)
-                              T(test_trilu) T(test_resize) T(test_refusals))
+                              T(test_trilu) T(test_resize) T(test_refusals) T(test_topk)
+                                      T(test_linear_attention))
