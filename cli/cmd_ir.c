@@ -179,13 +179,15 @@ static void print_ops_markdown(void)
 	       "Opsets %d to %d of the default domain. *Versions* are the versions of the\n"
 	       "operator (numbered, as in ONNX's docs/Changelog.md, by the opset that\n"
 	       "introduced them) onnxc implements, each with its own semantics; a model at\n"
-	       "opset N gets the last version not above N. *Lowers to* is the IR op it\n"
+	       "opset N gets the last version not above N. From opset %d on every version\n"
+	       "is implemented; a node of an older model imports when its version is\n"
+	       "listed here (an older one is refused). *Lowers to* is the IR op it\n"
 	       "becomes (the main one, where it is lowered to several); *(import)*:\n"
 	       "evaluated at import - shape queries and generators\n"
 	       "become constants, an If whose condition is a constant becomes the branch\n"
 	       "it takes.\n\n"
 	       "| ONNX op | versions | lowers to |\n|---|---|---|\n",
-	       FE_MIN_OPSET, FE_MAX_OPSET);
+	       FE_MIN_OPSET, FE_MAX_OPSET, FE_FULL_OPSET);
 	const struct fe_op *list[512];
 	size_t n = 0;
 	for (const struct fe_op *const *t = fe_op_tables; *t; t++)
@@ -195,11 +197,12 @@ static void print_ops_markdown(void)
 		}
 	qsort(list, n, sizeof *list, cmp_fe_op);
 	print_op_rows(list, n, false);
-	printf("\n## ONNX Runtime operators onnxc imports\n\n"
+	printf("\n## Operators of other domains onnxc imports\n\n"
 	       "The ops of ONNX Runtime's com.microsoft domain that its transformer optimizer\n"
-	       "writes into models (Attention and its kin excepted); any other op of the\n"
-	       "domain is refused by name. *Versions* are the domain's.\n\n"
-	       "| ONNX Runtime op | domain | versions | lowers to |\n|---|---|---|---|\n");
+	       "writes into models (Attention and its kin excepted), and the optimizers of\n"
+	       "ONNX's ai.onnx.preview.training domain; any other op of these domains is\n"
+	       "refused by name. *Versions* are the domain's.\n\n"
+	       "| op | domain | versions | lowers to |\n|---|---|---|---|\n");
 	print_op_rows(list, n, true);
 	printf("\n## IR ops\n\n"
 	       "Attributes are all required in the IR (the importer fills ONNX defaults);\n"

@@ -58,8 +58,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--version")) {
 		struct ir_ctx ctx;
 		const char *inc, *lib;
-		printf("onnxc %s (ONNX opsets %d to %d)\n", ONNXC_VERSION, FE_MIN_OPSET,
-		       FE_MAX_OPSET);
+		printf("onnxc %s (ONNX opsets %d to %d; %d to %d where each op's version is one "
+		       "onnxc implements)\n",
+		       ONNXC_VERSION, FE_FULL_OPSET, FE_MAX_OPSET, FE_MIN_OPSET, FE_FULL_OPSET - 1);
 		/* what compiled models link when onnxc links them itself (run,
 		 * check): the installed runtime beside an installed onnxc */
 		ir_ctx_init(&ctx);

@@ -133,8 +133,15 @@ bool fe_export_writes(enum ir_op op, const char **refusal);
 
 #include "onnx.pb-c.h"
 
-#define FE_MIN_OPSET 7
-#define FE_MAX_OPSET 27
+/* Models of default-domain opsets FE_MIN_OPSET to FE_MAX_OPSET are read.
+ * From FE_FULL_OPSET on, every op onnxc imports has every version of it
+ * implemented (scripts/op-versions.py checks the tables); below it, a node
+ * imports when the version in effect at its opset is one the table lists,
+ * and is refused otherwise (the op's older versions carry attributes such
+ * as consumed_inputs or broadcast that onnxc does not read). */
+#define FE_MIN_OPSET  1
+#define FE_FULL_OPSET 7
+#define FE_MAX_OPSET  27
 
 /* The model file while tensors are read from it (load.c): large raw_data
  * stays in the file and is read from fd into the constant that holds it. */
@@ -276,6 +283,10 @@ bool fe_inputs(struct fe_node *nd, int min, int max);
  * not a constant. *v is arena memory. */
 int fe_const_ints(struct fe_node *nd, int i, const char *what, int64_t **v);
 int fe_const_floats(struct fe_node *nd, int i, const char *what, float **v);
+/* Input i's values decide the output's shape (NonZero, Unique, ...): true
+ * when it is a constant, else a diagnostic saying so and what a user can do
+ * (and the graph inputs it comes from are wanted, for onnxc check). */
+bool fe_need_values(struct fe_node *nd, int i);
 /* Input i must be a constant with data: reports (naming what) if not. */
 bool fe_need_const(struct fe_node *nd, int i, const char *what);
 /* The same for an operand that decides values, not shapes (a DFT's length,

@@ -259,6 +259,21 @@ static bool need_const(struct fe_node *nd, int i, const char *what, const char *
 	return true;
 }
 
+bool fe_need_values(struct fe_node *nd, int i)
+{
+	struct ir_value *v = fe_in(nd, i);
+	if (v && v->kind == IR_VAL_CONST && v->data)
+		return true;
+	if (v && nd->fe->opt && nd->fe->opt->wanted)
+		want_inputs(nd->fe, nd->fe->opt->wanted, v);
+	return fe_fail(nd,
+	               "the shape of the output depends on the values of input %d '%s', which are "
+	               "computed at run time, and onnxc compiles static shapes: bind the graph "
+	               "input it comes from with --const INPUT=FILE.npy, or export the model "
+	               "without the op",
+	               i, v ? nd->proto->input[i] : "");
+}
+
 bool fe_need_const(struct fe_node *nd, int i, const char *what)
 {
 	return need_const(nd, i, what,
@@ -702,10 +717,6 @@ static const struct {
 	  "it works on sequences, and onnxc compiles tensors only" },
 	{ "Optional OptionalGetElement OptionalHasElement",
 	  "it works on optional values, and onnxc compiles tensors only" },
-	{ "NonMaxSuppression",
-	  "the shape of its output depends on the values of the boxes and scores, and onnxc "
-	  "compiles static shapes: export the model without the op and run the selection "
-	  "after it" },
 	{ "RandomNormal RandomNormalLike RandomUniform RandomUniformLike Bernoulli Multinomial",
 	  "it draws random numbers, and onnxc's inference models are deterministic" },
 	{ "ImageDecoder", "it decodes encoded images (bytes), and onnxc compiles tensors only" },
@@ -719,6 +730,18 @@ static const char *refused_kind(const char *op)
 			if ((p == refused_kinds[i].ops || p[-1] == ' ') && (!p[n] || p[n] == ' '))
 				return refused_kinds[i].why;
 	return NULL;
+}
+
+/* What the ops of a domain onnxc does not compile are, or "". */
+static const char *domain_kind(const char *d)
+{
+	if (d && !strcmp(d, "ai.onnx.ml"))
+		return ": the classical machine-learning ops (trees, linear models, encoders) are "
+		       "not compiled";
+	if (d && !strcmp(d, "ai.onnx.preview.training"))
+		return ": its optimizer ops are not compiled (onnxc train generates the optimizer "
+		       "step itself)";
+	return "";
 }
 
 /* Whether onnxc imports any op of the (non-default) domain d. */
@@ -801,11 +824,23 @@ static bool find_opset(struct fe *fe)
 			fe->opset = o->has_version ? o->version : 1;
 	}
 	if (fe->opset < 0) {
+		/* a model of other domains' ops alone (the training optimizers,
+		 * the ML ops) need not import the default one: its opset is moot */
+		bool any = false;
+		for (size_t i = 0; mp->graph && i < mp->graph->n_node && !any; i++)
+			any = default_domain(mp->graph->node[i]->domain);
+		if (!any && mp->n_opset_import) {
+			fe->opset = FE_MAX_OPSET;
+			return true;
+		}
+	}
+	if (fe->opset < 0) {
 		const char *other = mp->n_opset_import && mp->opset_import[0]->domain
 		                            ? mp->opset_import[0]->domain
 		                            : NULL;
-		ir_error(fe->ctx, "the model imports no version of the default ONNX opset%s%s%s",
-		         other ? " (only domain '" : "", other ? other : "", other ? "')" : "");
+		ir_error(fe->ctx, "the model imports no version of the default ONNX opset%s%s%s%s",
+		         other ? " (only domain '" : "", other ? other : "", other ? "')" : "",
+		         domain_kind(other));
 		return false;
 	}
 	if (fe->opset < FE_MIN_OPSET || fe->opset > FE_MAX_OPSET) {
@@ -873,10 +908,7 @@ static bool scan_graph(struct fe *fe, const char **names)
 			              "domain '%s'%s is not supported (onnxc supports the default "
 			              "ONNX domain and some com.microsoft ops)%s",
 			              p->domain, domain_version(fe, p->domain),
-			              !strcmp(p->domain, "ai.onnx.ml")
-			                      ? ": the classical machine-learning ops (trees, "
-			                        "linear models, encoders) are not compiled"
-			                      : "");
+			              domain_kind(p->domain));
 			unsupported++;
 			continue;
 		}
@@ -902,6 +934,13 @@ static bool scan_graph(struct fe *fe, const char **names)
 				        "op was removed from ONNX in opset %d (the node is at "
 				        "opset %lld)",
 				        op->removed, (long long)opset);
+			else if (op->versions[0] <= FE_FULL_OPSET && op->versions[0] > 1)
+				/* an older version may exist: onnxc does not read it */
+				ir_node_error(fe->ctx, names[i], p->op_type,
+				              "onnxc imports %s from its version %d (opset %d) on; "
+				              "the node is at opset %lld",
+				              p->op_type, op->versions[0], op->versions[0],
+				              (long long)opset);
 			else
 				ir_node_error(fe->ctx, names[i], p->op_type,
 				              "op does not exist in opset %lld (it was added in "

@@ -5,28 +5,15 @@
  * onnxc compiles static shapes, so these are evaluated at import when the
  * deciding input is a constant (a weight, a folded expression, or a graph
  * input bound with --const): NonZero and Unique become constants, Compress
- * a Gather with constant indices (its data may still come at run time).
+ * a Gather with constant indices (its data may still come at run time),
+ * NonMaxSuppression the constant indices of the boxes it selects.
  * Otherwise the node is refused with a diagnostic that says why and what a
- * user can do. NonMaxSuppression is refused by import.c's list of ops
- * onnxc does not compile (its boxes are in practice computed).
+ * user can do.
  */
 #include "fe.h"
 
+#include <stdint.h>
 #include <string.h>
-
-/* Input i's values decide the output's shape: true when they are known. */
-static bool need_values(struct fe_node *nd, int i)
-{
-	struct ir_value *v = fe_in(nd, i);
-	if (v && v->kind == IR_VAL_CONST && v->data)
-		return true;
-	return fe_fail(nd,
-	               "the shape of the output depends on the values of input %d '%s', which are "
-	               "computed at run time, and onnxc compiles static shapes: bind the graph "
-	               "input it comes from with --const INPUT=FILE.npy, or export the model "
-	               "without the op",
-	               i, v ? nd->proto->input[i] : "");
-}
 
 static bool fold_fits(struct fe_node *nd, int64_t work)
 {
@@ -43,7 +30,7 @@ static bool imp_nonzero(struct fe_node *nd)
 	struct ir_value *x;
 	int64_t n, nnz = 0, *out;
 	struct ir_type t = { .dtype = IR_I64, .rank = 2 };
-	if (!fe_inputs(nd, 1, 1) || !need_values(nd, 0))
+	if (!fe_inputs(nd, 1, 1) || !fe_need_values(nd, 0))
 		return false;
 	x = nd->in[0];
 	n = ir_type_elems(&x->type);
@@ -94,7 +81,7 @@ static bool imp_compress(struct fe_node *nd)
 	bool has_axis = fe_has(nd, "axis");
 	int64_t axis = fe_int(nd, "axis", 0), len, k = 0, *idx;
 	struct ir_value *x, *c;
-	if (!fe_inputs(nd, 2, 2) || nd->failed || !need_values(nd, 1))
+	if (!fe_inputs(nd, 2, 2) || nd->failed || !fe_need_values(nd, 1))
 		return false;
 	x = nd->in[0], c = nd->in[1];
 	if (c->type.dtype != IR_BOOL || c->type.rank != 1)
@@ -150,19 +137,27 @@ static int uniq_cmp_slices(const struct uniq *u, int64_t a, int64_t b)
 	return 0;
 }
 
-/* Sorts v[0..n) by slice, stably (a merge sort: qsort has no context). */
-static void uniq_sort(const struct uniq *u, int64_t *v, int64_t *tmp, int64_t n)
+/* Sorts v[0..n) stably by before(ctx, a, b) (is a strictly before b?): a
+ * merge sort, tmp n entries of scratch (qsort is neither stable nor takes a
+ * context). */
+static void stable_sort(int64_t *v, int64_t *tmp, int64_t n,
+                        bool (*before)(const void *ctx, int64_t a, int64_t b), const void *ctx)
 {
 	int64_t h = n / 2, i = 0, j = h, k = 0;
 	if (n < 2)
 		return;
-	uniq_sort(u, v, tmp, h);
-	uniq_sort(u, v + h, tmp, n - h);
+	stable_sort(v, tmp, h, before, ctx);
+	stable_sort(v + h, tmp, n - h, before, ctx);
 	while (i < h && j < n)
-		tmp[k++] = uniq_cmp_slices(u, v[j], v[i]) < 0 ? v[j++] : v[i++];
+		tmp[k++] = before(ctx, v[j], v[i]) ? v[j++] : v[i++];
 	while (i < h)
 		tmp[k++] = v[i++];
 	memcpy(v, tmp, sizeof *v * (size_t)k);
+}
+
+static bool uniq_before(const void *u, int64_t a, int64_t b)
+{
+	return uniq_cmp_slices(u, a, b) < 0;
 }
 
 static bool imp_unique(struct fe_node *nd)
@@ -174,7 +169,7 @@ static bool imp_unique(struct fe_node *nd)
 	int64_t *order, *first, *inverse, *counts, *slot;
 	struct ir_type it = { .dtype = IR_I64, .rank = 1 };
 	struct ir_arena *a = &nd->fe->m->arena;
-	if (!fe_inputs(nd, 1, 1) || nd->failed || !need_values(nd, 0))
+	if (!fe_inputs(nd, 1, 1) || nd->failed || !fe_need_values(nd, 0))
 		return false;
 	x = nd->in[0];
 	if (has_axis) {
@@ -203,7 +198,7 @@ static bool imp_unique(struct fe_node *nd)
 	slot = ir_arena_alloc(a, sizeof *slot * (size_t)u.len);
 	for (int64_t i = 0; i < u.len; i++)
 		order[i] = i;
-	uniq_sort(&u, order, counts, u.len); /* counts: scratch until filled */
+	stable_sort(order, counts, u.len, uniq_before, &u); /* counts: scratch until filled */
 	/* runs of equal slices in sorted order: slot[] numbers them */
 	for (int64_t i = 0; i < u.len; i++) {
 		if (!i || uniq_cmp_slices(&u, order[i - 1], order[i])) {
@@ -241,9 +236,141 @@ static bool imp_unique(struct fe_node *nd)
 	return true;
 }
 
+/* NonMaxSuppression's box a of boxes b ([y1, x1, y2, x2], any two opposite
+ * corners; or [x_center, y_center, width, height]) as min and max corners,
+ * in FP32 as ONNX's reference computes. */
+struct nms_box {
+	float x0, x1, y0, y1;
+};
+
+static struct nms_box nms_box_at(const float *b, int center)
+{
+	struct nms_box r;
+	if (center) {
+		r.x0 = b[0] - b[2] / 2, r.x1 = b[0] + b[2] / 2;
+		r.y0 = b[1] - b[3] / 2, r.y1 = b[1] + b[3] / 2;
+	} else {
+		r.x0 = b[1] < b[3] ? b[1] : b[3], r.x1 = b[1] < b[3] ? b[3] : b[1];
+		r.y0 = b[0] < b[2] ? b[0] : b[2], r.y1 = b[0] < b[2] ? b[2] : b[0];
+	}
+	return r;
+}
+
+/* Does a suppress b: intersection over union above iou (degenerate boxes
+ * never do)? */
+static bool nms_suppresses(struct nms_box a, struct nms_box b, float iou)
+{
+	float ix0 = a.x0 > b.x0 ? a.x0 : b.x0, ix1 = a.x1 < b.x1 ? a.x1 : b.x1,
+	      iy0 = a.y0 > b.y0 ? a.y0 : b.y0, iy1 = a.y1 < b.y1 ? a.y1 : b.y1;
+	float inter, area_a, area_b, uni;
+	if (ix1 <= ix0 || iy1 <= iy0)
+		return false;
+	inter = (ix1 - ix0) * (iy1 - iy0);
+	area_a = (a.x1 - a.x0) * (a.y1 - a.y0);
+	area_b = (b.x1 - b.x0) * (b.y1 - b.y0);
+	uni = area_a + area_b - inter;
+	if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0)
+		return false;
+	return inter / uni > iou;
+}
+
+/* Candidates by score, best first, ties to the lower box (sorted stably:
+ * ONNX's reference order). */
+static bool nms_before(const void *score, int64_t a, int64_t b)
+{
+	return ((const float *)score)[a] > ((const float *)score)[b];
+}
+
+/*
+ * NonMaxSuppression (10, 11) of constant boxes [B, N, 4] and scores
+ * [B, C, N]: per batch and class, the boxes scoring above score_threshold
+ * (all without one) in score order, each kept unless a box kept before it
+ * overlaps it by more than iou_threshold, at most max_output_boxes_per_class
+ * (default 0: none). The result [selected, 3] holds (batch, class, box).
+ */
+static bool imp_nms(struct fe_node *nd)
+{
+	int center = (int)fe_int(nd, "center_point_box", 0);
+	struct ir_value *bx, *sc, *opt[3];
+	int64_t nb, nc, n, limit = 0, nsel = 0, *sel, *cand, *tmp, *kept;
+	float iou = 0, thr = 0;
+	const float *boxes, *scores;
+	struct ir_arena *a = &nd->fe->m->arena;
+	struct ir_type t = { .dtype = IR_I64, .rank = 2 };
+	if (!fe_inputs(nd, 2, 5) || nd->failed)
+		return false;
+	if (center != 0 && center != 1)
+		return fe_fail(nd, "center_point_box must be 0 or 1, not %d", center);
+	bx = nd->in[0], sc = nd->in[1];
+	if (bx->type.dtype != IR_F32 || sc->type.dtype != IR_F32 || bx->type.rank != 3 ||
+	    sc->type.rank != 3 || bx->type.dims[2] != 4 || sc->type.dims[0] != bx->type.dims[0] ||
+	    sc->type.dims[2] != bx->type.dims[1])
+		return fe_fail(nd, "boxes must be f32 [batches, boxes, 4] and scores f32 [batches, "
+		                   "classes, boxes]");
+	for (int i = 0; i < 3; i++) {
+		opt[i] = fe_in(nd, i + 2);
+		if (opt[i] && ir_type_elems(&opt[i]->type) != 1)
+			return fe_fail(nd, "input %d must hold one value", i + 2);
+	}
+	if (!fe_need_values(nd, 0) || !fe_need_values(nd, 1) ||
+	    (opt[0] && !fe_need_values(nd, 2)) || (opt[1] && !fe_need_values(nd, 3)) ||
+	    (opt[2] && !fe_need_values(nd, 4)))
+		return false;
+	if (opt[0])
+		limit = ir_load_i64(opt[0]->type.dtype, opt[0]->data, 0);
+	if (opt[1])
+		iou = (float)ir_load_f64(opt[1]->type.dtype, opt[1]->data, 0);
+	if (opt[2])
+		thr = (float)ir_load_f64(opt[2]->type.dtype, opt[2]->data, 0);
+	nb = bx->type.dims[0], nc = sc->type.dims[1], n = bx->type.dims[1];
+	limit = limit < 0 ? 0 : limit < n ? limit : n;
+	/* per class: a sort, then each candidate against the kept ones (the
+	 * score elements are bounded by the model; the product saturates) */
+	{
+		int64_t elems = nb * nc * n, per = 32 + limit;
+		if (!fold_fits(nd, elems > INT64_MAX / per ? INT64_MAX : elems * per))
+			return false;
+	}
+	boxes = bx->data, scores = sc->data;
+	sel = ir_arena_alloc(a, sizeof *sel * (size_t)(3 * nb * nc * limit + 3));
+	cand = ir_arena_alloc(a, sizeof *cand * (size_t)(n + 1));
+	tmp = ir_arena_alloc(a, sizeof *tmp * (size_t)(n + 1));
+	kept = ir_arena_alloc(a, sizeof *kept * (size_t)(limit + 1));
+	for (int64_t b = 0; b < nb; b++)
+		for (int64_t c = 0; c < nc; c++) {
+			const float *s = scores + (b * nc + c) * n, *bb = boxes + b * n * 4;
+			int64_t m = 0, nk = 0;
+			for (int64_t i = 0; i < n; i++)
+				if (!opt[2] || s[i] > thr)
+					cand[m++] = i;
+			stable_sort(cand, tmp, m, nms_before, s);
+			for (int64_t i = 0; i < m && nk < limit; i++) {
+				struct nms_box bi = nms_box_at(bb + cand[i] * 4, center);
+				bool keep = true;
+				for (int64_t j = 0; j < nk && keep; j++)
+					keep = !nms_suppresses(
+					        bi, nms_box_at(bb + kept[j] * 4, center), iou);
+				if (!keep)
+					continue;
+				kept[nk++] = cand[i];
+				sel[3 * nsel] = b, sel[3 * nsel + 1] = c,
+				        sel[3 * nsel + 2] = cand[i];
+				nsel++;
+			}
+		}
+	if (!nsel)
+		return fe_fail(nd,
+		               "no box is selected: the output would be empty, and onnxc has no "
+		               "empty tensors");
+	t.dims[0] = nsel, t.dims[1] = 3;
+	fe_bind(nd, 0, fe_const(nd, 0, &t, sel));
+	return true;
+}
+
 const struct fe_op fe_ops_dynamic[] = {
 	{ "NonZero", imp_nonzero, IR_OP_COUNT, { 9, 13 } },
 	{ "Compress", imp_compress, IR_OP_GATHER, { 9, 11 } },
 	{ "Unique", imp_unique, IR_OP_GATHER, { 11 } },
+	{ "NonMaxSuppression", imp_nms, IR_OP_COUNT, { 10, 11 } },
 	{ NULL, NULL, 0, { 0 } },
 };

@@ -1,6 +1,8 @@
 /*
- * ops_loss.c - importers for ONNX's loss ops: NegativeLogLikelihoodLoss and
- * SoftmaxCrossEntropyLoss, lowered to IR ops (no loss op in the IR).
+ * ops_loss.c - importers for ONNX's loss ops, NegativeLogLikelihoodLoss and
+ * SoftmaxCrossEntropyLoss, and for the optimizers of ai.onnx.preview.training
+ * (Adagrad, Momentum, Adam; below), lowered to IR ops (no loss or optimizer
+ * op in the IR).
  *
  * Both are the same negative log likelihood of input [N, C, d1..dk] (log
  * probabilities; SoftmaxCrossEntropyLoss takes their log_softmax over C
@@ -200,8 +202,209 @@ static bool imp_softmax_cross_entropy(struct fe_node *nd)
 	return nll_loss(nd, &l, n->out[0]);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The optimizers of ai.onnx.preview.training                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Adagrad, Momentum and Adam (domain ai.onnx.preview.training, version 1):
+ * one update of n tensors X with their gradients G and optimizer state,
+ * given the learning rate R and the update count T (scalars, run-time
+ * inputs). Inputs R, T, X1..Xn, G1..Gn, then the state tensors by kind
+ * (Adagrad H; Momentum V; Adam V then H); outputs the new X1..Xn, then the
+ * new state by kind. Everything is elementwise: the IR ops below fuse into
+ * a kernel per tensor. T > 0 switches Momentum's gradient coefficient to
+ * beta and Adam's bias correction on (a where, T being a run-time value).
+ * The formulas are ONNX's (docs/Operators.md, ai.onnx.preview.training).
+ */
+enum optim { ADAGRAD, MOMENTUM, ADAM };
+
+struct optim_in {
+	int n;                    /* tensors updated */
+	enum ir_dtype dt;         /* their type */
+	struct ir_value *r, *t;   /* R and T in dt */
+	struct ir_value *started; /* T > 0 */
+};
+
+static struct ir_value *in_dtype(struct fe_node *nd, struct ir_value *v, enum ir_dtype dt)
+{
+	return v && v->type.dtype != dt ? fe_cast(nd, v, dt, -1) : v;
+}
+
+/* Checks the inputs (k per tensor: X, G and the state) and outputs. */
+static bool optim_inputs(struct fe_node *nd, int k, int outs, struct optim_in *o)
+{
+	struct ir_value *r, *t, *x;
+	if (!fe_inputs(nd, 2 + k, -1) || nd->failed)
+		return false;
+	if ((nd->nin - 2) % k)
+		return fe_fail(nd, "takes R, T and %d tensors per updated tensor, not %d inputs", k,
+		               nd->nin);
+	o->n = (nd->nin - 2) / k;
+	if (nd->nout != outs * o->n)
+		return fe_fail(nd, "updates %d tensors: it has %d outputs, not %d", o->n,
+		               outs * o->n, nd->nout);
+	r = nd->in[0], t = nd->in[1], x = nd->in[2];
+	o->dt = x->type.dtype;
+	if (o->dt != IR_F32 && o->dt != IR_F64)
+		return fe_fail(nd, "the tensors must be f32 or f64, not %s", ir_dtype_name(o->dt));
+	if ((r->type.dtype != IR_F32 && r->type.dtype != IR_F64) || ir_type_elems(&r->type) != 1)
+		return fe_fail(nd, "R must be one f32 or f64 value");
+	if (t->type.dtype != IR_I64 || ir_type_elems(&t->type) != 1)
+		return fe_fail(nd, "T must be one i64 value");
+	for (int i = 2; i < nd->nin; i++) {
+		struct ir_value *v = fe_in(nd, i);
+		if (!v || !ir_type_eq(&v->type, &nd->in[2 + (i - 2) % o->n]->type))
+			return fe_fail(nd,
+			               "input %d must be of the type and shape of the tensor it "
+			               "goes with (%s)",
+			               i, nd->proto->input[2 + (i - 2) % o->n]);
+	}
+	o->r = in_dtype(nd, r, o->dt);
+	o->t = in_dtype(nd, t, o->dt);
+	o->started = fe_binary(nd, IR_OP_GREATER, t, fe_scalar(nd, IR_I64, 0), -1);
+	return o->r && o->t && o->started;
+}
+
+static struct ir_value *k_(struct fe_node *nd, enum ir_dtype dt, double v)
+{
+	return fe_scalar(nd, dt, v);
+}
+
+/* a * x + y (a a scalar constant) */
+static struct ir_value *axpy(struct fe_node *nd, double a, struct ir_value *x, struct ir_value *y,
+                             int k)
+{
+	struct ir_value *ax = fe_binary(nd, IR_OP_MUL, k_(nd, x->type.dtype, a), x, -1);
+	return fe_binary(nd, IR_OP_ADD, ax, y, k);
+}
+
+static bool bind_out(struct fe_node *nd, int k, struct ir_value *v)
+{
+	if (!v)
+		return false;
+	fe_bind(nd, k, v);
+	return true;
+}
+
+/* A required float attribute: false after reporting it missing. */
+static bool req_float(struct fe_node *nd, const char *name, double *v)
+{
+	if (!fe_has(nd, name))
+		return nd->failed ? false : fe_fail(nd, "attribute '%s' is required", name);
+	*v = fe_float(nd, name, 0);
+	return !nd->failed;
+}
+
+static bool imp_optimizer(struct fe_node *nd)
+{
+	enum optim kind = !strcmp(nd->op, "Adagrad")    ? ADAGRAD
+	                  : !strcmp(nd->op, "Momentum") ? MOMENTUM
+	                                                : ADAM;
+	struct optim_in o = { 0 };
+	struct ir_value *rate = NULL, *coef = NULL;
+	double alpha = 0, beta = 0, eps = 0, nc = 0, ncp = 0, decay = 0;
+	bool nesterov = false;
+	if (kind == ADAGRAD) {
+		decay = fe_float(nd, "decay_factor", 0);
+		eps = fe_float(nd, "epsilon", 0);
+		nc = fe_float(nd, "norm_coefficient", 0);
+	} else if (kind == MOMENTUM) {
+		const char *mode = fe_str(nd, "mode", "");
+		if (!req_float(nd, "alpha", &alpha) || !req_float(nd, "beta", &beta) ||
+		    !req_float(nd, "norm_coefficient", &nc))
+			return false;
+		if (strcmp(mode, "standard") && strcmp(mode, "nesterov"))
+			return fe_fail(nd, "mode '%s' is not one of standard and nesterov", mode);
+		nesterov = !strcmp(mode, "nesterov");
+	} else {
+		alpha = fe_float(nd, "alpha", 0.9f);
+		beta = fe_float(nd, "beta", 0.999f);
+		eps = fe_float(nd, "epsilon", 0);
+		nc = fe_float(nd, "norm_coefficient", 0);
+		ncp = fe_float(nd, "norm_coefficient_post", 0);
+	}
+	if (!optim_inputs(nd, kind == ADAM ? 4 : 3, kind == ADAM ? 3 : 2, &o))
+		return false;
+	if (kind == ADAGRAD) /* R / (1 + T decay_factor) */
+		rate = fe_binary(nd, IR_OP_DIV, o.r, axpy(nd, decay, o.t, k_(nd, o.dt, 1), -1), -1);
+	else if (kind == MOMENTUM) /* beta once T > 0, 1 before */
+		coef = fe_where(nd, o.started, k_(nd, o.dt, beta), k_(nd, o.dt, 1), -1);
+	else { /* R sqrt(1 - beta^T) / (1 - alpha^T) once T > 0, R before */
+		struct ir_value *bt = fe_binary(nd, IR_OP_POW, k_(nd, o.dt, beta), o.t, -1),
+		                *at = fe_binary(nd, IR_OP_POW, k_(nd, o.dt, alpha), o.t, -1);
+		struct ir_value *num = fe_unary(
+		        nd, IR_OP_SQRT, fe_binary(nd, IR_OP_SUB, k_(nd, o.dt, 1), bt, -1), -1);
+		struct ir_value *den = fe_binary(nd, IR_OP_SUB, k_(nd, o.dt, 1), at, -1);
+		rate = fe_where(
+		        nd, o.started,
+		        fe_binary(nd, IR_OP_DIV, fe_binary(nd, IR_OP_MUL, o.r, num, -1), den, -1),
+		        o.r, -1);
+	}
+	if (!rate && !coef)
+		return false;
+	for (int i = 0; i < o.n; i++) {
+		struct ir_value *x = nd->in[2 + i], *gr = nd->in[2 + o.n + i],
+		                *s1 = nd->in[2 + 2 * o.n + i];
+		/* the gradient of the regularization term added */
+		struct ir_value *g = axpy(nd, nc, x, gr, -1), *step;
+		if (kind == ADAGRAD) {
+			struct ir_value *h = fe_binary(nd, IR_OP_ADD, s1,
+			                               fe_binary(nd, IR_OP_MUL, g, g, -1), o.n + i);
+			struct ir_value *hs =
+			        fe_binary(nd, IR_OP_ADD, fe_unary(nd, IR_OP_SQRT, h, -1),
+			                  k_(nd, o.dt, eps), -1);
+			step = fe_binary(nd, IR_OP_DIV, fe_binary(nd, IR_OP_MUL, rate, g, -1), hs,
+			                 -1);
+			if (!bind_out(nd, o.n + i, h))
+				return false;
+		} else if (kind == MOMENTUM) {
+			struct ir_value *v =
+			        fe_binary(nd, IR_OP_ADD,
+			                  fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, alpha), s1, -1),
+			                  fe_binary(nd, IR_OP_MUL, coef, g, -1), o.n + i);
+			step = fe_binary(nd, IR_OP_MUL, o.r,
+			                 nesterov ? axpy(nd, alpha, v, g, -1) : v, -1);
+			if (!bind_out(nd, o.n + i, v))
+				return false;
+		} else {
+			struct ir_value *s2 = nd->in[2 + 3 * o.n + i];
+			struct ir_value *v = fe_binary(
+			        nd, IR_OP_ADD,
+			        fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, alpha), s1, -1),
+			        fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, 1 - alpha), g, -1), o.n + i);
+			struct ir_value *h = fe_binary(
+			        nd, IR_OP_ADD, fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, beta), s2, -1),
+			        fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, 1 - beta),
+			                  fe_binary(nd, IR_OP_MUL, g, g, -1), -1),
+			        2 * o.n + i);
+			struct ir_value *hs =
+			        fe_binary(nd, IR_OP_ADD, fe_unary(nd, IR_OP_SQRT, h, -1),
+			                  k_(nd, o.dt, eps), -1);
+			step = fe_binary(nd, IR_OP_MUL, rate, fe_binary(nd, IR_OP_DIV, v, hs, -1),
+			                 -1);
+			if (!bind_out(nd, o.n + i, v) || !bind_out(nd, 2 * o.n + i, h))
+				return false;
+		}
+		if (kind == ADAM && ncp != 0) { /* regularization after the update */
+			struct ir_value *xn = fe_binary(nd, IR_OP_SUB, x, step, -1);
+			if (!bind_out(nd, i,
+			              fe_binary(nd, IR_OP_MUL, k_(nd, o.dt, 1 - ncp), xn, i)))
+				return false;
+		} else if (!bind_out(nd, i, fe_binary(nd, IR_OP_SUB, x, step, i))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+#define TRAINING "ai.onnx.preview.training"
+
 const struct fe_op fe_ops_loss[] = {
 	{ "NegativeLogLikelihoodLoss", imp_nll_loss, IR_OP_GATHER_ELEMENTS, { 12, 13, 22 } },
 	{ "SoftmaxCrossEntropyLoss", imp_softmax_cross_entropy, IR_OP_LOG_SOFTMAX, { 12, 13 } },
+	{ "Adagrad", imp_optimizer, IR_OP_SQRT, { 1 }, .domain = TRAINING },
+	{ "Momentum", imp_optimizer, IR_OP_MUL, { 1 }, .domain = TRAINING },
+	{ "Adam", imp_optimizer, IR_OP_SQRT, { 1 }, .domain = TRAINING },
 	{ NULL, NULL, 0, { 0 } },
 };

@@ -44,7 +44,8 @@ UNSUPPORTED = ("not supported", "does not exist in opset", "must be a constant",
                "older than onnxc supports", "newer than onnxc supports",
                "imports no version of the default ONNX opset", "is not a tensor",
                "onnxc does not support", "must be a constant bool",
-               "cannot be compiled for inference", "onnxc compiles static shapes")
+               "cannot be compiled for inference", "onnxc compiles static shapes",
+               "the node is at opset")
 
 
 def case_ops(model_path):
@@ -108,17 +109,20 @@ def read_expect(path):
 
 def write_expect(path, results):
     """Rewrites the file; a case whose class is unchanged keeps its comment
-    (a human-written reason survives regeneration)."""
+    (a human-written reason survives regeneration), except an unsupported
+    case's, which is onnxc's own diagnostic and is written as it reads now."""
     old = read_expect(path)
     with open(path, "w") as f:
         f.write("# Expected outcome of every ONNX backend node test under `onnxc check`\n"
                 "# (scripts/conformance.py --update-expect rewrites this file, keeping the\n"
-                "# comment of every case whose class did not change).\n"
+                "# comment of every case whose class did not change, but for the\n"
+                "# diagnostic of an unsupported case, which it writes as it reads now).\n"
                 "# case class  # reason; classes: pass fail unsupported error\n")
         for name in sorted(results):
             r = results[name]
-            note = old[name][1] if name in old and old[name][0] == r["class"] and old[name][1] \
-                else r.get("reason", "")
+            keep = name in old and old[name][0] == r["class"] and old[name][1] and \
+                r["class"] != "unsupported"
+            note = old[name][1] if keep else r.get("reason", "")
             f.write("%s %s%s\n" % (name, r["class"], "  # " + note if note else ""))
 
 
@@ -171,8 +175,12 @@ def write_table(f, results, ops, suite):
     total = collections.Counter(r["class"] for r in results.values())
     what, expect = SUITES.get(suite, ("node tests of ONNX " + suite, "its expectations file"))
     f.write("## ONNX %s\n\nThe %s; reasons in %s.\n\n" % (suite, what, expect))
+    frozen = sum(1 for r in results.values() if r["class"] == "pass" and r.get("frozen"))
     f.write("**Total: %d cases: %d pass, %d fail, %d unsupported, %d error.**\n\n" % (
         len(results), total["pass"], total["fail"], total["unsupported"], total["error"]))
+    f.write("%d of the passing cases pass a graph input the model needs at compile time "
+            "(a shape, a bound, the values a data-dependent shape follows from): `onnxc "
+            "check` binds it to the test's data with `--const` (docs/cli.md).\n\n" % frozen)
     f.write("| op | cases | pass | fail | unsupported | error |\n|---|---|---|---|---|---|\n")
     for op in sorted(per_op):
         c = per_op[op]

@@ -12,7 +12,8 @@ opset that introduced it) and the opset that deprecated it, if any.
 The second compares the versions `onnxc ops --markdown` lists for each ONNX
 op it imports with that list: from the first version onnxc accepts, every
 later ONNX version must be there (a version onnxc does not list would be
-imported with an older version's semantics), and a deprecated op must say
+imported with an older version's semantics), the first must be no later than
+the version in effect at opset 7 (from which every node imports), and a deprecated op must say
 when it was removed (a deprecated version that a later version replaced,
 as GroupNormalization-21 replaced 18, counts as a version). Exits 1 on any
 difference.
@@ -24,6 +25,7 @@ import subprocess
 import sys
 
 MAX_OPSET = 27
+FULL_OPSET = 7  # frontend/fe.h's FE_FULL_OPSET
 DEFAULT = "tests/node/onnx-op-versions.txt"
 
 
@@ -97,6 +99,13 @@ def main():
         if ours != want:
             print("%s: onnxc implements versions %s, ONNX has %s from %d on" % (
                 op, ours, want, ours[0]))
+            bad += 1
+        # from FULL_OPSET on, a node of any version of the op imports: the
+        # first version onnxc lists is at most the one in effect there
+        at_full = [v for v in versions[op] if v <= FULL_OPSET]
+        if ours[0] > (at_full[-1] if at_full else versions[op][0]):
+            print("%s: onnxc starts at version %d, but version %d is in effect at opset %d" % (
+                op, ours[0], at_full[-1], FULL_OPSET))
             bad += 1
         if rem != removed.get(op, 0):
             print("%s: onnxc says removed in %d, ONNX %d" % (op, rem, removed.get(op, 0)))

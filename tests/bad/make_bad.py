@@ -247,7 +247,13 @@ def opset_too_new(d):
 
 @case
 def opset_too_old(d):
-    return relu_model(opset=6)
+    return relu_model(opset=0)  # no such opset
+
+
+@case
+def op_version_too_old(d):
+    # Relu-1 (opset 5) had consumed_inputs; onnxc reads Relu from version 6
+    return relu_model(opset=5)
 
 
 @case
@@ -334,6 +340,41 @@ def gelu_bad_approximate(d):
 
 @case
 def op_unsupported(d):
+    n = helper.make_node("NoSuchOp", ["x"], ["y"], name="nso")
+    return model([n], [vi("x", [1, 4, 4])], [vi("y", [4, 3], I64)])
+
+
+def _optimizer(op, inputs, outputs, **attrs):
+    n = helper.make_node(op, inputs, outputs, name="opt", domain="ai.onnx.preview.training",
+                         **attrs)
+    # R and T are scalars (T an int64), the tensors [2]
+    scalar = {"r": F, "t": I64}
+    return model([n], [vi(x, [] if x in scalar else [2], scalar.get(x, F))
+                       for x in dict.fromkeys(inputs)],
+                 [vi(y, [2]) for y in outputs], domains=[("ai.onnx.preview.training", 1)],
+                 opset=None)
+
+
+@case
+def momentum_bad_mode(d):
+    return _optimizer("Momentum", ["r", "t", "x", "g", "v"], ["x1", "v1"], alpha=0.9, beta=0.9,
+                      norm_coefficient=0.0, mode="adam")
+
+
+@case
+def momentum_no_alpha(d):
+    return _optimizer("Momentum", ["r", "t", "x", "g", "v"], ["x1", "v1"], beta=0.9,
+                      norm_coefficient=0.0, mode="standard")
+
+
+@case
+def adam_inputs(d):
+    return _optimizer("Adam", ["r", "t", "x", "g", "v", "h", "w"], ["x1", "v1", "h1"])
+
+
+@case
+def nms_runtime(d):
+    # boxes computed at run time: which are selected is not known to onnxc
     n = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms")
     return model([n], [vi("boxes", [1, 4, 4]), vi("scores", [1, 1, 4])], [vi("sel", [4, 3], I64)])
 
@@ -364,7 +405,7 @@ def function_recursive(d):
 def function_unsupported_inside(d):
     # an unsupported op inside a function: named by the call and the inner node
     f = helper.make_function("pkg", "F", ["a"], ["b"],
-                             [helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms")],
+                             [helper.make_node("NoSuchOp", ["a"], ["b"], name="nso")],
                              [helper.make_opsetid("", 18)])
     m = model([helper.make_node("F", ["x"], ["y"], name="call", domain="pkg")],
               [vi("x", [2])], [vi("y", [2])], opset=18)
@@ -393,7 +434,7 @@ def op_empty_op_type(d):
 
 def _three_unsupported():
     nodes = [
-        helper.make_node("NonMaxSuppression", ["x", "x"], ["a"], name="first_nms"),
+        helper.make_node("NoSuchOp", ["x", "x"], ["a"], name="first_nso"),
         helper.make_node("Relu", ["a"], ["b"], name="fine_relu"),
         helper.make_node("Inverse", ["b"], ["c"], name="second_inverse", domain="com.microsoft"),
         helper.make_node("StringNormalizer", ["c"], ["y"], name="third_strings"),

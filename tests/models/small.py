@@ -486,6 +486,22 @@ def transformer_cases():
               [const("g", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     c["ms_skip_layer_norm"] = m
+    # ai.onnx.preview.training's optimizers, in a model that imports only
+    # that domain: Adagrad of one tensor, Nesterov momentum of two
+    TR = "ai.onnx.preview.training"
+    m = model([helper.make_node("Adagrad", ["r", "t", "x", "g", "h"], ["x1", "h1"], domain=TR,
+                                decay_factor=0.1, epsilon=1e-6, norm_coefficient=0.01),
+               helper.make_node("Momentum", ["r", "t", "a", "b", "ga", "gb", "va", "vb"],
+                                ["a1", "b1", "va1", "vb1"], domain=TR, alpha=0.9, beta=0.5,
+                                mode="nesterov", norm_coefficient=0.0)],
+              [vi("r", F, []), vi("t", I64, []), vi("x", F, [3]), vi("g", F, [3]),
+               vi("h", F, [3]), vi("a", F, [2]), vi("b", F, [2, 2]), vi("ga", F, [2]),
+               vi("gb", F, [2, 2]), vi("va", F, [2]), vi("vb", F, [2, 2])],
+              [vi("x1", F, [3]), vi("h1", F, [3]), vi("a1", F, [2]), vi("b1", F, [2, 2]),
+               vi("va1", F, [2]), vi("vb1", F, [2, 2])])
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid(TR, 1))
+    c["optimizers"] = m
     # KV-cache update in circular mode: the positions wrap modulo the cache
     c["tensor_scatter_circular"] = model(
         [helper.make_node("TensorScatter", ["cache", "up", "w"], ["y"], mode="circular")],
@@ -541,16 +557,22 @@ def transformer_cases():
          vi("b", F, [1]), vi("mask", F, [1, 2, 2, 3])], [vi("y", F, [1, 1, 2, 3])], opset=19)
     c["deform_conv_mask"].ir_version = 9
     # data-dependent shapes folded at import: a constant condition becomes a
-    # gather of its indices; NonZero and Unique of constants become constants
+    # gather of its indices; NonZero, Unique and NonMaxSuppression of
+    # constants become constants (box 1 overlaps box 0 by IoU 0.82 > 0.5)
     c["dynamic_folded"] = model(
         [helper.make_node("Compress", ["x", "keep"], ["y"], axis=1),
          helper.make_node("NonZero", ["keep"], ["nz"]),
-         helper.make_node("Unique", ["u"], ["uy", "ui", "uinv", "uc"], sorted=0)],
+         helper.make_node("Unique", ["u"], ["uy", "ui", "uinv", "uc"], sorted=0),
+         helper.make_node("NonMaxSuppression", ["boxes", "scores", "most", "iou"], ["sel"])],
         [vi("x", F, [2, 4])],
         [vi("y", F, [2, 2]), vi("nz", I64, [1, 2]), vi("uy", F, [3]), vi("ui", I64, [3]),
-         vi("uinv", I64, [5]), vi("uc", I64, [3])],
+         vi("uinv", I64, [5]), vi("uc", I64, [3]), vi("sel", I64, [2, 3])],
         [const("keep", np.array([False, True, False, True])),
-         const("u", np.array([2, 1, 2, 3, 1], np.float32))], opset=13)
+         const("u", np.array([2, 1, 2, 3, 1], np.float32)),
+         const("boxes", np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3]]], np.float32)),
+         const("scores", np.array([[[0.9, 0.8, 0.7]]], np.float32)),
+         const("most", np.array([2], np.int64)), const("iou", np.array([0.5], np.float32))],
+        opset=13)
     # QuantizeLinear-21 blocked: the scale and zero point [2, 2] repeated
     # by 2 along axis 1 and cut to x's 3 columns; the division in f32 is
     # an f64 one rounded to f32 (a cast there and back)
