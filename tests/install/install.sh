@@ -122,7 +122,7 @@ cmake)
 		if cmake --build "$b" -j2 >"$here/build5.log" 2>&1; then
 			fail "the build of a broken model succeeded"
 		fi
-		grep -F "$model: error: node 'nms' (NonMaxSuppression)" "$here/build5.log" ||
+		grep -F "$model: error: node 'nso' (NoSuchOp)" "$here/build5.log" ||
 			{
 				sed 's/^/  | /' "$here/build5.log" | tail -n 20
 				fail "the build error does not name the model and the node"
