@@ -314,6 +314,52 @@ int rt_linear_attention(struct rt_ctx *ctx, const struct rt_linattn_desc *d, con
                         const void *k, const void *v, const void *past, const void *decay,
                         const void *beta, const void *erase, void *y, void *state);
 
+/*
+ * Scaled dot-product attention (ONNX Attention-23's semantics, fused):
+ * for batch b, query head h (reading kv head h / (q_heads / kv_heads)),
+ * query row i and key j,
+ *   s(i, j) = scale * q_i . k_j, then softcap * tanh(s / softcap) when
+ *             softcap > 0, then + bias(b, h, i, j) (mask 1) or -inf where
+ *             mask(b, h, i, j) is false (mask 2), and -inf where
+ *             j > i + causal_offset (causal);
+ *   y_i     = sum_j softmax_j(s(i, .)) v_j, and lse_i = log sum_j e^s(i, j).
+ * A row whose every score is -inf has y_i = 0 and lse_i = -inf (ONNX's
+ * errata: a fully masked row is a zero row, not NaN). q [batch, q_heads,
+ * lq, dk], k [batch, kv_heads, lk, dk], v [batch, kv_heads, lk, dv], y
+ * [batch, q_heads, lq, dv], all dense; the mask is read through
+ * mask_strides (elements, over [batch, q_heads, lq, lk]; 0 where it
+ * broadcasts): of dtype for a bias, one byte (0 or 1) per element for a
+ * boolean mask. lse [batch, q_heads, lq] is f32 and may be NULL. f32 (the
+ * CPU stages half tensors; the CUDA runtime also reads f16 and bf16);
+ * statistics and accumulators are f32 in every case.
+ */
+enum rt_attention_mask { RT_ATTN_NONE, RT_ATTN_BIAS, RT_ATTN_BOOL };
+struct rt_attention_desc {
+	int dtype;
+	int mask; /* enum rt_attention_mask */
+	int causal;
+	int64_t causal_offset;
+	int64_t batch, q_heads, kv_heads, lq, lk, dk, dv;
+	int64_t mask_strides[4];
+	float scale, softcap;
+	int ydtype; /* the result's dtype, 0: dtype (CUDA target; the CPU stages) */
+	int mdtype; /* a bias's dtype, 0: dtype (CUDA target; the CPU stages) */
+};
+int rt_attention(struct rt_ctx *ctx, const struct rt_attention_desc *d, const void *q,
+                 const void *k, const void *v, const void *mask, void *y, void *lse);
+/*
+ * Its backward: dq, dk, dv (the shapes of q, k, v; dk and dv summed over each
+ * group of query heads) from the forward's y and lse (f32, required) and
+ * dy, the gradient of y. The scores and probabilities are recomputed from
+ * lse, tile by tile (FlashAttention-2's two passes: dk and dv per key
+ * block, then dq per query block), so nothing L x L is stored and the
+ * results do not depend on the thread count. The mask is not
+ * differentiated. f32 (the CPU stages half tensors).
+ */
+int rt_attention_grad(struct rt_ctx *ctx, const struct rt_attention_desc *d, const void *q,
+                      const void *k, const void *v, const void *y, const void *lse, const void *dy,
+                      const void *mask, void *dq, void *dk, void *dv);
+
 /* ------------------------------------------------------------------------ */
 /* Reductions                                                               */
 /* ------------------------------------------------------------------------ */

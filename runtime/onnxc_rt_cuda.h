@@ -172,6 +172,15 @@ int rtc_topk(struct rtc_model *m, const struct rt_topk_desc *d, const void *x, v
 int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, const void *q,
                          const void *k, const void *v, const void *past, const void *decay,
                          const void *beta, const void *erase, void *y, void *state);
+/* scaled dot-product attention, fused (the online softmax: nothing lq x lk
+ * in memory); q, k, v and a bias in FP32, FP16 or BF16, any head sizes */
+int rtc_attention(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                  const void *k, const void *v, const void *mask, void *y, void *lse);
+/* its backward (rt_attention_grad's semantics; no workspace, deterministic):
+ * dq, dk, dv in dtype, y and dy in ydtype, lse FP32 */
+int rtc_attention_grad(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                       const void *k, const void *v, const void *y, const void *lse, const void *dy,
+                       const void *mask, void *dq, void *dk, void *dv);
 int rtc_copy(struct rtc_model *m, const struct rt_copy_desc *d, const void *x, void *y);
 int rtc_gather(struct rtc_model *m, const struct rt_gather_desc *d, const void *x,
                const void *indices, void *y);

@@ -13,6 +13,16 @@
  * written once at the end. Inputs, the output and the state may each be
  * FP32, FP16 or BF16 (d->dtype, d->ydtype, d->sdtype); arithmetic is FP32.
  * Key head sizes up to RTC_LINATTN_MAX_DK (1024).
+ *
+ * And scaled dot-product attention (ONNX Attention-23) with rt_flash.c's
+ * semantics: the online softmax with a warp per query row, no scores in
+ * global memory (rtc_index_attention.h has the plan). The portable kernel:
+ * FP32 FMAs, no tensor cores; any head sizes.
+ *
+ * And its backward with rt_flash.c's rt_attention_grad semantics:
+ * FlashAttention-2's two passes (a warp per key for dk and dv, a warp per
+ * query row for dq), the probabilities recomputed from lse, no workspace
+ * and no atomics, so the results are deterministic. Same kernel style.
  */
 #include "rtc_index_attention.h"
 #include "rtc_kern.cuh"
@@ -84,8 +94,9 @@ __global__ void __launch_bounds__(RTC_LINATTN_THREADS)
 #pragma unroll
 		for (int j = 0; j < RTC_LINATTN_DK; j++) {
 			int64_t i = rtc_linattn_dim(&p, part, j);
-			s[j] = io.past && col && i < dk ? lin_load(io.past, stt, (it * dk + i) * dv + m)
-			                                : 0.f;
+			s[j] = io.past && col && i < dk
+			               ? lin_load(io.past, stt, (it * dk + i) * dv + m)
+			               : 0.f;
 		}
 		for (int64_t t = 0; t < d.seq; t++) {
 			const int64_t bt = b * d.seq + t;
@@ -95,13 +106,14 @@ __global__ void __launch_bounds__(RTC_LINATTN_THREADS)
 				sk[i] = kv;
 				sq[i] = lin_load(io.q, dt, (bt * hq + h * group) * dk + i);
 				if (d.gated)
-					sg[i] = expf(lin_load(
-					        io.decay, dt,
-					        rtc_linattn_gate(d.decay_width, hkv, dk, bt, h, i)));
+					sg[i] = expf(lin_load(io.decay, dt,
+					                      rtc_linattn_gate(d.decay_width, hkv,
+					                                       dk, bt, h, i)));
 				if (d.delta)
 					se[i] = io.erase ? lin_load(io.erase, dt,
-					                            rtc_linattn_gate(d.erase_width, hkv,
-					                                             dk, bt, h, i)) *
+					                            rtc_linattn_gate(d.erase_width,
+					                                             hkv, dk, bt, h,
+					                                             i)) *
 					                           kv
 					                 : kv;
 			}
@@ -116,7 +128,8 @@ __global__ void __launch_bounds__(RTC_LINATTN_THREADS)
 				}
 			}
 			if (d.delta)
-				w = lin_load(io.beta, dt, bt * d.beta_width + (d.beta_width == 1 ? 0 : h)) *
+				w = lin_load(io.beta, dt,
+				             bt * d.beta_width + (d.beta_width == 1 ? 0 : h)) *
 				    (w - column_dot(s, se, p, part, dk));
 #pragma unroll
 			for (int j = 0; j < RTC_LINATTN_DK; j++) {
@@ -166,10 +179,11 @@ int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, c
 	if (!ok)
 		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_linear_attention: unsupported descriptor");
 	if (!rtc_linattn_plan(d, &p))
-		return rtc_fail(m, RT_ERR_ARGUMENT,
-		                "rtc_linear_attention: key head size %lld (the CUDA kernel holds at "
-		                "most %d) or value head size %lld",
-		                (long long)d->dk, RTC_LINATTN_MAX_DK, (long long)d->dv);
+		return rtc_fail(
+		        m, RT_ERR_ARGUMENT,
+		        "rtc_linear_attention: key head size %lld (the CUDA kernel holds at "
+		        "most %d) or value head size %lld",
+		        (long long)d->dk, RTC_LINATTN_MAX_DK, (long long)d->dv);
 	if (p.items == 0)
 		return RT_OK;
 	struct lin_io io = { q, k, v, past, decay, beta, erase, y, state };
@@ -179,4 +193,386 @@ int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, c
 		                (long long)d->dv);
 	linattn_cols<<<grid, RTC_LINATTN_THREADS, 0, rtc_stream(m)>>>(*d, p, io);
 	return rtc_launched(m, "rtc_linear_attention");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scaled dot-product attention                                             */
+/* ------------------------------------------------------------------------ */
+
+struct attn_io {
+	const void *q, *k, *v, *mask;
+	void *y;
+	float *lse;
+};
+
+#define ATTN_WARPS (RTC_THREADS / 32)
+
+/* The scores of one warp's row against keys [j0, j0 + n) (n <= 32, lane l:
+ * key j0 + l), the key chunk and the query staged through sk and sq
+ * RTC_ATTN_DC dims at a time; -inf for the lanes past n and masked keys. */
+template <class T>
+__device__ __forceinline__ float
+attn_score(const struct rt_attention_desc &d, const T *q, const T *k, const struct attn_io &io,
+           int64_t row, int64_t b, int64_t h, int64_t i, int64_t kv, int64_t j0, int n, int lane,
+           float (*sk)[RTC_ATTN_DC + 1], float *sq)
+{
+	const int64_t dk = d.dk;
+	float dot = 0.f;
+	for (int64_t d0 = 0; d0 < dk; d0 += RTC_ATTN_DC) {
+		const int64_t c = d0 + lane;
+		const bool in = c < dk;
+		__syncwarp(); /* the last dims' readers are done */
+		sq[lane] = in ? to_acc(q[row * dk + c]) : 0.f;
+#pragma unroll 4
+		for (int r = 0; r < RTC_ATTN_KC; r++)
+			sk[r][lane] = in && r < n ? to_acc(k[(kv + j0 + r) * dk + c]) : 0.f;
+		__syncwarp();
+#pragma unroll
+		for (int c2 = 0; c2 < RTC_ATTN_DC; c2++)
+			dot += sq[c2] * sk[lane][c2];
+	}
+	if (lane >= n)
+		return -INFINITY;
+	float s = rtc_attn_score(&d, dot);
+	const int64_t j = j0 + lane;
+	if (d.mask == RT_ATTN_BIAS)
+		s += lin_load(io.mask, d.mdtype ? d.mdtype : d.dtype,
+		              rtc_attn_mask_at(&d, b, h, i, j));
+	else if (d.mask == RT_ATTN_BOOL &&
+	         !((const unsigned char *)io.mask)[rtc_attn_mask_at(&d, b, h, i, j)])
+		s = -INFINITY;
+	return s;
+}
+
+template <class T>
+__global__ void __launch_bounds__(RTC_THREADS)
+        attn_rows(const __grid_constant__ struct rt_attention_desc d,
+                  const __grid_constant__ struct rtc_attn p,
+                  const __grid_constant__ struct attn_io io)
+{
+	__shared__ float sk_all[ATTN_WARPS][RTC_ATTN_KC][RTC_ATTN_DC + 1];
+	__shared__ float sq_all[ATTN_WARPS][RTC_ATTN_DC];
+	const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+	const int yt = rtc_out_dtype(d.dtype, d.ydtype);
+	const T *q = (const T *)io.q, *k = (const T *)io.k, *v = (const T *)io.v;
+	float(*sk)[RTC_ATTN_DC + 1] = sk_all[w];
+	float *sq = sq_all[w];
+	const int64_t dv = d.dv, step = rtc_rows_step(&p.rows);
+	/* a warp's rows: the whole warp takes each (the shuffles need it) */
+	for (int64_t row = rtc_rows_first(&p.rows, blockIdx.x, threadIdx.x); row < p.nrows;
+	     row += step) {
+		int64_t b, h, i;
+		rtc_attn_row(&d, row, &b, &h, &i);
+		const int64_t kend = rtc_attn_kend(&d, i), kv = rtc_attn_kv_row(&d, b, h, 0);
+		for (int pass = 0; pass < p.passes; pass++) {
+			float m = -INFINITY, l = 0.f, acc[RTC_ATTN_NV];
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++)
+				acc[t] = 0.f;
+			for (int64_t j0 = 0; j0 < kend; j0 += RTC_ATTN_KC) {
+				const int n = (int)rt_min64(RTC_ATTN_KC, kend - j0);
+				float s = attn_score<T>(d, q, k, io, row, b, h, i, kv, j0, n, lane,
+				                        sk, sq);
+				float mn = group_reduce<32>(s, op_fmax());
+				mn = mn > m ? mn : m;
+				if (mn == -INFINITY) /* everything so far masked */
+					continue;
+				float e = expf(s - mn), corr = expf(m - mn);
+				float sum = group_reduce<32>(e, op_add());
+				l = l * corr + sum;
+				m = mn;
+#pragma unroll
+				for (int t = 0; t < RTC_ATTN_NV; t++)
+					acc[t] *= corr;
+				for (int r = 0; r < n; r++) {
+					const float pr = __shfl_sync(0xffffffffu, e, r);
+					const T *vr = v + (kv + j0 + r) * dv;
+#pragma unroll
+					for (int t = 0; t < RTC_ATTN_NV; t++) {
+						const int64_t c = rtc_attn_col(pass, lane, t);
+						if (c < dv)
+							acc[t] += pr * to_acc(vr[c]);
+					}
+				}
+			}
+			const float inv = rtc_attn_inv(l);
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++) {
+				const int64_t c = rtc_attn_col(pass, lane, t);
+				if (c < dv)
+					lin_store(io.y, yt, row * dv + c, acc[t] * inv);
+			}
+			if (pass == 0 && lane == 0 && io.lse)
+				io.lse[row] = rtc_attn_lse(m, l);
+		}
+	}
+}
+
+int rtc_attention(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                  const void *k, const void *v, const void *mask, void *y, void *lse)
+{
+	struct rtc_attn p;
+	bool ok = lin_float(d->dtype) && rtc_out_dtype(d->dtype, d->ydtype) &&
+	          (!d->mdtype || lin_float(d->mdtype)) && q && k && v && y &&
+	          (d->mask != RT_ATTN_NONE) == !!mask;
+	if (!ok || !rtc_attn_plan(d, rtc_sm_count(m), &p))
+		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_attention: unsupported descriptor");
+	if (p.nrows == 0)
+		return RT_OK;
+	struct attn_io io = { q, k, v, mask, y, (float *)lse };
+	cudaStream_t st = rtc_stream(m);
+	switch (d->dtype) {
+	case RT_F16: attn_rows<f16><<<p.rows.blocks, p.rows.threads, 0, st>>>(*d, p, io); break;
+	case RT_BF16: attn_rows<bf16><<<p.rows.blocks, p.rows.threads, 0, st>>>(*d, p, io); break;
+	default: attn_rows<float><<<p.rows.blocks, p.rows.threads, 0, st>>>(*d, p, io);
+	}
+	return rtc_launched(m, "rtc_attention");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Its backward                                                             */
+/* ------------------------------------------------------------------------ */
+
+struct attn_grad_io {
+	const void *q, *k, *v, *y, *dy, *mask;
+	const float *lse;
+	void *dq, *dk, *dv;
+};
+
+/*
+ * Lane l's dot product of `many`'s row many_row + l (l < n; 0 past n) with
+ * `one`'s row one_row over width dims, both staged through tile and vec
+ * RTC_ATTN_DC dims at a time (attn_score's order); with pair, *pd = the
+ * lane's row of pair . its row of many, summed over the dims in order.
+ */
+template <class A, class B, class C>
+__device__ __forceinline__ float grad_dot(const A *one, int64_t one_row, const B *many,
+                                          int64_t many_row, int n, const C *pair, float *pd,
+                                          int64_t width, int lane, float (*tile)[RTC_ATTN_DC + 1],
+                                          float (*tile2)[RTC_ATTN_DC + 1], float *vec)
+{
+	float dot = 0.f, dd = 0.f;
+	for (int64_t d0 = 0; d0 < width; d0 += RTC_ATTN_DC) {
+		const int64_t c = d0 + lane;
+		const bool in = c < width;
+		__syncwarp(); /* the last dims' readers are done */
+		vec[lane] = in ? to_acc(one[one_row * width + c]) : 0.f;
+#pragma unroll 2
+		for (int r = 0; r < 32; r++) {
+			tile[r][lane] =
+			        in && r < n ? to_acc(many[(many_row + r) * width + c]) : 0.f;
+			if (pair)
+				tile2[r][lane] = in && r < n
+				                         ? to_acc(pair[(many_row + r) * width + c])
+				                         : 0.f;
+		}
+		__syncwarp();
+#pragma unroll
+		for (int c2 = 0; c2 < RTC_ATTN_DC; c2++) {
+			dot += tile[lane][c2] * vec[c2];
+			if (pair)
+				dd += tile2[lane][c2] * tile[lane][c2];
+		}
+	}
+	if (pair)
+		*pd = dd;
+	return dot;
+}
+
+/* A capped score of (b, h, i, j) with the mask applied, as attn_score. */
+__device__ __forceinline__ float grad_masked(const struct rt_attention_desc &d, const void *mask,
+                                             float s, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+	if (d.mask == RT_ATTN_BIAS)
+		s += lin_load(mask, d.mdtype ? d.mdtype : d.dtype,
+		              rtc_attn_mask_at(&d, b, h, i, j));
+	else if (d.mask == RT_ATTN_BOOL &&
+	         !((const unsigned char *)mask)[rtc_attn_mask_at(&d, b, h, i, j)])
+		s = -INFINITY;
+	return s;
+}
+
+/* Pass 1: dk and dv, a warp per key (rtc_index_attention.h). */
+template <class T, class Y>
+__global__ void __launch_bounds__(32 * RTC_ATTN_GRAD_WARPS)
+        attn_grad_keys(const __grid_constant__ struct rt_attention_desc d,
+                       const __grid_constant__ struct rtc_attn_grad p,
+                       const __grid_constant__ struct attn_grad_io io)
+{
+	__shared__ float ta_all[RTC_ATTN_GRAD_WARPS][32][RTC_ATTN_DC + 1];
+	__shared__ float tb_all[RTC_ATTN_GRAD_WARPS][32][RTC_ATTN_DC + 1];
+	__shared__ float sv_all[RTC_ATTN_GRAD_WARPS][RTC_ATTN_DC];
+	const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+	const T *q = (const T *)io.q, *k = (const T *)io.k, *v = (const T *)io.v;
+	const Y *y = (const Y *)io.y, *dy = (const Y *)io.dy;
+	T *gk = (T *)io.dk, *gv = (T *)io.dv;
+	float(*ta)[RTC_ATTN_DC + 1] = ta_all[w];
+	float(*tb)[RTC_ATTN_DC + 1] = tb_all[w];
+	float *sv = sv_all[w];
+	const int64_t dk = d.dk, dv = d.dv, group = d.q_heads / d.kv_heads;
+	const int64_t step = rtc_rows_step(&p.keys);
+	/* a warp's keys: the whole warp takes each (the shuffles need it) */
+	for (int64_t r = rtc_rows_first(&p.keys, blockIdx.x, threadIdx.x); r < p.nkeys; r += step) {
+		int64_t b, kvh, j;
+		rtc_attn_key(&d, r, &b, &kvh, &j);
+		const int64_t ibegin = rtc_attn_qbegin(&d, j);
+		for (int pass = 0; pass < p.kv_passes; pass++) {
+			float ak[RTC_ATTN_NV], av[RTC_ATTN_NV];
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++)
+				ak[t] = av[t] = 0.f;
+			for (int64_t g = 0; g < group; g++) {
+				const int64_t h = kvh * group + g;
+				for (int64_t i0 = ibegin; i0 < d.lq; i0 += 32) {
+					const int n = (int)rt_min64(32, d.lq - i0);
+					const int64_t row0 = rtc_attn_q_row(&d, b, h, i0);
+					float dcap, dd, pr = 0.f, ds = 0.f;
+					float s = rtc_attn_score_dcap(
+					        &d,
+					        grad_dot(k, r, q, row0, n, (const T *)nullptr,
+					                 nullptr, dk, lane, ta, tb, sv),
+					        &dcap);
+					float dp = grad_dot(v, r, dy, row0, n, y, &dd, dv, lane, ta,
+					                    tb, sv);
+					if (lane < n) {
+						s = grad_masked(d, io.mask, s, b, h, i0 + lane, j);
+						pr = rtc_attn_prob(s, io.lse[row0 + lane]);
+						ds = rtc_attn_dscore(pr, dp, dd, dcap);
+					}
+					for (int rr = 0; rr < n; rr++) {
+						const float pb = __shfl_sync(0xffffffffu, pr, rr);
+						const float db = __shfl_sync(0xffffffffu, ds, rr);
+						const T *qr = q + (row0 + rr) * dk;
+						const Y *gr = dy + (row0 + rr) * dv;
+#pragma unroll
+						for (int t = 0; t < RTC_ATTN_NV; t++) {
+							const int64_t c =
+							        rtc_attn_col(pass, lane, t);
+							if (c < dk)
+								ak[t] += db * to_acc(qr[c]);
+							if (c < dv)
+								av[t] += pb * to_acc(gr[c]);
+						}
+					}
+				}
+			}
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++) {
+				const int64_t c = rtc_attn_col(pass, lane, t);
+				if (c < dk)
+					gk[r * dk + c] = to_store<T>(d.scale * ak[t]);
+				if (c < dv)
+					gv[r * dv + c] = to_store<T>(av[t]);
+			}
+		}
+	}
+}
+
+/* Pass 2: dq, a warp per query row (rtc_index_attention.h). */
+template <class T, class Y>
+__global__ void __launch_bounds__(RTC_THREADS)
+        attn_grad_rows(const __grid_constant__ struct rt_attention_desc d,
+                       const __grid_constant__ struct rtc_attn_grad p,
+                       const __grid_constant__ struct attn_grad_io io)
+{
+	__shared__ float ta_all[ATTN_WARPS][32][RTC_ATTN_DC + 1];
+	__shared__ float sv_all[ATTN_WARPS][RTC_ATTN_DC];
+	const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+	const T *q = (const T *)io.q, *k = (const T *)io.k, *v = (const T *)io.v;
+	const Y *y = (const Y *)io.y, *dy = (const Y *)io.dy;
+	T *gq = (T *)io.dq;
+	float(*ta)[RTC_ATTN_DC + 1] = ta_all[w];
+	float *sv = sv_all[w];
+	const int64_t dk = d.dk, dv = d.dv, step = rtc_rows_step(&p.rows);
+	/* a warp's rows: the whole warp takes each (the shuffles need it) */
+	for (int64_t row = rtc_rows_first(&p.rows, blockIdx.x, threadIdx.x); row < p.nrows;
+	     row += step) {
+		int64_t b, h, i;
+		rtc_attn_row(&d, row, &b, &h, &i);
+		const int64_t kend = rtc_attn_kend(&d, i), kv = rtc_attn_kv_row(&d, b, h, 0);
+		const float lse = io.lse[row];
+		float dd = 0.f; /* D_i, every lane, over c in order (pass 1's order) */
+		for (int64_t c = 0; c < dv; c++)
+			dd += to_acc(y[row * dv + c]) * to_acc(dy[row * dv + c]);
+		for (int pass = 0; pass < p.q_passes; pass++) {
+			float acc[RTC_ATTN_NV];
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++)
+				acc[t] = 0.f;
+			for (int64_t j0 = 0; j0 < kend; j0 += RTC_ATTN_KC) {
+				const int n = (int)rt_min64(RTC_ATTN_KC, kend - j0);
+				float dcap, ds = 0.f;
+				float s = rtc_attn_score_dcap(&d,
+				                              grad_dot(q, row, k, kv + j0, n,
+				                                       (const T *)nullptr, nullptr,
+				                                       dk, lane, ta, ta, sv),
+				                              &dcap);
+				float dp = grad_dot(dy, row, v, kv + j0, n, (const T *)nullptr,
+				                    nullptr, dv, lane, ta, ta, sv);
+				if (lane < n) {
+					s = grad_masked(d, io.mask, s, b, h, i, j0 + lane);
+					ds = rtc_attn_dscore(rtc_attn_prob(s, lse), dp, dd, dcap);
+				}
+				for (int rr = 0; rr < n; rr++) {
+					const float db = __shfl_sync(0xffffffffu, ds, rr);
+					const T *kr = k + (kv + j0 + rr) * dk;
+#pragma unroll
+					for (int t = 0; t < RTC_ATTN_NV; t++) {
+						const int64_t c = rtc_attn_col(pass, lane, t);
+						if (c < dk)
+							acc[t] += db * to_acc(kr[c]);
+					}
+				}
+			}
+#pragma unroll
+			for (int t = 0; t < RTC_ATTN_NV; t++) {
+				const int64_t c = rtc_attn_col(pass, lane, t);
+				if (c < dk)
+					gq[row * dk + c] = to_store<T>(d.scale * acc[t]);
+			}
+		}
+	}
+}
+
+template <class T, class Y>
+static void grad_launch(const struct rt_attention_desc &d, const struct rtc_attn_grad &p,
+                        const struct attn_grad_io &io, cudaStream_t st)
+{
+	if (p.nkeys > 0)
+		attn_grad_keys<T, Y><<<p.keys.blocks, p.keys.threads, 0, st>>>(d, p, io);
+	if (p.nrows > 0)
+		attn_grad_rows<T, Y><<<p.rows.blocks, p.rows.threads, 0, st>>>(d, p, io);
+}
+
+template <class T>
+static void grad_launch_y(int yt, const struct rt_attention_desc &d, const struct rtc_attn_grad &p,
+                          const struct attn_grad_io &io, cudaStream_t st)
+{
+	switch (yt) {
+	case RT_F16: grad_launch<T, f16>(d, p, io, st); break;
+	case RT_BF16: grad_launch<T, bf16>(d, p, io, st); break;
+	default: grad_launch<T, float>(d, p, io, st);
+	}
+}
+
+int rtc_attention_grad(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                       const void *k, const void *v, const void *y, const void *lse, const void *dy,
+                       const void *mask, void *dq, void *dk, void *dv)
+{
+	struct rtc_attn_grad p;
+	const int yt = lin_float(d->dtype) ? rtc_out_dtype(d->dtype, d->ydtype) : 0;
+	bool ok = yt && (!d->mdtype || lin_float(d->mdtype)) && q && k && v && y && lse && dy &&
+	          dq && dk && dv && (d->mask != RT_ATTN_NONE) == !!mask;
+	if (!ok || !rtc_attn_grad_plan(d, rtc_sm_count(m), &p))
+		return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_attention_grad: unsupported descriptor");
+	if (p.nkeys == 0 && p.nrows == 0)
+		return RT_OK;
+	struct attn_grad_io io = { q, k, v, y, dy, mask, (const float *)lse, dq, dk, dv };
+	cudaStream_t st = rtc_stream(m);
+	switch (d->dtype) {
+	case RT_F16: grad_launch_y<f16>(yt, *d, p, io, st); break;
+	case RT_BF16: grad_launch_y<bf16>(yt, *d, p, io, st); break;
+	default: grad_launch_y<float>(yt, *d, p, io, st);
+	}
+	return rtc_launched(m, "rtc_attention_grad");
 }

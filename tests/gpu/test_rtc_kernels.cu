@@ -24,6 +24,7 @@
 #include "onnxc_rt.h"
 #include "rtc_internal.h"
 
+#include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -765,7 +766,9 @@ static void cumsum_case(int64_t outer, int64_t axis, int64_t inner, bool in_plac
 			if (in_place && t.dt != t.yt)
 				continue;
 			std::vector<float> xr = rounded(x, t.dt);
-			struct rt_cumsum_desc d = { RT_F32, excl, rev, outer, axis, inner, 0, prod };
+			struct rt_cumsum_desc d = {
+				RT_F32, excl, rev, outer, axis, inner, 0, prod
+			};
 			EXPECT(rt_cumsum(ctx, &d, xr.data(), want.data()) == RT_OK);
 			d.dtype = t.dt;
 			d.ydtype = t.yt;
@@ -821,12 +824,13 @@ static void topk_case(int dt, int64_t outer, int64_t axis, int64_t inner, int64_
 		if (dt == RT_F16 || dt == RT_BF16) { /* the CPU has no halves */
 			std::vector<float> wf((size_t)nout);
 			d.dtype = RT_F32;
-			EXPECT(rt_topk(ctx, &d, unpack(x, dt).data(), wf.data(), (int64_t *)wi.data()) ==
-			       RT_OK);
+			EXPECT(rt_topk(ctx, &d, unpack(x, dt).data(), wf.data(),
+			               (int64_t *)wi.data()) == RT_OK);
 			d.dtype = dt;
 			wv = pack(wf, dt);
 		} else {
-			EXPECT(rt_topk(ctx, &d, x.data(), wv.data(), (int64_t *)wi.data()) == RT_OK);
+			EXPECT(rt_topk(ctx, &d, x.data(), wv.data(), (int64_t *)wi.data()) ==
+			       RT_OK);
 		}
 		void *dx = up(x), *dv = dev(wv.size()), *di = dev(wi.size());
 		if (ran(rtc_topk(&M, &d, dx, dv, (int64_t *)di), "rtc_topk")) {
@@ -841,10 +845,10 @@ static void test_topk(void)
 	static const int dts[] = { RT_F32, RT_F16, RT_BF16, RT_F64, RT_I8,  RT_U8,
 		                   RT_I16, RT_U16, RT_I32,  RT_U32, RT_I64, RT_U64 };
 	for (int dt : dts) {
-		topk_case(dt, 3, 5000, 1, 7);       /* a block per lane */
-		topk_case(dt, 2, 100000, 1, 1000);  /* a long sort */
-		topk_case(dt, 4, 3000, 3, 3000);    /* strided lanes, k = axis */
-		topk_case(dt, 50000, 20, 1, 4);     /* a thread per lane */
+		topk_case(dt, 3, 5000, 1, 7);      /* a block per lane */
+		topk_case(dt, 2, 100000, 1, 1000); /* a long sort */
+		topk_case(dt, 4, 3000, 3, 3000);   /* strided lanes, k = axis */
+		topk_case(dt, 50000, 20, 1, 4);    /* a thread per lane */
 		topk_case(dt, 3, 40, 7, 40);
 		topk_case(dt, 2, 1, 3, 1);
 	}
@@ -864,25 +868,27 @@ static void linattn_case(int rule, int64_t b, int64_t t, int64_t hkv, int64_t gr
 	d.scale = (float)(1 / sqrt((double)dk));
 	int64_t bt = b * t, ns = b * hkv * dk * dv, ny = bt * hkv * group * dv;
 	std::vector<float> q = rounded(rnd_floats(bt * hkv * group * dk, -1, 1), dt),
-	                   k = rnd_floats(bt * hkv * dk, -1, 1), v = rounded(rnd_floats(bt * hkv * dv, -1, 1), dt),
+	                   k = rnd_floats(bt * hkv * dk, -1, 1),
+	                   v = rounded(rnd_floats(bt * hkv * dv, -1, 1), dt),
 	                   ps = rounded(rnd_floats(ns, -1, 1), st),
 	                   dc = rounded(rnd_floats(bt * d.decay_width, -0.3, 0), dt),
 	                   be = rounded(rnd_floats(bt * d.beta_width, 0, 1), dt),
-	                   er = rounded(rnd_floats(bt * d.erase_width, 0, 1), dt),
-	                   wy((size_t)ny), ws((size_t)ns);
+	                   er = rounded(rnd_floats(bt * d.erase_width, 0, 1), dt), wy((size_t)ny),
+	                   ws((size_t)ns);
 	for (auto &x : k)
 		x *= d.scale; /* a normalized key's size: the delta rule stays bounded */
 	k = rounded(k, dt);
 	EXPECT(rt_linear_attention(ctx, &d, q.data(), k.data(), v.data(), past ? ps.data() : NULL,
 	                           d.gated ? dc.data() : NULL, d.delta ? be.data() : NULL,
-	                           d.erase_width ? er.data() : NULL, wy.data(), ws.data()) == RT_OK);
+	                           d.erase_width ? er.data() : NULL, wy.data(),
+	                           ws.data()) == RT_OK);
 	d.dtype = dt;
 	d.ydtype = yt;
 	d.sdtype = st;
 	void *dst = dev((size_t)ns * esize(st)), *dpast = past ? up(pack(ps, st)) : NULL;
 	void *dy = dev((size_t)ny * esize(yt));
-	if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dpast,
-	                             d.gated ? up(pack(dc, dt)) : NULL,
+	if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)),
+	                             dpast, d.gated ? up(pack(dc, dt)) : NULL,
 	                             d.delta ? up(pack(be, dt)) : NULL,
 	                             d.erase_width ? up(pack(er, dt)) : NULL, dy, dst),
 	        "rtc_linear_attention")) {
@@ -894,8 +900,9 @@ static void linattn_case(int rule, int64_t b, int64_t t, int64_t hkv, int64_t gr
 	/* in place: the state written over past_state */
 	if (past) {
 		void *inplace = up(pack(ps, st));
-		if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)),
-		                             inplace, d.gated ? up(pack(dc, dt)) : NULL,
+		if (ran(rtc_linear_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)),
+		                             up(pack(v, dt)), inplace,
+		                             d.gated ? up(pack(dc, dt)) : NULL,
 		                             d.delta ? up(pack(be, dt)) : NULL,
 		                             d.erase_width ? up(pack(er, dt)) : NULL, dy, inplace),
 		        "rtc_linear_attention in place"))
@@ -909,7 +916,8 @@ static void test_linattn(void)
 	static const int64_t dks[] = { 1, 16, 33, 64, 128, 256, 1024 };
 	for (int rule = 0; rule < 4; rule++)
 		for (int64_t dk : dks) {
-			linattn_case(rule, 2, 17, 2, 1, dk, 64, true, true, true, RT_F32, RT_F32, RT_F32);
+			linattn_case(rule, 2, 17, 2, 1, dk, 64, true, true, true, RT_F32, RT_F32,
+			             RT_F32);
 			linattn_case(rule, 1, 9, 3, 2, dk, 5, false, false, false, RT_F32, RT_F32,
 			             RT_F32);
 		}
@@ -925,6 +933,282 @@ static void test_linattn(void)
 	struct rt_linattn_desc d = { RT_F32, 0, 0, 1, 1, 1, 1, 1024 + 1, 4 };
 	EXPECT(rtc_linear_attention(&M, &d, dev(64), dev(64), dev(64), NULL, NULL, NULL, NULL,
 	                            dev(64), dev(64)) == RT_ERR_ARGUMENT);
+}
+
+/* Scaled dot-product attention against the CPU (FP32 on the inputs rounded
+ * through their storage types): GQA, causal limits, bias (in its own
+ * dtype) and boolean masks with broadcast dims, softcap, fully masked
+ * rows, lse on and off, head sizes from 1 to several value passes,
+ * sequences past a thousand. bcast: the mask dims (bit a of [batch, head,
+ * lq, lk]) that broadcast. */
+/* v's data, or a valid pointer when v is empty (the CPU runtime takes no
+ * NULL tensor, and an empty vector's data() may be NULL) */
+template <class T> static T *nonnull(std::vector<T> &v)
+{
+	static T one[1];
+	return v.empty() ? one : v.data();
+}
+
+static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t group, int64_t lq,
+                      int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off, int mask,
+                      unsigned bcast, float softcap, bool with_lse)
+{
+	struct rt_attention_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F32;
+	d.mask = mask;
+	d.causal = causal;
+	d.causal_offset = off;
+	d.batch = b, d.q_heads = hkv * group, d.kv_heads = hkv, d.lq = lq, d.lk = lk;
+	d.dk = dk, d.dv = dv;
+	d.scale = softcap > 0 ? 1.0f : (float)(1 / sqrt((double)dk));
+	d.softcap = softcap;
+	int64_t dims[4] = { b, hkv * group, lq, lk }, nm = 1;
+	for (int a = 3; a >= 0; a--) {
+		d.mask_strides[a] = mask && !(bcast >> a & 1) ? nm : 0;
+		nm *= dims[a];
+	}
+	int64_t rows = b * hkv * group * lq, ny = rows * dv, nkv = b * hkv * lk;
+	int bt = mt ? mt : dt;
+	std::vector<float> q = rounded(rnd_floats(rows * dk, -1, 1), dt),
+	                   k = rounded(rnd_floats(nkv * dk, -1, 1), dt),
+	                   v = rounded(rnd_floats(nkv * dv, -1, 1), dt), bias, wy((size_t)ny),
+	                   wl((size_t)rows);
+	bytes keep;
+	if (mask == RT_ATTN_BIAS) {
+		bias = rnd_floats(nm, -2, 2);
+		for (auto &x : bias)
+			if (!rnd(50))
+				x = -INFINITY;
+	} else if (mask == RT_ATTN_BOOL) {
+		keep.resize((size_t)nm);
+		for (auto &c : keep)
+			c = rnd(4) != 0;
+	}
+	if (mask && lq > 1) /* row 1 fully masked (and what broadcasts with it) */
+		for (int64_t x = 0; x < b * hkv * group * lk; x++) {
+			int64_t at = (x / lk / (hkv * group)) * d.mask_strides[0] +
+			             (x / lk % (hkv * group)) * d.mask_strides[1] +
+			             d.mask_strides[2] + (x % lk) * d.mask_strides[3];
+			if (mask == RT_ATTN_BIAS)
+				bias[(size_t)at] = -INFINITY;
+			else
+				keep[(size_t)at] = 0;
+		}
+	if (mask == RT_ATTN_BIAS)
+		bias = rounded(bias, bt);
+	const void *hmask = mask == RT_ATTN_BIAS ? (const void *)nonnull(bias)
+	                    : mask               ? (const void *)nonnull(keep)
+	                                         : NULL;
+	EXPECT(rt_attention(ctx, &d, nonnull(q), nonnull(k), nonnull(v), hmask, nonnull(wy),
+	                    nonnull(wl)) == RT_OK);
+	d.dtype = dt;
+	d.ydtype = yt;
+	d.mdtype = mt;
+	void *dmask = mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : mask ? up(keep) : NULL;
+	void *dy = dev((size_t)ny * esize(yt)), *dl = with_lse ? dev((size_t)rows * 4) : NULL;
+	if (ran(rtc_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dmask, dy,
+	                      dl),
+	        "rtc_attention")) {
+		compare("attention y", unpack(down(dy, (size_t)ny * esize(yt)), yt), wy, yt, 10);
+		if (with_lse)
+			compare("attention lse", unpack(down(dl, (size_t)rows * 4), RT_F32), wl,
+			        RT_F32, 10);
+	}
+}
+
+static void test_attention(void)
+{
+	const int F = RT_F32, NO_MASK = RT_ATTN_NONE, BIAS = RT_ATTN_BIAS, KEEP = RT_ATTN_BOOL;
+	for (int cs = 0; cs < 40; cs++) { /* small random ones */
+		int64_t lq = rnd(4) ? rnd_in(1, 80) : 1, lk = rnd_in(0, 150);
+		attn_case(F, F, 0, rnd_in(1, 2), rnd_in(1, 3), rnd_in(1, 3), lq, lk, rnd_in(1, 80),
+		          rnd_in(1, 80), (int)rnd(2), rnd_in(-lq - 2, lk + 2), (int)rnd(3),
+		          (unsigned)rnd(16), rnd(3) ? 0.f : 5.f, rnd(2));
+	}
+	attn_case(F, F, 0, 1, 4, 1, 1024, 1024, 64, 64, 1, 0, NO_MASK, 0, 0, true);
+	attn_case(F, F, 0, 2, 2, 2, 1000, 1000, 128, 128, 0, 0, BIAS, 2u, 0, true);
+	attn_case(F, F, 0, 2, 2, 4, 1, 1500, 64, 64, 1, 1499, KEEP, 0, 0, true); /* decode */
+	attn_case(F, F, 0, 1, 2, 3, 77, 1100, 128, 128, 1, 1100 - 77, BIAS, 3u, 0, true);
+	attn_case(F, F, 0, 1, 1, 1, 300, 300, 1, 1, 1, -5, NO_MASK, 0, 0, true);
+	attn_case(F, F, 0, 1, 2, 2, 100, 200, 33, 300, 1, 7, KEEP, 4u, 0, true); /* 2 passes */
+	attn_case(F, F, 0, 1, 1, 2, 64, 257, 256, 256, 0, 0, NO_MASK, 0, 0, false);
+	attn_case(F, F, 0, 1, 2, 1, 50, 70, 100, 600, 0, 0, BIAS, 9u, 0, true);   /* 3 passes */
+	attn_case(F, F, 0, 2, 2, 1, 200, 200, 64, 64, 1, 0, BIAS, 0, 30.f, true); /* softcap */
+	attn_case(F, F, 0, 1, 1, 1, 5, 0, 16, 16, 0, 0, NO_MASK, 0, 0, true);     /* no keys */
+	FOR_IOS(t)
+	{
+		if (t.dt == RT_F64)
+			continue;
+		attn_case(t.dt, t.yt, 0, 2, 2, 2, 300, 333, 64, 64, 1, 33, BIAS, 8u, 0, true);
+		attn_case(t.dt, t.yt, 0, 1, 2, 4, 1, 1200, 128, 128, 0, 0, KEEP, 4u, 0, false);
+		attn_case(t.dt, t.yt, 0, 1, 1, 1, 1030, 1030, 64, 80, 1, 0, NO_MASK, 0, 0, true);
+	}
+	/* a bias of another dtype than q, k and v */
+	attn_case(RT_F16, RT_F16, RT_F32, 1, 2, 2, 100, 130, 64, 64, 1, 30, BIAS, 1u, 0, true);
+	attn_case(RT_BF16, RT_F32, RT_F16, 1, 2, 1, 100, 130, 64, 64, 0, 0, BIAS, 0, 0, true);
+	/* refused: FP64, a mask pointer that the descriptor does not say, heads */
+	struct rt_attention_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F64, d.batch = 1, d.q_heads = 2, d.kv_heads = 1, d.lq = 2, d.lk = 2;
+	d.dk = d.dv = 2, d.scale = 1;
+	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) ==
+	       RT_ERR_ARGUMENT);
+	d.dtype = RT_F32;
+	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), dev(64), dev(64), NULL) ==
+	       RT_ERR_ARGUMENT);
+	d.kv_heads = 3;
+	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) ==
+	       RT_ERR_ARGUMENT);
+}
+
+/* Its backward against rt_attention_grad (FP32 on the inputs rounded
+ * through their storage types; y is the CPU's forward rounded to ydtype,
+ * lse the CPU's): GQA, causal limits (negative offsets too), bias and
+ * boolean masks with broadcast dims, softcap, fully masked rows, head sizes
+ * from 1 to several column passes, sequences of ~500, dq, dk, dv in the
+ * dtype of q, k, v and y, dy in ydtype. Each run twice: the same bytes. */
+static void grad_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t group, int64_t lq,
+                      int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off, int mask,
+                      unsigned bcast, float softcap)
+{
+	struct rt_attention_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F32;
+	d.mask = mask;
+	d.causal = causal;
+	d.causal_offset = off;
+	d.batch = b, d.q_heads = hkv * group, d.kv_heads = hkv, d.lq = lq, d.lk = lk;
+	d.dk = dk, d.dv = dv;
+	d.scale = softcap > 0 ? 1.0f : (float)(1 / sqrt((double)dk));
+	d.softcap = softcap;
+	int64_t dims[4] = { b, hkv * group, lq, lk }, nm = 1;
+	for (int a = 3; a >= 0; a--) {
+		d.mask_strides[a] = mask && !(bcast >> a & 1) ? nm : 0;
+		nm *= dims[a];
+	}
+	int64_t rows = b * hkv * group * lq, ny = rows * dv, nkv = b * hkv * lk;
+	int bt = mt ? mt : dt;
+	std::vector<float> q = rounded(rnd_floats(rows * dk, -1, 1), dt),
+	                   k = rounded(rnd_floats(nkv * dk, -1, 1), dt),
+	                   v = rounded(rnd_floats(nkv * dv, -1, 1), dt),
+	                   gy = rounded(rnd_floats(ny, -1, 1), yt), bias, y((size_t)ny),
+	                   lse((size_t)rows), wq((size_t)(rows * dk)), wk((size_t)(nkv * dk)),
+	                   wv((size_t)(nkv * dv));
+	bytes keep;
+	if (mask == RT_ATTN_BIAS) {
+		bias = rnd_floats(nm, -2, 2);
+		for (auto &x : bias)
+			if (!rnd(50))
+				x = -INFINITY;
+	} else if (mask == RT_ATTN_BOOL) {
+		keep.resize((size_t)nm);
+		for (auto &c : keep)
+			c = rnd(4) != 0;
+	}
+	if (mask && lq > 1) /* row 1 fully masked (and what broadcasts with it) */
+		for (int64_t x = 0; x < b * hkv * group * lk; x++) {
+			int64_t at = (x / lk / (hkv * group)) * d.mask_strides[0] +
+			             (x / lk % (hkv * group)) * d.mask_strides[1] +
+			             d.mask_strides[2] + (x % lk) * d.mask_strides[3];
+			if (mask == RT_ATTN_BIAS)
+				bias[(size_t)at] = -INFINITY;
+			else
+				keep[(size_t)at] = 0;
+		}
+	if (mask == RT_ATTN_BIAS)
+		bias = rounded(bias, bt);
+	/* the CPU takes no NULL tensor, even an empty one */
+	static float none;
+	auto P = [](std::vector<float> &x) { return x.empty() ? &none : x.data(); };
+	const void *hmask = NULL;
+	if (mask == RT_ATTN_BIAS)
+		hmask = P(bias);
+	else if (mask)
+		hmask = keep.empty() ? (const void *)&none : keep.data();
+	EXPECT(rt_attention(ctx, &d, P(q), P(k), P(v), hmask, P(y), P(lse)) == RT_OK);
+	y = rounded(y, yt);
+	EXPECT(rt_attention_grad(ctx, &d, P(q), P(k), P(v), P(y), P(lse), P(gy), hmask, P(wq),
+	                         P(wk), P(wv)) == RT_OK);
+	d.dtype = dt;
+	d.ydtype = yt;
+	d.mdtype = mt;
+	void *dmask = mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : mask ? up(keep) : NULL;
+	void *dq_ = up(pack(q, dt)), *dk_ = up(pack(k, dt)), *dv_ = up(pack(v, dt)),
+	     *dy_ = up(pack(y, yt)), *dl = up(pack(lse, RT_F32)), *dg = up(pack(gy, yt));
+	size_t es = (size_t)esize(dt), nq = (size_t)(rows * dk) * es, nk = (size_t)(nkv * dk) * es,
+	       nv = (size_t)(nkv * dv) * es;
+	void *oq = dev(nq), *ok = dev(nk), *ov = dev(nv);
+	/* the gradients' sums cancel (p (dp - D)): within rounding of the
+	 * largest result and of the terms' size */
+	auto tol = [&](const std::vector<float> &w) {
+		double big = 0;
+		for (float x : w)
+			big = fabs(x) > big ? fabs(x) : big;
+		return 10 * big + 0.5 * d.scale * (double)dv * sqrt((double)(lq * group));
+	};
+	if (!ran(rtc_attention_grad(&M, &d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
+	         "rtc_attention_grad"))
+		return;
+	bytes gq = down(oq, nq), gk = down(ok, nk), gv = down(ov, nv);
+	compare("attention dq", unpack(gq, dt), wq, dt, tol(wq));
+	compare("attention dk", unpack(gk, dt), wk, dt, tol(wk));
+	compare("attention dv", unpack(gv, dt), wv, dt, tol(wv));
+	CUDA_OK(cudaMemset(oq, 0xff, nq ? nq : 1));
+	CUDA_OK(cudaMemset(ok, 0xff, nk ? nk : 1));
+	CUDA_OK(cudaMemset(ov, 0xff, nv ? nv : 1));
+	if (ran(rtc_attention_grad(&M, &d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
+	        "rtc_attention_grad again")) {
+		compare_bytes("attention dq again", down(oq, nq), gq);
+		compare_bytes("attention dk again", down(ok, nk), gk);
+		compare_bytes("attention dv again", down(ov, nv), gv);
+	}
+}
+
+static void test_attention_grad(void)
+{
+	const int F = RT_F32, NO_MASK = RT_ATTN_NONE, BIAS = RT_ATTN_BIAS, KEEP = RT_ATTN_BOOL;
+	for (int cs = 0; cs < 30; cs++) { /* small random ones */
+		int64_t lq = rnd(4) ? rnd_in(1, 80) : 1, lk = rnd_in(0, 120);
+		grad_case(F, F, 0, rnd_in(1, 2), rnd_in(1, 3), rnd_in(1, 3), lq, lk, rnd_in(1, 80),
+		          rnd_in(1, 80), (int)rnd(2), rnd_in(-lq - 2, lk + 2), (int)rnd(3),
+		          (unsigned)rnd(16), rnd(3) ? 0.f : 5.f);
+	}
+	grad_case(F, F, 0, 1, 2, 2, 500, 500, 64, 64, 1, 0, NO_MASK, 0, 0);
+	grad_case(F, F, 0, 2, 2, 1, 512, 480, 128, 128, 0, 0, BIAS, 2u, 0);
+	grad_case(F, F, 0, 1, 2, 4, 1, 700, 64, 64, 1, 699, KEEP, 0, 0); /* decode */
+	grad_case(F, F, 0, 1, 2, 3, 77, 530, 128, 128, 1, 530 - 77, BIAS, 3u, 0);
+	grad_case(F, F, 0, 1, 1, 1, 300, 300, 1, 1, 1, -5, NO_MASK, 0, 0);
+	grad_case(F, F, 0, 1, 2, 2, 100, 200, 33, 300, 1, 7, KEEP, 4u, 0);  /* 2 kv passes */
+	grad_case(F, F, 0, 1, 2, 1, 90, 70, 300, 40, 0, 0, BIAS, 9u, 0);    /* 2 q passes */
+	grad_case(F, F, 0, 2, 2, 1, 200, 200, 64, 64, 1, 0, BIAS, 0, 30.f); /* softcap */
+	grad_case(F, F, 0, 1, 1, 2, 200, 150, 48, 40, 1, -60, NO_MASK, 0, 0);
+	grad_case(F, F, 0, 1, 1, 1, 5, 0, 16, 16, 0, 0, NO_MASK, 0, 0); /* no keys */
+	grad_case(F, F, 0, 1, 1, 1, 0, 9, 16, 16, 0, 0, NO_MASK, 0, 0); /* no queries */
+	FOR_IOS(t)
+	{
+		if (t.dt == RT_F64)
+			continue;
+		grad_case(t.dt, t.yt, 0, 2, 2, 2, 300, 333, 64, 64, 1, 33, BIAS, 8u, 0);
+		grad_case(t.dt, t.yt, 0, 1, 2, 4, 1, 500, 128, 128, 0, 0, KEEP, 4u, 0);
+		grad_case(t.dt, t.yt, 0, 1, 1, 1, 520, 520, 64, 80, 1, 0, NO_MASK, 0, 5.f);
+	}
+	/* a bias of another dtype than q, k and v */
+	grad_case(RT_F16, RT_F16, RT_F32, 1, 2, 2, 100, 130, 64, 64, 1, 30, BIAS, 1u, 0);
+	grad_case(RT_BF16, RT_F32, RT_F16, 1, 2, 1, 100, 130, 64, 64, 0, 0, BIAS, 0, 0);
+	/* refused: FP64, a mask pointer that the descriptor does not say, heads,
+	 * no lse */
+	struct rt_attention_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F64, d.batch = 1, d.q_heads = 2, d.kv_heads = 1, d.lq = 2, d.lk = 2;
+	d.dk = d.dv = 2, d.scale = 1;
+	void *p = dev(64);
+	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+	d.dtype = RT_F32;
+	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, p, p, p, p) == RT_ERR_ARGUMENT);
+	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, NULL, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+	d.kv_heads = 3;
+	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1589,6 +1873,7 @@ static void steps(void *const *b, int *status)
 	struct rt_cumsum_desc cs = { RT_F32, 0, 1, 64, 1000, 1, 0 };
 	struct rt_topk_desc tk = { RT_F32, 0, 64, 1000, 1, 8 };
 	struct rt_linattn_desc la = { RT_F32, 1, 0, 2, 50, 2, 2, 64, 32, 2, 0, 0, 0.125f };
+	struct rt_attention_desc at;
 	struct rt_resize_desc rz;
 	struct rt_epilogue ep = { RT_ACT_SIGMOID, 0, 0, 1 };
 	memset(&cd, 0, sizeof cd);
@@ -1611,6 +1896,16 @@ static void steps(void *const *b, int *status)
 	rz.out_dims[1] = 500;
 	rz.scales[0] = 2;
 	rz.scales[1] = 0.5;
+	memset(&at, 0, sizeof at); /* FP16, GQA, causal, a bias broadcast over heads */
+	at.dtype = RT_F16;
+	at.mask = RT_ATTN_BIAS;
+	at.causal = 1;
+	at.causal_offset = 10;
+	at.batch = 1, at.q_heads = 4, at.kv_heads = 2, at.lq = 50, at.lk = 60, at.dk = 64;
+	at.dv = 32;
+	at.mask_strides[2] = 60, at.mask_strides[3] = 1;
+	at.scale = 0.125f;
+	at.ydtype = RT_F32;
 	int s = RT_OK;
 	s = s ? s : rtc_softmax(&M, &sd, b[0], b[1]);
 	s = s ? s : rtc_layernorm(&M, &ld, b[0], b[2], b[2], b[3], (float *)b[4], NULL);
@@ -1622,8 +1917,12 @@ static void steps(void *const *b, int *status)
 	s = s ? s : rtc_arg(&M, &ad, b[1], (int64_t *)b[11]);
 	s = s ? s : rtc_cumsum(&M, &cs, b[1], b[12]);
 	s = s ? s : rtc_topk(&M, &tk, b[1], b[15], (int64_t *)b[14]);
-	s = s ? s : rtc_linear_attention(&M, &la, b[1], b[2], b[3], NULL, b[12], NULL, NULL,
-	                                 (char *)b[15] + 4096, (char *)b[15] + 65536);
+	s = s ? s
+	      : rtc_linear_attention(&M, &la, b[1], b[2], b[3], NULL, b[12], NULL, NULL,
+	                             (char *)b[15] + 4096, (char *)b[15] + 65536);
+	s = s ? s
+	      : rtc_attention(&M, &at, b[0], b[2], b[0], b[2], (char *)b[4] + 4096,
+	                      (char *)b[4] + 262144);
 	s = s ? s : rtc_resize(&M, &rz, b[1], b[13]);
 	s = s ? s : rtc_convert(&M, b[14], RT_F16, b[13], RT_F32, 128 * 500);
 	s = s ? s : rtc_epilogue(&M, &ep, RT_F32, b[13], b[2], RT_BF16, b[1], RT_F32, 128, 1, 500);
@@ -1681,19 +1980,113 @@ struct test {
 	void (*fn)(void);
 };
 
+/* --attention-speed (scripts/gpu-check section 7): rtc_attention and
+ * rtc_attention_grad in BF16, batch 1, 16 heads, one JSON object per case:
+ * the median of 5 timed calls (CUDA events) after one warm-up, TFLOP/s as
+ * 4 B H Lq Lk d over the unmasked scores (2.5 times that for the backward,
+ * FlashAttention's convention). A length is not tried once a call at a
+ * shorter one took over 2 s. Inputs are uninitialised: speed only. */
+static int attention_speed(void)
+{
+	const int64_t lens[] = { 512, 1024, 2048, 4096, 8192, 16384 }, heads = 16;
+	for (int64_t d : { 64, 128 })
+		for (int causal = 0; causal < 2; causal++) {
+			bool slow = false;
+			for (int64_t L : lens) {
+				if (slow)
+					break;
+				struct rt_attention_desc a = {};
+				size_t n = (size_t)(heads * L * d), bytes = n * 2;
+				void *q, *k, *v, *y, *dy, *dq, *dk, *dv, *lse;
+				cudaEvent_t e0, e1;
+				float ms[2] = { 0, 0 };
+				a.dtype = RT_BF16;
+				a.causal = causal;
+				a.batch = 1;
+				a.q_heads = a.kv_heads = heads;
+				a.lq = a.lk = L;
+				a.dk = a.dv = d;
+				a.scale = 1.0f / sqrtf((float)d);
+				CUDA_OK(cudaMalloc(&q, bytes));
+				CUDA_OK(cudaMalloc(&k, bytes));
+				CUDA_OK(cudaMalloc(&v, bytes));
+				CUDA_OK(cudaMalloc(&y, bytes));
+				CUDA_OK(cudaMalloc(&dy, bytes));
+				CUDA_OK(cudaMalloc(&dq, bytes));
+				CUDA_OK(cudaMalloc(&dk, bytes));
+				CUDA_OK(cudaMalloc(&dv, bytes));
+				CUDA_OK(cudaMalloc(&lse, (size_t)(heads * L) * sizeof(float)));
+				CUDA_OK(cudaMemset(q, 0, bytes));
+				CUDA_OK(cudaMemset(k, 0, bytes));
+				CUDA_OK(cudaMemset(v, 0, bytes));
+				CUDA_OK(cudaMemset(dy, 0, bytes));
+				CUDA_OK(cudaEventCreate(&e0));
+				CUDA_OK(cudaEventCreate(&e1));
+				for (int pass = 0; pass < 2; pass++) {
+					std::vector<float> t;
+					for (int r = 0; r < 6; r++) {
+						int st;
+						CUDA_OK(cudaEventRecord(e0, M.stream));
+						st = pass ? rtc_attention_grad(&M, &a, q, k, v, y,
+						                               lse, dy, NULL, dq,
+						                               dk, dv)
+						          : rtc_attention(&M, &a, q, k, v, NULL, y,
+						                          lse);
+						CUDA_OK(cudaEventRecord(e1, M.stream));
+						CUDA_OK(cudaEventSynchronize(e1));
+						if (st != RT_OK) {
+							printf("attention speed: status %d\n", st);
+							return 1;
+						}
+						float x;
+						CUDA_OK(cudaEventElapsedTime(&x, e0, e1));
+						if (r)
+							t.push_back(x);
+						if (x > 2000)
+							slow = true;
+					}
+					std::sort(t.begin(), t.end());
+					ms[pass] = t[t.size() / 2];
+				}
+				double scores = causal ? (double)L * (L + 1) / 2 : (double)L * L;
+				double flops = 4.0 * heads * d * scores;
+				printf("{\"d\": %lld, \"causal\": %d, \"L\": %lld, \"fwd_ms\": "
+				       "%.4f, "
+				       "\"fwd_tflops\": %.3f, \"bwd_ms\": %.4f, \"bwd_tflops\": "
+				       "%.3f}\n",
+				       (long long)d, causal, (long long)L, ms[0],
+				       flops / (ms[0] * 1e9), ms[1], 2.5 * flops / (ms[1] * 1e9));
+				fflush(stdout);
+				CUDA_OK(cudaEventDestroy(e0));
+				CUDA_OK(cudaEventDestroy(e1));
+				for (void *p : { q, k, v, y, dy, dq, dk, dv, lse })
+					CUDA_OK(cudaFree(p));
+			}
+		}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const test tests[] = {
-		{ "pool", test_pool },         { "softmax", test_softmax },
-		{ "norms", test_norms },       { "reduce", test_reduce },
-		{ "arg", test_arg },           { "cumsum", test_cumsum },
-		{ "copy", test_copy },         { "tile", test_tile },
-		{ "gather", test_gather },     { "pad_trilu", test_pad_trilu },
-		{ "resize", test_resize },     { "convert", test_convert },
-		{ "epilogue", test_epilogue }, { "graph", test_graph },
-		{ "scatter", test_scatter },   { "topk", test_topk },
-		{ "linattn", test_linattn }
-	};
+	static const test tests[] = { { "pool", test_pool },
+		                      { "softmax", test_softmax },
+		                      { "norms", test_norms },
+		                      { "reduce", test_reduce },
+		                      { "arg", test_arg },
+		                      { "cumsum", test_cumsum },
+		                      { "copy", test_copy },
+		                      { "tile", test_tile },
+		                      { "gather", test_gather },
+		                      { "pad_trilu", test_pad_trilu },
+		                      { "resize", test_resize },
+		                      { "convert", test_convert },
+		                      { "epilogue", test_epilogue },
+		                      { "graph", test_graph },
+		                      { "scatter", test_scatter },
+		                      { "topk", test_topk },
+		                      { "linattn", test_linattn },
+		                      { "attention", test_attention },
+		                      { "attention_grad", test_attention_grad } };
 	int ndev = 0;
 	cudaDeviceProp prop;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -1709,6 +2102,8 @@ int main(int argc, char **argv)
 	CUDA_OK(cudaMemset(M.flag, 0, sizeof(int)));
 	if (rt_ctx_create(&ctx, 0) != RT_OK)
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "--attention-speed"))
+		return attention_speed();
 	for (const test &t : tests) {
 		if (argc > 1 && !strstr(t.name, argv[1]))
 			continue;

@@ -1167,6 +1167,601 @@ static void test_linear_attention(void)
 	CHECK(!rtc_linattn_plan(&d, &p));
 }
 
+/*
+ * rtc_attention.cu's attn_rows emulated: every block and warp of the plan
+ * takes its rows in the grid-stride order, each lane's score summed in the
+ * kernel's order over the staged dims, the chunk's max and sum in xor
+ * shuffle order, the value columns per lane and pass; against
+ * rt_attention (rt_flash.c).
+ */
+static float warp_host(const float *lanes, int max)
+{
+	float v[32], w[32];
+	memcpy(v, lanes, sizeof v);
+	for (int o = 16; o > 0; o /= 2) {
+		for (int q = 0; q < 32; q++) {
+			float a = v[q], b = v[q ^ o];
+			w[q] = max ? (b > a || a != a ? b : a) : a + b;
+		}
+		memcpy(v, w, sizeof v);
+	}
+	return v[0];
+}
+
+static void attn_emulate(const struct rt_attention_desc *d, int sm_count, const float *q,
+                         const float *k, const float *v, const void *mask, float *y, float *lse,
+                         int *seen)
+{
+	struct rtc_attn p;
+	const int64_t dk = d->dk, dv = d->dv;
+	static float sk[RTC_ATTN_KC][RTC_ATTN_DC + 1], sq[RTC_ATTN_DC], acc[32][RTC_ATTN_NV];
+	float dot[32], s[32], e[32];
+	CHECK(rtc_attn_plan(d, sm_count, &p));
+	CHECK_EQ(p.rows.group, 32);
+	for (int blk = 0; blk < p.rows.blocks; blk++)
+		for (int tid = 0; tid < p.rows.threads; tid += 32)
+			for (int64_t row = rtc_rows_first(&p.rows, blk, tid); row < p.nrows;
+			     row += rtc_rows_step(&p.rows)) {
+				int64_t b, h, i, kend, kv;
+				seen[row]++;
+				rtc_attn_row(d, row, &b, &h, &i);
+				kend = rtc_attn_kend(d, i);
+				kv = rtc_attn_kv_row(d, b, h, 0);
+				for (int pass = 0; pass < p.passes; pass++) {
+					float m = -INFINITY, l = 0;
+					memset(acc, 0, sizeof acc);
+					for (int64_t j0 = 0; j0 < kend; j0 += RTC_ATTN_KC) {
+						int n = (int)rt_min64(RTC_ATTN_KC, kend - j0);
+						float mn, sum, corr;
+						memset(dot, 0, sizeof dot);
+						for (int64_t d0 = 0; d0 < dk; d0 += RTC_ATTN_DC) {
+							for (int ln = 0; ln < 32; ln++) {
+								int64_t c = d0 + ln;
+								sq[ln] = c < dk ? q[row * dk + c]
+								                : 0;
+								for (int r = 0; r < RTC_ATTN_KC;
+								     r++)
+									sk[r][ln] =
+									        c < dk && r < n
+									                ? k[(kv +
+									                     j0 +
+									                     r) * dk +
+									                    c]
+									                : 0;
+							}
+							for (int ln = 0; ln < 32; ln++)
+								for (int c2 = 0; c2 < RTC_ATTN_DC;
+								     c2++)
+									dot[ln] +=
+									        sq[c2] * sk[ln][c2];
+						}
+						for (int ln = 0; ln < 32; ln++) {
+							int64_t at;
+							s[ln] = -INFINITY;
+							if (ln >= n)
+								continue;
+							s[ln] = rtc_attn_score(d, dot[ln]);
+							at = rtc_attn_mask_at(d, b, h, i, j0 + ln);
+							if (d->mask == RT_ATTN_BIAS)
+								s[ln] += ((const float *)mask)[at];
+							else if (d->mask == RT_ATTN_BOOL &&
+							         !((const unsigned char *)mask)[at])
+								s[ln] = -INFINITY;
+						}
+						mn = warp_host(s, 1);
+						mn = mn > m ? mn : m;
+						if (mn == -INFINITY)
+							continue;
+						for (int ln = 0; ln < 32; ln++)
+							e[ln] = expf(s[ln] - mn);
+						corr = expf(m - mn);
+						sum = warp_host(e, 0);
+						l = l * corr + sum;
+						m = mn;
+						for (int ln = 0; ln < 32; ln++)
+							for (int t = 0; t < RTC_ATTN_NV; t++)
+								acc[ln][t] *= corr;
+						for (int r = 0; r < n; r++)
+							for (int ln = 0; ln < 32; ln++)
+								for (int t = 0; t < RTC_ATTN_NV;
+								     t++) {
+									int64_t c = rtc_attn_col(
+									        pass, ln, t);
+									if (c < dv)
+										acc[ln][t] +=
+										        e[r] *
+										        v[(kv + j0 +
+										           r) * dv +
+										          c];
+								}
+					}
+					for (int ln = 0; ln < 32; ln++)
+						for (int t = 0; t < RTC_ATTN_NV; t++) {
+							int64_t c = rtc_attn_col(pass, ln, t);
+							if (c < dv)
+								y[row * dv + c] = acc[ln][t] *
+								                  rtc_attn_inv(l);
+						}
+					if (pass == 0 && lse)
+						lse[row] = rtc_attn_lse(m, l);
+				}
+			}
+}
+
+/* close_to, and infinities (a fully masked row's lse) only as themselves */
+static int attn_close(double a, double b)
+{
+	return isinf(a) || isinf(b) ? a == b : close_to(a, b, 2e-5);
+}
+
+static void test_attention(void)
+{
+	int bad = 0, masked_rows = 0, multipass = 0, ragged = 0, capped = 0;
+	setup();
+	for (int cs = 0; cs < 400; cs++) {
+		struct rt_attention_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = RT_F32;
+		d.batch = rnd_in(1, 2);
+		d.kv_heads = rnd_in(1, 3);
+		d.q_heads = d.kv_heads * rnd_in(1, 3);
+		d.lq = rnd(4) ? rnd_in(1, 70) : 1;
+		d.lk = rnd(12) ? rnd_in(1, 100) : rnd_in(0, 3);
+		d.dk = rnd(3) ? rnd_in(1, 40) : rnd_in(41, 100);
+		d.dv = rnd(8) ? rnd_in(1, 80) : rnd_in(RTC_ATTN_NV * 32 - 5, RTC_ATTN_NV * 32 + 40);
+		d.causal = (int)rnd(2);
+		d.causal_offset = rnd(3) ? rnd_in(-d.lq - 2, d.lk + 2) : rnd(2) ? 0 : d.lk - d.lq;
+		d.mask = (int)rnd(3);
+		d.scale = rnd(2) ? (float)(1 / sqrt((double)d.dk)) : (float)(0.1 + 2 * rnd_unit());
+		d.softcap = rnd(3) ? 0 : (float)rnd_in(1, 5);
+		int64_t dims[4] = { d.batch, d.q_heads, d.lq, d.lk }, nm = 1;
+		for (int a = 3; a >= 0; a--) {
+			d.mask_strides[a] = d.mask && rnd(3) ? nm : 0; /* 0: broadcast */
+			nm *= dims[a];
+		}
+		int with_lse = (int)rnd(3) > 0, sm = (int)rnd_in(1, 3);
+		int64_t rows = d.batch * d.q_heads * d.lq, ny = rows * d.dv;
+		float *q = rnd_f32s(rows * d.dk, -1, 1),
+		      *k = rnd_f32s(d.batch * d.kv_heads * d.lk * d.dk, -1, 1),
+		      *v = rnd_f32s(d.batch * d.kv_heads * d.lk * d.dv, -1, 1);
+		float *bias = NULL;
+		unsigned char *keep = NULL;
+		if (d.mask == RT_ATTN_BIAS) {
+			bias = rnd_f32s(nm, -3, 3);
+			for (int64_t a = 0; a < nm; a++)
+				if (!rnd(20))
+					bias[a] = -INFINITY;
+		} else if (d.mask == RT_ATTN_BOOL) {
+			keep = alloc((size_t)nm);
+			for (int64_t a = 0; a < nm; a++)
+				keep[a] = rnd(4) != 0;
+		}
+		if (d.mask && d.lq && rnd(2)) { /* a fully masked row (or more: broadcast) */
+			int64_t i = rnd(d.lq);
+			for (int64_t b = 0; b < d.batch; b++)
+				for (int64_t h = 0; h < d.q_heads; h++)
+					for (int64_t j = 0; j < d.lk; j++) {
+						int64_t at = rtc_attn_mask_at(&d, b, h, i, j);
+						if (bias)
+							bias[at] = -INFINITY;
+						else
+							keep[at] = 0;
+					}
+		}
+		const void *mask = bias ? (const void *)bias : (const void *)keep;
+		float *y = alloc(4 * (size_t)(ny + 1)), *ey = alloc(4 * (size_t)(ny + 1)),
+		      *lse = alloc(4 * (size_t)(rows + 1)), *else_ = alloc(4 * (size_t)(rows + 1));
+		int *seen = alloc(sizeof(int) * (size_t)(rows + 1));
+		for (int64_t r = 0; r < rows; r++)
+			lse[r] = else_[r] = 12345; /* untouched without lse */
+		CHECK_EQ(rt_attention(ctx, &d, q, k, v, mask, ey, with_lse ? else_ : NULL), RT_OK);
+		attn_emulate(&d, sm, q, k, v, mask, y, with_lse ? lse : NULL, seen);
+		for (int64_t r = 0; r < rows; r++) {
+			if (seen[r] != 1)
+				bad++;
+			if (with_lse && else_[r] == -INFINITY)
+				masked_rows++;
+		}
+		for (int64_t a = 0; a < ny; a++)
+			if (!attn_close(y[a], ey[a])) {
+				if (bad < 5)
+					fprintf(stderr, "attention case %d y[%lld]: %g, want %g\n",
+					        cs, (long long)a, y[a], ey[a]);
+				bad++;
+			}
+		for (int64_t r = 0; r < rows; r++)
+			if (!attn_close(lse[r], else_[r])) {
+				if (bad < 5)
+					fprintf(stderr,
+					        "attention case %d lse[%lld]: %g, want %g\n", cs,
+					        (long long)r, lse[r], else_[r]);
+				bad++;
+			}
+		multipass += d.dv > RTC_ATTN_NV * 32;
+		ragged += d.lk % RTC_ATTN_KC != 0 && d.lk > RTC_ATTN_KC;
+		capped += d.softcap > 0;
+		free(q), free(k), free(v), free(bias), free(keep);
+		free(y), free(ey), free(lse), free(else_), free(seen);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(masked_rows > 0 && multipass > 0 && ragged > 0 && capped > 0);
+	/* the plan and the causal limit at the extremes */
+	struct rt_attention_desc d;
+	struct rtc_attn p;
+	memset(&d, 0, sizeof d);
+	d.batch = 2, d.q_heads = 6, d.kv_heads = 3, d.lq = 5, d.lk = 7, d.dk = 3;
+	d.dv = RTC_ATTN_NV * 32;
+	CHECK(rtc_attn_plan(&d, 4, &p));
+	CHECK_EQ(p.passes, 1);
+	CHECK_EQ(p.nrows, 60);
+	CHECK_EQ(p.rows.threads, RTC_THREADS);
+	d.dv++;
+	CHECK(rtc_attn_plan(&d, 4, &p));
+	CHECK_EQ(p.passes, 2);
+	CHECK_EQ(rtc_attn_kv_row(&d, 1, 5, 2), (1 * 3 + 2) * 7 + 2);
+	d.causal = 1;
+	d.causal_offset = INT64_MAX;
+	CHECK_EQ(rtc_attn_kend(&d, 4), 7);
+	d.causal_offset = INT64_MIN;
+	CHECK_EQ(rtc_attn_kend(&d, 4), 0);
+	d.causal_offset = -2;
+	CHECK_EQ(rtc_attn_kend(&d, 1), 0);
+	CHECK_EQ(rtc_attn_kend(&d, 4), 3);
+	d.q_heads = 4;
+	CHECK(!rtc_attn_plan(&d, 4, &p));
+	d.q_heads = 6, d.dk = 0;
+	CHECK(!rtc_attn_plan(&d, 4, &p));
+}
+
+/*
+ * rtc_attention.cu's backward emulated: pass 1 (attn_grad_keys) with every
+ * block and warp of the plan taking its keys in the grid-stride order, the
+ * query rows of each group head from rtc_attn_qbegin in chunks of 32, the
+ * staged dot products (grad_dot) lane by lane in the kernel's order, the
+ * rows' p and ds broadcast one by one into each lane's dk and dv columns;
+ * pass 2 (attn_grad_rows) the same per query row into dq; against
+ * rt_attention_grad (rt_flash.c).
+ */
+static void grad_dot_host(const float *one, int64_t one_row, const float *many, int64_t many_row,
+                          int n, const float *pair, float *pd, int64_t width, float *dot)
+{
+	static float tile[32][RTC_ATTN_DC + 1], tile2[32][RTC_ATTN_DC + 1], vec[RTC_ATTN_DC];
+	for (int ln = 0; ln < 32; ln++)
+		dot[ln] = 0, pd[ln] = 0;
+	for (int64_t d0 = 0; d0 < width; d0 += RTC_ATTN_DC) {
+		for (int ln = 0; ln < 32; ln++) {
+			int64_t c = d0 + ln;
+			int in = c < width;
+			vec[ln] = in ? one[one_row * width + c] : 0;
+			for (int r = 0; r < 32; r++) {
+				tile[r][ln] = in && r < n ? many[(many_row + r) * width + c] : 0;
+				if (pair)
+					tile2[r][ln] =
+					        in && r < n ? pair[(many_row + r) * width + c] : 0;
+			}
+		}
+		for (int ln = 0; ln < 32; ln++)
+			for (int c2 = 0; c2 < RTC_ATTN_DC; c2++) {
+				dot[ln] += tile[ln][c2] * vec[c2];
+				if (pair)
+					pd[ln] += tile2[ln][c2] * tile[ln][c2];
+			}
+	}
+}
+
+static float grad_masked_host(const struct rt_attention_desc *d, const void *mask, float s,
+                              int64_t b, int64_t h, int64_t i, int64_t j)
+{
+	int64_t at = rtc_attn_mask_at(d, b, h, i, j);
+	if (d->mask == RT_ATTN_BIAS)
+		return s + ((const float *)mask)[at];
+	if (d->mask == RT_ATTN_BOOL && !((const unsigned char *)mask)[at])
+		return -INFINITY;
+	return s;
+}
+
+/* The inputs and results of the emulation. */
+struct grad_io {
+	const float *q, *k, *v, *y, *lse, *dy;
+	const void *mask;
+	float *dq, *dk, *dv;
+};
+
+/* Pass 1's warp on key item r: dk_r and dv_r. */
+static void grad_key_emulate(const struct rt_attention_desc *d, const struct rtc_attn_grad *p,
+                             const struct grad_io *io, int64_t r)
+{
+	const int64_t ndk = d->dk, ndv = d->dv, group = d->q_heads / d->kv_heads;
+	static float ak[32][RTC_ATTN_NV], av[32][RTC_ATTN_NV];
+	float dot[32], dd[32], dp[32], unused[32], s, dcap, pr[32], ds[32];
+	int64_t b, kvh, j, ibegin;
+	rtc_attn_key(d, r, &b, &kvh, &j);
+	ibegin = rtc_attn_qbegin(d, j);
+	for (int pass = 0; pass < p->kv_passes; pass++) {
+		memset(ak, 0, sizeof ak);
+		memset(av, 0, sizeof av);
+		for (int64_t g = 0; g < group; g++) {
+			int64_t h = kvh * group + g;
+			for (int64_t i0 = ibegin; i0 < d->lq; i0 += 32) {
+				int n = (int)rt_min64(32, d->lq - i0);
+				int64_t row0 = rtc_attn_q_row(d, b, h, i0);
+				grad_dot_host(io->k, r, io->q, row0, n, NULL, unused, ndk, dot);
+				grad_dot_host(io->v, r, io->dy, row0, n, io->y, dd, ndv, dp);
+				for (int ln = 0; ln < 32; ln++) {
+					s = rtc_attn_score_dcap(d, dot[ln], &dcap);
+					pr[ln] = ds[ln] = 0;
+					if (ln >= n)
+						continue;
+					s = grad_masked_host(d, io->mask, s, b, h, i0 + ln, j);
+					pr[ln] = rtc_attn_prob(s, io->lse[row0 + ln]);
+					ds[ln] = rtc_attn_dscore(pr[ln], dp[ln], dd[ln], dcap);
+				}
+				for (int rr = 0; rr < n; rr++) {
+					const float *qr = io->q + (row0 + rr) * ndk,
+					            *gr = io->dy + (row0 + rr) * ndv;
+					for (int ln = 0; ln < 32; ln++)
+						for (int t = 0; t < RTC_ATTN_NV; t++) {
+							int64_t c = rtc_attn_col(pass, ln, t);
+							if (c < ndk)
+								ak[ln][t] += ds[rr] * qr[c];
+							if (c < ndv)
+								av[ln][t] += pr[rr] * gr[c];
+						}
+				}
+			}
+		}
+		for (int ln = 0; ln < 32; ln++)
+			for (int t = 0; t < RTC_ATTN_NV; t++) {
+				int64_t c = rtc_attn_col(pass, ln, t);
+				if (c < ndk)
+					io->dk[r * ndk + c] = d->scale * ak[ln][t];
+				if (c < ndv)
+					io->dv[r * ndv + c] = av[ln][t];
+			}
+	}
+}
+
+/* Pass 2's warp on query row `row`: dq_row. */
+static void grad_row_emulate(const struct rt_attention_desc *d, const struct rtc_attn_grad *p,
+                             const struct grad_io *io, int64_t row)
+{
+	const int64_t ndk = d->dk, ndv = d->dv;
+	static float acc[32][RTC_ATTN_NV];
+	float dot[32], dp[32], unused[32], s, dcap, ds[32], dd = 0;
+	int64_t b, h, i, kend, kv;
+	rtc_attn_row(d, row, &b, &h, &i);
+	kend = rtc_attn_kend(d, i);
+	kv = rtc_attn_kv_row(d, b, h, 0);
+	for (int64_t c = 0; c < ndv; c++)
+		dd += io->y[row * ndv + c] * io->dy[row * ndv + c];
+	for (int pass = 0; pass < p->q_passes; pass++) {
+		memset(acc, 0, sizeof acc);
+		for (int64_t j0 = 0; j0 < kend; j0 += RTC_ATTN_KC) {
+			int n = (int)rt_min64(RTC_ATTN_KC, kend - j0);
+			grad_dot_host(io->q, row, io->k, kv + j0, n, NULL, unused, ndk, dot);
+			grad_dot_host(io->dy, row, io->v, kv + j0, n, NULL, unused, ndv, dp);
+			for (int ln = 0; ln < 32; ln++) {
+				s = rtc_attn_score_dcap(d, dot[ln], &dcap);
+				ds[ln] = 0;
+				if (ln >= n)
+					continue;
+				s = grad_masked_host(d, io->mask, s, b, h, i, j0 + ln);
+				ds[ln] = rtc_attn_dscore(rtc_attn_prob(s, io->lse[row]), dp[ln], dd,
+				                         dcap);
+			}
+			for (int rr = 0; rr < n; rr++) {
+				const float *kr = io->k + (kv + j0 + rr) * ndk;
+				for (int ln = 0; ln < 32; ln++)
+					for (int t = 0; t < RTC_ATTN_NV; t++) {
+						int64_t c = rtc_attn_col(pass, ln, t);
+						if (c < ndk)
+							acc[ln][t] += ds[rr] * kr[c];
+					}
+			}
+		}
+		for (int ln = 0; ln < 32; ln++)
+			for (int t = 0; t < RTC_ATTN_NV; t++) {
+				int64_t c = rtc_attn_col(pass, ln, t);
+				if (c < ndk)
+					io->dq[row * ndk + c] = d->scale * acc[ln][t];
+			}
+	}
+}
+
+/* Both passes, every block and warp of the plan taking its items in the
+ * grid-stride order; seen_* count the visits. */
+static void attn_grad_emulate(const struct rt_attention_desc *d, int sm_count,
+                              const struct grad_io *io, int *seen_keys, int *seen_rows)
+{
+	struct rtc_attn_grad p;
+	CHECK(rtc_attn_grad_plan(d, sm_count, &p));
+	CHECK_EQ(p.keys.group, 32);
+	CHECK_EQ(p.rows.group, 32);
+	for (int blk = 0; blk < p.keys.blocks; blk++)
+		for (int tid = 0; tid < p.keys.threads; tid += 32)
+			for (int64_t r = rtc_rows_first(&p.keys, blk, tid); r < p.nkeys;
+			     r += rtc_rows_step(&p.keys)) {
+				seen_keys[r]++;
+				grad_key_emulate(d, &p, io, r);
+			}
+	for (int blk = 0; blk < p.rows.blocks; blk++)
+		for (int tid = 0; tid < p.rows.threads; tid += 32)
+			for (int64_t row = rtc_rows_first(&p.rows, blk, tid); row < p.nrows;
+			     row += rtc_rows_step(&p.rows)) {
+				seen_rows[row]++;
+				grad_row_emulate(d, &p, io, row);
+			}
+}
+
+/* got against want within rounding: relative to the tensor's largest
+ * value and to the size of the terms (floor), since the gradients' sums
+ * cancel (p (dp - D) is 0 with a single key, up to rounding). */
+static int grad_compare(const char *what, int cs, const float *got, const float *want, int64_t n,
+                        double floor)
+{
+	double big = 0;
+	int bad = 0;
+	for (int64_t a = 0; a < n; a++)
+		big = fabs(want[a]) > big ? fabs(want[a]) : big;
+	for (int64_t a = 0; a < n; a++)
+		if (!(fabs((double)got[a] - want[a]) <=
+		      1e-5 * fabs(want[a]) + 1e-5 * big + 5e-7 * floor)) {
+			if (bad < 3)
+				fprintf(stderr, "attention grad case %d %s[%lld]: %g, want %g\n",
+				        cs, what, (long long)a, got[a], want[a]);
+			bad++;
+		}
+	return bad;
+}
+
+static void test_attention_grad(void)
+{
+	int bad = 0, masked_rows = 0, kv_multipass = 0, q_multipass = 0, ragged = 0, capped = 0;
+	int gqa = 0, negative = 0, single = 0, zero_strides = 0;
+	setup();
+	for (int cs = 0; cs < 300; cs++) {
+		struct rt_attention_desc d;
+		memset(&d, 0, sizeof d);
+		d.dtype = RT_F32;
+		d.batch = rnd_in(1, 2);
+		d.kv_heads = rnd_in(1, 3);
+		d.q_heads = d.kv_heads * rnd_in(1, 3);
+		d.lq = rnd(4) ? rnd_in(1, 70) : 1;
+		d.lk = rnd(12) ? rnd_in(1, 90) : rnd_in(0, 3);
+		d.dk = rnd(3) ? rnd_in(1, 40) : rnd(3) ? rnd_in(41, 100) : rnd_in(250, 300);
+		d.dv = rnd(6) ? rnd_in(1, 80) : rnd_in(RTC_ATTN_NV * 32 - 5, RTC_ATTN_NV * 32 + 40);
+		d.causal = (int)rnd(2);
+		d.causal_offset = rnd(3) ? rnd_in(-d.lq - 2, d.lk + 2) : rnd(2) ? 0 : d.lk - d.lq;
+		d.mask = (int)rnd(3);
+		d.scale = rnd(2) ? (float)(1 / sqrt((double)d.dk)) : (float)(0.1 + 2 * rnd_unit());
+		d.softcap = rnd(3) ? 0 : (float)rnd_in(1, 5);
+		int64_t dims[4] = { d.batch, d.q_heads, d.lq, d.lk }, nm = 1;
+		for (int a = 3; a >= 0; a--) {
+			d.mask_strides[a] = d.mask && rnd(3) ? nm : 0; /* 0: broadcast */
+			zero_strides += d.mask && !d.mask_strides[a] && dims[a] > 1;
+			nm *= dims[a];
+		}
+		int sm = (int)rnd_in(1, 3);
+		int64_t rows = d.batch * d.q_heads * d.lq, keys = d.batch * d.kv_heads * d.lk;
+		float *q = rnd_f32s(rows * d.dk, -1, 1), *k = rnd_f32s(keys * d.dk, -1, 1),
+		      *v = rnd_f32s(keys * d.dv, -1, 1), *dy = rnd_f32s(rows * d.dv, -1, 1);
+		float *bias = NULL;
+		unsigned char *keep = NULL;
+		if (d.mask == RT_ATTN_BIAS) {
+			bias = rnd_f32s(nm, -3, 3);
+			for (int64_t a = 0; a < nm; a++)
+				if (!rnd(20))
+					bias[a] = -INFINITY;
+		} else if (d.mask == RT_ATTN_BOOL) {
+			keep = alloc((size_t)nm);
+			for (int64_t a = 0; a < nm; a++)
+				keep[a] = rnd(4) != 0;
+		}
+		if (d.mask && d.lq && rnd(2)) { /* a fully masked row (or more: broadcast) */
+			int64_t i = rnd(d.lq);
+			for (int64_t b = 0; b < d.batch; b++)
+				for (int64_t h = 0; h < d.q_heads; h++)
+					for (int64_t j = 0; j < d.lk; j++) {
+						int64_t at = rtc_attn_mask_at(&d, b, h, i, j);
+						if (bias)
+							bias[at] = -INFINITY;
+						else
+							keep[at] = 0;
+					}
+		}
+		const void *mask = bias ? (const void *)bias : (const void *)keep;
+		float *y = alloc(4 * (size_t)(rows * d.dv + 1)),
+		      *lse = alloc(4 * (size_t)(rows + 1));
+		float *dq = alloc(4 * (size_t)(rows * d.dk + 1)),
+		      *edq = alloc(4 * (size_t)(rows * d.dk + 1));
+		float *dk = alloc(4 * (size_t)(keys * d.dk + 1)),
+		      *edk = alloc(4 * (size_t)(keys * d.dk + 1));
+		float *dv = alloc(4 * (size_t)(keys * d.dv + 1)),
+		      *edv = alloc(4 * (size_t)(keys * d.dv + 1));
+		int *seen_keys = alloc(sizeof(int) * (size_t)(keys + 1)),
+		    *seen_rows = alloc(sizeof(int) * (size_t)(rows + 1));
+		for (int64_t a = 0; a < rows * d.dk; a++)
+			dq[a] = NAN; /* every result written */
+		for (int64_t a = 0; a < keys * d.dk; a++)
+			dk[a] = NAN;
+		for (int64_t a = 0; a < keys * d.dv; a++)
+			dv[a] = NAN;
+		CHECK_EQ(rt_attention(ctx, &d, q, k, v, mask, y, lse), RT_OK);
+		CHECK_EQ(rt_attention_grad(ctx, &d, q, k, v, y, lse, dy, mask, edq, edk, edv),
+		         RT_OK);
+		struct grad_io io = { q, k, v, y, lse, dy, mask, dq, dk, dv };
+		attn_grad_emulate(&d, sm, &io, seen_keys, seen_rows);
+		for (int64_t r = 0; r < keys; r++)
+			bad += seen_keys[r] != 1;
+		for (int64_t r = 0; r < rows; r++) {
+			bad += seen_rows[r] != 1;
+			masked_rows += lse[r] == -INFINITY;
+		}
+		double terms =
+		        d.scale * (double)d.dv * sqrt((double)(d.lq * d.q_heads / d.kv_heads));
+		bad += grad_compare("dq", cs, dq, edq, rows * d.dk, terms);
+		bad += grad_compare("dk", cs, dk, edk, keys * d.dk, terms);
+		bad += grad_compare("dv", cs, dv, edv, keys * d.dv, terms);
+		kv_multipass += d.dv > RTC_ATTN_NV * 32;
+		q_multipass += d.dk > RTC_ATTN_NV * 32;
+		ragged += d.lq % 32 != 0 && d.lq > 32 && d.lk % RTC_ATTN_KC != 0 && d.lk > 32;
+		capped += d.softcap > 0;
+		gqa += d.q_heads > d.kv_heads;
+		negative += d.causal && d.causal_offset < 0;
+		single += d.lq == 1;
+		free(q), free(k), free(v), free(dy), free(bias), free(keep), free(y), free(lse);
+		free(dq), free(edq), free(dk), free(edk), free(dv), free(edv);
+		free(seen_keys), free(seen_rows);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(masked_rows > 0 && kv_multipass > 0 && q_multipass > 0 && ragged > 0 && capped > 0);
+	CHECK(gqa > 0 && negative > 0 && single > 0 && zero_strides > 0);
+	/* the plan and the causal limit at the extremes */
+	struct rt_attention_desc d;
+	struct rtc_attn_grad p;
+	int64_t b, kvh, j;
+	memset(&d, 0, sizeof d);
+	d.batch = 2, d.q_heads = 6, d.kv_heads = 3, d.lq = 5, d.lk = 7, d.dk = 3;
+	d.dv = RTC_ATTN_NV * 32;
+	CHECK(rtc_attn_grad_plan(&d, 4, &p));
+	CHECK_EQ(p.kv_passes, 1);
+	CHECK_EQ(p.q_passes, 1);
+	CHECK_EQ(p.nkeys, 42);
+	CHECK_EQ(p.nrows, 60);
+	CHECK_EQ(p.keys.threads, 32 * RTC_ATTN_GRAD_WARPS);
+	CHECK_EQ(p.keys.blocks, 42 / RTC_ATTN_GRAD_WARPS + 1);
+	d.dv++;
+	CHECK(rtc_attn_grad_plan(&d, 4, &p));
+	CHECK_EQ(p.kv_passes, 2);
+	CHECK_EQ(p.q_passes, 1);
+	d.dk = 3 * RTC_ATTN_NV * 32;
+	CHECK(rtc_attn_grad_plan(&d, 4, &p));
+	CHECK_EQ(p.kv_passes, 3);
+	CHECK_EQ(p.q_passes, 3);
+	rtc_attn_key(&d, (1 * 3 + 2) * 7 + 4, &b, &kvh, &j);
+	CHECK(b == 1 && kvh == 2 && j == 4);
+	CHECK_EQ(rtc_attn_q_row(&d, 1, 5, 2), (1 * 6 + 5) * 5 + 2);
+	CHECK_EQ(rtc_attn_qbegin(&d, 6), 0);
+	d.causal = 1;
+	d.causal_offset = INT64_MAX;
+	CHECK_EQ(rtc_attn_qbegin(&d, 6), 0);
+	d.causal_offset = INT64_MIN;
+	CHECK_EQ(rtc_attn_qbegin(&d, 0), 5);
+	d.causal_offset = -2;
+	CHECK_EQ(rtc_attn_qbegin(&d, 0), 2);
+	CHECK_EQ(rtc_attn_qbegin(&d, 2), 4);
+	CHECK_EQ(rtc_attn_qbegin(&d, 3), 5);
+	d.causal_offset = 3;
+	CHECK_EQ(rtc_attn_qbegin(&d, 3), 0);
+	CHECK_EQ(rtc_attn_qbegin(&d, 6), 3);
+	for (d.causal_offset = -8; d.causal_offset <= 9; d.causal_offset++) /* the converse */
+		for (int64_t i = 0; i < d.lq; i++)
+			for (j = 0; j < d.lk; j++)
+				CHECK_EQ(j < rtc_attn_kend(&d, i), i >= rtc_attn_qbegin(&d, j));
+	d.q_heads = 4;
+	CHECK(!rtc_attn_grad_plan(&d, 4, &p));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Normalization windows                                                    */
 /* ------------------------------------------------------------------------ */
@@ -1877,4 +2472,5 @@ TESTS(T(test_div) T(test_launch) T(test_dtypes) T(test_pool) T(test_reduce) T(te
               T(test_softmax_lanes) T(test_cumsum) T(test_lrn) T(test_copy) T(test_tile)
                       T(test_gather) T(test_gather_elements) T(test_scatter_elements) T(test_pad)
                               T(test_trilu) T(test_resize) T(test_refusals) T(test_topk)
-                                      T(test_linear_attention))
+                                      T(test_linear_attention) T(test_attention)
+                                              T(test_attention_grad))
