@@ -252,6 +252,26 @@ static void desc_linattn(FILE *f, const struct rt_linattn_desc *d)
 	fputs(" }", f);
 }
 
+static void desc_attention(FILE *f, const struct rt_attention_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .mask = %d, .causal = %d, .causal_offset = %lld, .batch = %lld, "
+	        ".q_heads = %lld, .kv_heads = %lld, .lq = %lld, .lk = %lld, .dk = %lld, .dv = "
+	        "%lld, "
+	        ".mask_strides = { %lld, %lld, %lld, %lld }, .scale = ",
+	        d->dtype, d->mask, d->causal, (long long)d->causal_offset, (long long)d->batch,
+	        (long long)d->q_heads, (long long)d->kv_heads, (long long)d->lq, (long long)d->lk,
+	        (long long)d->dk, (long long)d->dv, (long long)d->mask_strides[0],
+	        (long long)d->mask_strides[1], (long long)d->mask_strides[2],
+	        (long long)d->mask_strides[3]);
+	flt(f, d->scale);
+	fputs(", .softcap = ", f);
+	flt(f, d->softcap);
+	if (d->mdtype)
+		fprintf(f, ", .mdtype = %d", d->mdtype);
+	fputs(" }", f);
+}
+
 static void desc_cumsum(FILE *f, const struct rt_cumsum_desc *d)
 {
 	fprintf(f,

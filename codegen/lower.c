@@ -577,6 +577,65 @@ static bool lower_linear_attention(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* The descriptor of attention or attention_grad node n, whose q, k, v are
+ * its inputs 0-2 and mask (NULL: none) its last optional input. */
+static void attention_desc(struct lower *l, const struct ir_node *n, const struct ir_value *mask,
+                           struct rt_attention_desc *d)
+{
+	const int64_t *q = n->in[0]->type.dims, *k = n->in[1]->type.dims;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->batch = q[0];
+	d->q_heads = q[1];
+	d->lq = q[2];
+	d->dk = q[3];
+	d->kv_heads = k[1];
+	d->lk = k[2];
+	d->dv = n->in[2]->type.dims[3];
+	d->causal = (int)ir_attr_i(n, "causal");
+	d->causal_offset = ir_attr_i(n, "causal_offset");
+	d->scale = ir_attr_f(n, "scale");
+	d->softcap = ir_attr_f(n, "softcap");
+	if (mask) {
+		const int64_t full[4] = { q[0], q[1], q[2], k[2] };
+		int64_t st = 1;
+		d->mask = mask->type.dtype == IR_BOOL ? RT_ATTN_BOOL : RT_ATTN_BIAS;
+		for (int i = 3; i >= 0; i--) {
+			int md = i - (4 - mask->type.rank);
+			int64_t size = md >= 0 ? mask->type.dims[md] : 1;
+			d->mask_strides[i] = size == 1 && full[i] != 1 ? 0 : st;
+			st *= size;
+		}
+		/* a bias of another type than q's (FP32 beside half q: mixed
+		 * precision keeps it) says so on a target whose runtime reads
+		 * halves; the CPU stages everything to FP32 */
+		if (l->p->target->half_libraries && d->mask == RT_ATTN_BIAS &&
+		    mask->type.dtype != n->in[0]->type.dtype)
+			d->mdtype = rt_dtype(mask->type.dtype);
+	}
+}
+
+/* Attention: dense q, k, v; the mask through broadcast strides. */
+static bool lower_attention(struct lower *l, struct ir_node *n)
+{
+	struct ir_value *mask = n->nin == 4 ? n->in[3] : NULL;
+	struct cg_step *s =
+	        lib_step(l, n, CG_LIB_ATTENTION, 2, 6, n->out[0], n->nout == 2 ? n->out[1] : NULL,
+	                 n->in[0], n->in[1], n->in[2], mask);
+	attention_desc(l, n, mask, &s->d.attention);
+	return true;
+}
+
+/* Its backward: q, k, v, y, lse, dy and the mask in; dq, dk, dv out. */
+static bool lower_attention_grad(struct lower *l, struct ir_node *n)
+{
+	struct ir_value *mask = n->nin == 7 ? n->in[6] : NULL;
+	struct cg_step *s =
+	        lib_step(l, n, CG_LIB_ATTENTION_GRAD, 3, 10, n->out[0], n->out[1], n->out[2],
+	                 n->in[0], n->in[1], n->in[2], n->in[3], n->in[4], n->in[5], mask);
+	attention_desc(l, n, mask, &s->d.attention);
+	return true;
+}
+
 /* CumSum, CumProd */
 static bool lower_cumsum(struct lower *l, struct ir_node *n)
 {

@@ -768,6 +768,128 @@ static bool ex_mish(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/* One ONNX node of n's: op_type over inputs (NULL-terminated), writing a
+ * new value named after n and what, or out when given; returns its name. */
+static const char *ex_step(struct ex *ex, const struct ir_node *n, const char *op_type,
+                           const char *what, const char *out, const char *const *inputs)
+{
+	int nin = 0;
+	struct ex_node *en;
+	while (inputs[nin])
+		nin++;
+	en = ex_node_new(ex, n, op_type, ir_arena_printf(&ex->arena, "%s/%s", n->name, what), nin,
+	                 1);
+	for (int i = 0; i < nin; i++)
+		ex_in(en, inputs[i]);
+	out = out ? out : ex_new_name(ex, n, what);
+	ex_out(en, out);
+	return out;
+}
+
+/*
+ * Attention: ONNX's Attention where the target opset has it (23 on) and it
+ * can say what the node means: its causal mask starts at the first key
+ * (ONNX offsets it only by a past input), a mask is bool or Q's type.
+ * Otherwise as the graph exporters write it, which every target opset has
+ * and which onnxc's code generation fuses again (passes/attention.c):
+ * Softmax(MatMul(Q, K^T) * scale [softcapped] + bias | Where(mask, S, -inf)
+ * [+ the causal mask as a constant]) . V, with K and V repeated over each
+ * group of query heads first (GQA). One difference remains: a row whose
+ * every score is masked comes out NaN there (ONNX's Softmax) and zero here.
+ * The log-sum-exp output exists only in training graphs and has no form.
+ */
+static bool ex_attention(struct ex *ex, const struct ir_node *n)
+{
+	const int64_t *q = n->in[0]->type.dims, *k = n->in[1]->type.dims;
+	int64_t lq = q[2], lk = k[2], group = q[1] / k[1];
+	enum ir_dtype dt = n->in[0]->type.dtype;
+	double cap = ir_attr_f(n, "softcap");
+	const char *kk = n->in[1]->name, *vv = n->in[2]->name, *s;
+	if (n->nout == 2)
+		return ex_node_error(ex, n,
+		                     "its log-sum-exp output (a training graph's) has no "
+		                     "ONNX form");
+	if (ex_schema(ex, "Attention") &&
+	    (!ir_attr_i(n, "causal") || !ir_attr_i(n, "causal_offset")) &&
+	    (n->nin == 3 || n->in[3]->type.dtype == IR_BOOL || n->in[3]->type.dtype == dt)) {
+		struct ex_node *en = ex_node_new(ex, n, "Attention", n->name, 4, 3);
+		for (int i = 0; i < n->nin; i++)
+			ex_in(en, n->in[i]->name);
+		ex_out(en, n->out[0]->name);
+		ex_attr_f(en, "scale", ir_attr_f(n, "scale"));
+		ex_attr_i(en, "is_causal", ir_attr_i(n, "causal"));
+		if (cap > 0)
+			ex_attr_f(en, "softcap", (float)cap);
+		return true;
+	}
+	if (group > 1) { /* [B, Hkv, 1, L, d] -> [B, Hkv, g, L, d] -> [B, Hq, L, d] */
+		for (int t = 0; t < 2; t++) {
+			const int64_t *d = t ? n->in[2]->type.dims : k;
+			int64_t five[5] = { d[0], d[1], 1, d[2], d[3] },
+			        four[4] = { d[0], q[1], d[2], d[3] };
+			const char *x = t ? vv : kk, *u, *e;
+			u = ex_step(ex, n, "Reshape", t ? "v_split" : "k_split", NULL,
+			            (const char *[]){ x, ex_ints(ex, n, "shape5", five, 5, false),
+			                              NULL });
+			five[2] = group;
+			e = ex_step(
+			        ex, n, "Expand", t ? "v_rep" : "k_rep", NULL,
+			        (const char *[]){ u, ex_ints(ex, n, "rep", five, 5, false), NULL });
+			x = ex_step(ex, n, "Reshape", t ? "v_heads" : "k_heads", NULL,
+			            (const char *[]){ e, ex_ints(ex, n, "shape4", four, 4, false),
+			                              NULL });
+			*(t ? &vv : &kk) = x;
+		}
+	}
+	{
+		struct ex_node *tr = ex_node_new(
+		        ex, n, "Transpose", ir_arena_printf(&ex->arena, "%s/kt", n->name), 1, 1);
+		static const int64_t perm[4] = { 0, 1, 3, 2 }; /* the node keeps the pointer */
+		ex_in(tr, kk);
+		ex_out(tr, kk = ex_new_name(ex, n, "kt"));
+		ex_attr_ints(tr, "perm", perm, 4);
+	}
+	s = ex_step(ex, n, "MatMul", "qk", NULL, (const char *[]){ n->in[0]->name, kk, NULL });
+	s = ex_step(
+	        ex, n, "Mul", "scaled", NULL,
+	        (const char *[]){ s, ex_scalar(ex, n, "scale", dt, ir_attr_f(n, "scale")), NULL });
+	if (cap > 0) {
+		const char *c = ex_scalar(ex, n, "softcap", dt, cap);
+		s = ex_step(ex, n, "Div", "capped", NULL, (const char *[]){ s, c, NULL });
+		s = ex_step(ex, n, "Tanh", "tanh", NULL, (const char *[]){ s, NULL });
+		s = ex_step(ex, n, "Mul", "softcapped", NULL, (const char *[]){ s, c, NULL });
+	}
+	if (n->nin == 4 && n->in[3]->type.dtype == IR_BOOL)
+		s = ex_step(ex, n, "Where", "masked", NULL,
+		            (const char *[]){ n->in[3]->name, s,
+		                              ex_scalar(ex, n, "neg_inf", dt, -INFINITY), NULL });
+	else if (n->nin == 4)
+		s = ex_step(ex, n, "Add", "biased", NULL,
+		            (const char *[]){ s, n->in[3]->name, NULL });
+	if (ir_attr_i(n, "causal")) {
+		struct ir_type t = { .dtype = dt, .rank = 2, .dims = { lq, lk } };
+		void *data = ir_arena_alloc_big(&ex->arena, (size_t)(lq * lk > 0 ? lq * lk : 1) *
+		                                                    (size_t)ir_dtype_size(dt));
+		const char *name = ex_new_name(ex, n, "causal");
+		int64_t off = ir_attr_i(n, "causal_offset");
+		for (int64_t i = 0; i < lq; i++)
+			for (int64_t j = 0; j < lk; j++)
+				ir_store_f64(dt, data, (size_t)(i * lk + j),
+				             j > i + off ? -INFINITY : 0);
+		ex_tensor(ex, name, &t, data);
+		s = ex_step(ex, n, "Add", "causal_masked", NULL, (const char *[]){ s, name, NULL });
+	}
+	{
+		struct ex_node *sm = ex_node_new(
+		        ex, n, "Softmax", ir_arena_printf(&ex->arena, "%s/softmax", n->name), 1, 1);
+		ex_in(sm, s);
+		ex_out(sm, s = ex_new_name(ex, n, "probs"));
+		ex_attr_i(sm, "axis", -1);
+	}
+	ex_step(ex, n, "MatMul", "pv", n->out[0]->name, (const char *[]){ s, vv, NULL });
+	return true;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The op table: one entry per IR op                                        */
 /* ------------------------------------------------------------------------ */
@@ -799,10 +921,16 @@ static const struct ex_op ex_op_slice = { ex_slice };
 static const struct ex_op ex_op_split = { ex_split };
 static const struct ex_op ex_op_tile = { ex_tile };
 static const struct ex_op ex_op_topk = { ex_topk };
+/* Before opset 23 Attention is written as its definition and takes what
+ * MatMul takes. */
+static const struct ex_op ex_op_attention = { ex_attention, "MatMul" };
 static const struct ex_op ex_op_trilu = { ex_trilu };
 /* Before opset 18 Mish is written as its definition and takes what
  * Softplus takes. */
 static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };
+static const struct ex_op ex_op_refuse_backward = {
+	NULL, NULL, "a training step's backward op has no ONNX form"
+};
 static const struct ex_op ex_op_refuse_dropout = {
 	NULL, NULL,
 	"training-mode dropout draws its mask from onnxc's own random stream, which ONNX's "
@@ -903,9 +1031,11 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 	const char *op = ir_ops[n->op].onnx;
 	int first;
 	const struct ex_types *t = ex_types_find(op, ex->opset, &first);
-	bool ok = true;
-	if (!t && ex_ops[n->op]->types_as)
+	bool ok = true, as = false;
+	if (!t && ex_ops[n->op]->types_as) {
 		t = ex_types_find(op = ex_ops[n->op]->types_as, ex->opset, &first);
+		as = t != NULL;
+	}
 	if (!t && first)
 		return ex_node_error(ex, n,
 		                     "%s exists from opset %d; the export targets opset %lld (use "
@@ -924,10 +1054,12 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 		         "export_types.h has no ONNX op '%s' (run "
 		         "scripts/gen-export-types)",
 		         op);
-	for (int i = 0; i < n->nin && ok; i++)
+	/* written as other ops, the inputs and outputs past types_as's own
+	 * (Attention's mask, say) go to ops the writer picks for their types */
+	for (int i = 0; i < n->nin && ok && (!as || i < t->nin); i++)
 		ok = ex_type_ok(ex, n, op, false, i,
 		                ex_param_mask(t->in, t->nin, t->in_variadic, i));
-	for (int i = 0; i < n->nout && ok; i++)
+	for (int i = 0; i < n->nout && ok && (!as || i < t->nout); i++)
 		ok = ex_type_ok(ex, n, op, true, i,
 		                ex_param_mask(t->out, t->nout, t->out_variadic, i));
 	return ok && ex_check_values(ex, n);

@@ -17,7 +17,7 @@ struct ex_types {
 	int since; /* the schema's since_version */
 	int nin, nout;
 	unsigned in_variadic, out_variadic;
-	uint32_t in[5], out[5];
+	uint32_t in[8], out[8];
 };
 
 static const struct ex_types ex_types[] = {
@@ -39,6 +39,9 @@ static const struct ex_types ex_types[] = {
 	{ "Atan", 22, 1, 1, 0, 0, { 0x10c02 }, { 0x10c02 } },
 	{ "Atanh", 9, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "Atanh", 22, 1, 1, 0, 0, { 0x10c02 }, { 0x10c02 } },
+	{ "Attention", 23, 6, 4, 0, 0, { 0x10c02, 0x10c02, 0x10c02, 0x13efe, 0x10c02, 0x10c02 }, { 0x10c02, 0x10c02, 0x10c02, 0x10c02 } },
+	{ "Attention", 24, 7, 4, 0, 0, { 0x10c02, 0x10c02, 0x10c02, 0x13efe, 0x10c02, 0x10c02, 0x00080 }, { 0x10c02, 0x10c02, 0x10c02, 0x10c02 } },
+	{ "Attention", 25, 7, 4, 0, 0, { 0x10c02, 0x10c02, 0x10c02, 0x13efe, 0x10c02, 0x10c02, 0x00080 }, { 0x10c02, 0x10c02, 0x10c02, 0x10c02 } },
 	{ "AveragePool", 11, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "AveragePool", 19, 1, 1, 0, 0, { 0x00c02 }, { 0x00c02 } },
 	{ "AveragePool", 22, 1, 1, 0, 0, { 0x10c02 }, { 0x10c02 } },

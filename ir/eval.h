@@ -132,6 +132,8 @@ bool eval_matmul(struct fold *f);
 bool eval_gemm(struct fold *f);
 bool eval_conv(struct fold *f);
 bool eval_linear_attention(struct fold *f);
+bool eval_attention(struct fold *f);
+bool eval_attention_grad(struct fold *f);
 
 bool eval_pool(struct fold *f);
 bool eval_global_pool(struct fold *f);

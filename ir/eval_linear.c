@@ -192,3 +192,184 @@ bool eval_linear_attention(struct fold *f)
 	eval_free(f, s);
 	return true;
 }
+
+/* An attention node's operands and attributes, for the evaluators below. */
+struct att {
+	const struct ir_value *q, *k, *v, *mask;
+	int64_t B, Hq, Lq, dk, Hkv, Lk, dv, group, ms[4], causal, off;
+	double scale, cap;
+};
+
+static void att_init(struct att *a, struct fold *f, const struct ir_value *mask)
+{
+	const int64_t *qd = IN(0)->type.dims, *kd = IN(1)->type.dims;
+	*a = (struct att){ .q = IN(0),
+		           .k = IN(1),
+		           .v = IN(2),
+		           .mask = mask,
+		           .B = qd[0],
+		           .Hq = qd[1],
+		           .Lq = qd[2],
+		           .dk = qd[3],
+		           .Hkv = kd[1],
+		           .Lk = kd[2],
+		           .dv = IN(2)->type.dims[3],
+		           .causal = ir_attr_i(f->n, "causal"),
+		           .off = ir_attr_i(f->n, "causal_offset"),
+		           .scale = ir_attr_f(f->n, "scale"),
+		           .cap = ir_attr_f(f->n, "softcap") };
+	a->group = a->Hq / a->Hkv;
+	if (mask) {
+		struct ir_type full = { .dtype = IR_F32,
+			                .rank = 4,
+			                .dims = { a->B, a->Hq, a->Lq, a->Lk } };
+		eval_bcast_strides(&mask->type, &full, a->ms);
+	}
+}
+
+/* The scores of query row i of head h in s (softcapped, masked), the tanh
+ * of the softcap in t (when softcap > 0); returns their max. */
+static double att_row(const struct att *a, int64_t b, int64_t h, int64_t i, double *s, double *t)
+{
+	int64_t q0 = ((b * a->Hq + h) * a->Lq + i) * a->dk, kv = b * a->Hkv + h / a->group;
+	double mx = -INFINITY;
+	for (int64_t j = 0; j < a->Lk; j++) {
+		double x = 0;
+		int64_t at = b * a->ms[0] + h * a->ms[1] + i * a->ms[2] + j * a->ms[3];
+		for (int64_t c = 0; c < a->dk; c++)
+			x += getf(a->q, q0 + c) * getf(a->k, (kv * a->Lk + j) * a->dk + c);
+		x *= a->scale;
+		if (a->cap > 0) {
+			t[j] = tanh(x / a->cap);
+			x = a->cap * t[j];
+		}
+		if (a->mask && a->mask->type.dtype == IR_BOOL)
+			x = geti(a->mask, at) ? x : -INFINITY;
+		else if (a->mask)
+			x += getf(a->mask, at);
+		if (a->causal && j > i + a->off)
+			x = -INFINITY;
+		s[j] = x;
+		mx = fmax(mx, x);
+	}
+	return mx;
+}
+
+/*
+ * attention: the scores of each query row in double, softcapped, biased or
+ * masked and causally masked, then a softmax and the weighted sum of the
+ * values. A row whose every score is -inf is a zero row with lse -inf
+ * (ONNX's errata for Attention-23: not NaN).
+ */
+bool eval_attention(struct fold *f)
+{
+	struct att a;
+	double *s, *t;
+	att_init(&a, f, f->n->nin == 4 ? IN(3) : NULL);
+	s = eval_alloc(f, sizeof *s * (size_t)(a.Lk ? a.Lk : 1));
+	t = eval_alloc(f, sizeof *t * (size_t)(a.Lk ? a.Lk : 1));
+	for (int64_t b = 0; b < a.B; b++)
+		for (int64_t h = 0; h < a.Hq; h++)
+			for (int64_t i = 0; i < a.Lq; i++) {
+				int64_t kv = b * a.Hkv + h / a.group,
+				        row = (b * a.Hq + h) * a.Lq + i;
+				double mx = att_row(&a, b, h, i, s, t), sum = 0;
+				if (mx == -INFINITY) {
+					for (int64_t c = 0; c < a.dv; c++)
+						putf(f, 0, row * a.dv + c, 0);
+					if (f->n->nout == 2)
+						putf(f, 1, row, -INFINITY);
+					continue;
+				}
+				for (int64_t j = 0; j < a.Lk; j++)
+					sum += s[j] = exp(s[j] - mx);
+				for (int64_t c = 0; c < a.dv; c++) {
+					double acc = 0;
+					for (int64_t j = 0; j < a.Lk; j++)
+						acc += s[j] * getf(a.v, (kv * a.Lk + j) * a.dv + c);
+					putf(f, 0, row * a.dv + c, acc / sum);
+				}
+				if (f->n->nout == 2)
+					putf(f, 1, row, mx + log(sum));
+			}
+	eval_free(f, t);
+	eval_free(f, s);
+	return true;
+}
+
+/*
+ * attention_grad: the gradient of attention in double, from the scores
+ * recomputed here (the y and lse inputs are the forward's, which the
+ * targets' kernels use; the reference does not need them): with P the
+ * probabilities and dP = dy . V^T, dS = P * (dP - rowsum(P * dP)), through
+ * the softcap's 1 - tanh^2, then dq = scale dS K, dk = scale dS^T q (summed
+ * over each group of query heads), dv = P^T dy.
+ */
+bool eval_attention_grad(struct fold *f)
+{
+	struct att a;
+	const struct ir_value *dy = IN(5);
+	double *s, *t, *dp, *dq, *dk, *dv;
+	int64_t nk, nv;
+	att_init(&a, f, f->n->nin == 7 ? IN(6) : NULL);
+	nk = a.B * a.Hkv * a.Lk * a.dk, nv = a.B * a.Hkv * a.Lk * a.dv;
+	s = eval_alloc(f, sizeof *s * (size_t)(a.Lk ? a.Lk : 1));
+	t = eval_alloc(f, sizeof *t * (size_t)(a.Lk ? a.Lk : 1));
+	dp = eval_alloc(f, sizeof *dp * (size_t)(a.Lk ? a.Lk : 1));
+	dq = eval_alloc(f, sizeof *dq * (size_t)a.dk);
+	dk = eval_alloc(f, sizeof *dk * (size_t)(nk ? nk : 1));
+	dv = eval_alloc(f, sizeof *dv * (size_t)(nv ? nv : 1));
+	memset(dk, 0, sizeof *dk * (size_t)nk);
+	memset(dv, 0, sizeof *dv * (size_t)nv);
+	for (int64_t b = 0; b < a.B; b++)
+		for (int64_t h = 0; h < a.Hq; h++)
+			for (int64_t i = 0; i < a.Lq; i++) {
+				int64_t kv = b * a.Hkv + h / a.group,
+				        row = (b * a.Hq + h) * a.Lq + i;
+				int64_t q0 = row * a.dk;
+				double mx = att_row(&a, b, h, i, s, t), sum = 0, d = 0;
+				memset(dq, 0, sizeof *dq * (size_t)a.dk);
+				if (mx != -INFINITY) {
+					for (int64_t j = 0; j < a.Lk; j++)
+						sum += s[j] = exp(s[j] - mx);
+					for (int64_t j = 0; j < a.Lk; j++) {
+						double x = 0;
+						s[j] /= sum;
+						for (int64_t c = 0; c < a.dv; c++)
+							x += getf(dy, row * a.dv + c) *
+							     getf(a.v, (kv * a.Lk + j) * a.dv + c);
+						dp[j] = x;
+						d += s[j] * x;
+					}
+					for (int64_t j = 0; j < a.Lk; j++) {
+						double ds = s[j] * (dp[j] - d);
+						if (a.cap > 0)
+							ds *= 1 - t[j] * t[j];
+						ds *= a.scale;
+						for (int64_t c = 0; c < a.dk; c++) {
+							dq[c] += ds *
+							         getf(a.k,
+							              (kv * a.Lk + j) * a.dk + c);
+							dk[(kv * a.Lk + j) * a.dk + c] +=
+							        ds * getf(a.q, q0 + c);
+						}
+						for (int64_t c = 0; c < a.dv; c++)
+							dv[(kv * a.Lk + j) * a.dv + c] +=
+							        s[j] * getf(dy, row * a.dv + c);
+					}
+				}
+				for (int64_t c = 0; c < a.dk; c++)
+					putf(f, 0, q0 + c, dq[c]);
+			}
+	for (int64_t e = 0; e < nk; e++)
+		putf(f, 1, e, dk[e]);
+	for (int64_t e = 0; e < nv; e++)
+		putf(f, 2, e, dv[e]);
+	eval_free(f, dv);
+	eval_free(f, dk);
+	eval_free(f, dq);
+	eval_free(f, dp);
+	eval_free(f, t);
+	eval_free(f, s);
+	return true;
+}

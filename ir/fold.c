@@ -509,6 +509,14 @@ int64_t ir_fold_work(const struct ir_node *n)
 		w = (double)ir_type_elems(&n->out[1]->type) * (double)q->dims[1] * (3 + group);
 		break;
 	}
+	case IR_OP_ATTENTION:        /* a multiply-add per score and head dim, both products */
+	case IR_OP_ATTENTION_GRAD: { /* the scores again, then four more products */
+		const struct ir_type *q = &n->in[0]->type;
+		w = (double)ir_type_elems(q) / (double)q->dims[3] * (double)n->in[1]->type.dims[2] *
+		    (double)(q->dims[3] + n->in[2]->type.dims[3]) *
+		    (n->op == IR_OP_ATTENTION_GRAD ? 3 : 1);
+		break;
+	}
 	case IR_OP_RESIZE: { /* every combination of one tap per dimension */
 		const char *mode = ir_attr_s(n, "mode");
 		double taps = !strcmp(mode, "cubic") ? 4 : !strcmp(mode, "linear") ? 2 : 1;

@@ -11,6 +11,8 @@
  */
 #include "infer.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #define FAIL(...)                                   \
@@ -728,6 +730,106 @@ bool ir_infer_linear_attention(const struct ir_node *n, struct ir_type *out, cha
 			     (long long)b, (long long)hkv, (long long)dk, (long long)dv);
 	}
 	out[0] = (struct ir_type){ .dtype = q->dtype, .rank = 3, .dims = { b, t, hq * dv } };
+	return true;
+}
+
+/* q, k, v and the mask (NULL: none) of an attention or attention_grad node. */
+static bool attention_operands(const struct ir_node *n, const struct ir_type *q,
+                               const struct ir_type *k, const struct ir_type *v,
+                               const struct ir_type *m, char *err, size_t errlen)
+{
+	int64_t causal = ir_attr_i(n, "causal");
+	double scale = ir_attr_f(n, "scale"), cap = ir_attr_f(n, "softcap");
+	tbuf s1, s2, s3;
+	if (q->dtype != IR_F32 && q->dtype != IR_F16 && q->dtype != IR_BF16)
+		FAIL("type %s is not supported (needs f32, f16 or bf16)", ir_dtype_name(q->dtype));
+	if (k->dtype != q->dtype || v->dtype != q->dtype)
+		FAIL("q, k and v differ in type: %s, %s and %s", ir_dtype_name(q->dtype),
+		     ir_dtype_name(k->dtype), ir_dtype_name(v->dtype));
+	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+		FAIL("q, k and v must be [batch, heads, sequence, head size], not %s, %s and %s",
+		     TS(q, s1), TS(k, s2), TS(v, s3));
+	if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[3] != q->dims[3] ||
+	    v->dims[1] != k->dims[1] || v->dims[2] != k->dims[2])
+		FAIL("k %s and v %s do not fit q %s: [B, Hkv, Lk, dk] and [B, Hkv, Lk, dv] against "
+		     "[B, Hq, Lq, dk]",
+		     TS(k, s1), TS(v, s2), TS(q, s3));
+	if (k->dims[1] <= 0 || q->dims[1] % k->dims[1])
+		FAIL("q's %lld heads are not a multiple of k's %lld", (long long)q->dims[1],
+		     (long long)k->dims[1]);
+	if (q->dims[3] <= 0 || v->dims[3] <= 0)
+		FAIL("head sizes must be positive");
+	if (causal != 0 && causal != 1)
+		FAIL("causal must be 0 or 1");
+	if (!causal && ir_attr_i(n, "causal_offset"))
+		FAIL("causal_offset must be 0 when causal is 0");
+	if (!isfinite(scale) || !(cap >= 0) || !isfinite(cap))
+		FAIL("scale must be finite and softcap finite and >= 0");
+	if (m) {
+		const int64_t full[4] = { q->dims[0], q->dims[1], q->dims[2], k->dims[2] };
+		if (m->dtype != IR_BOOL && m->dtype != q->dtype && m->dtype != IR_F32)
+			FAIL("mask type %s must be bool, %s or f32", ir_dtype_name(m->dtype),
+			     ir_dtype_name(q->dtype));
+		if (m->rank > 4)
+			FAIL("mask %s has rank above 4", TS(m, s1));
+		for (int d = 0; d < m->rank; d++) {
+			int64_t want = full[4 - m->rank + d];
+			if (m->dims[d] != 1 && m->dims[d] != want)
+				FAIL("mask %s does not broadcast to [%lld, %lld, %lld, %lld]",
+				     TS(m, s1), (long long)full[0], (long long)full[1],
+				     (long long)full[2], (long long)full[3]);
+		}
+	}
+	return true;
+}
+
+/*
+ * attention: q [B, Hq, Lq, dk], k [B, Hkv, Lk, dk], v [B, Hkv, Lk, dv] of
+ * one float type, Hq a multiple of Hkv; the optional mask is bool (true:
+ * attend) or a bias of q's type or f32, of rank <= 4, broadcastable to
+ * [B, Hq, Lq, Lk]. Results: y [B, Hq, Lq, dv] of q's type and, when asked
+ * for, the f32 log-sum-exp [B, Hq, Lq].
+ */
+bool ir_infer_attention(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *q = T(0);
+	if (!attention_operands(n, q, T(1), T(2), n->nin == 4 ? T(3) : NULL, err, errlen))
+		return false;
+	out[0] = (struct ir_type){ .dtype = q->dtype,
+		                   .rank = 4,
+		                   .dims = { q->dims[0], q->dims[1], q->dims[2], T(2)->dims[3] } };
+	if (n->nout == 2)
+		out[1] = (struct ir_type){ .dtype = IR_F32,
+			                   .rank = 3,
+			                   .dims = { q->dims[0], q->dims[1], q->dims[2] } };
+	return true;
+}
+
+/*
+ * attention_grad(q, k, v, y, lse, dy[, mask]): the forward's operands, its
+ * results y (q's type) and lse (f32) and the gradient dy of y; results dq,
+ * dk, dv of q's, k's and v's types.
+ */
+bool ir_infer_attention_grad(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	const struct ir_type *q = T(0);
+	struct ir_type y, lse;
+	tbuf s1, s2;
+	if (!attention_operands(n, q, T(1), T(2), n->nin == 7 ? T(6) : NULL, err, errlen))
+		return false;
+	y = (struct ir_type){ .dtype = q->dtype,
+		              .rank = 4,
+		              .dims = { q->dims[0], q->dims[1], q->dims[2], T(2)->dims[3] } };
+	lse = (struct ir_type){ .dtype = IR_F32,
+		                .rank = 3,
+		                .dims = { q->dims[0], q->dims[1], q->dims[2] } };
+	if (!ir_type_eq(T(3), &y) || !ir_type_eq(T(5), &y))
+		FAIL("y %s and dy %s must be %s", TS(T(3), s1), TS(T(5), s2), TS(&y, s1));
+	if (!ir_type_eq(T(4), &lse))
+		FAIL("lse %s must be %s", TS(T(4), s1), TS(&lse, s2));
+	out[0] = *q;
+	out[1] = *T(1);
+	out[2] = *T(2);
 	return true;
 }
 

@@ -125,6 +125,17 @@ IR_OP(CONV_TRANSPOSE,     "conv_transpose",     "ConvTranspose",         2, 3,  
  * decay, beta and erase_gate follow q, k, v in that order where present
  * (past, update_rule and erase say which: ir_linear_attention_inputs) */
 IR_OP(LINEAR_ATTENTION,   "linear_attention",   "LinearAttention",       3, 7,  2, 2,  COMPUTE, DENY,    recurrent,     linear_attention, linear_attention, plain,             none,             linear_attention, "q_num_heads:i kv_num_heads:i scale:f update_rule:s past:i erase:i")
+/* fused scaled dot-product attention (ONNX Attention-23's semantics):
+ * q [B, Hq, Lq, dk], k [B, Hkv, Lk, dk], v [B, Hkv, Lk, dv] and an
+ * optional mask (bool, true = attend) or bias (q's type or f32)
+ * broadcastable to [B, Hq, Lq, Lk]; y [B, Hq, Lq, dv] and an optional f32
+ * log-sum-exp [B, Hq, Lq]. causal: query i sees key j <= i + causal_offset;
+ * softcap 0: none (ir_infer_attention) */
+IR_OP(ATTENTION,          "attention",          "Attention",             3, 4,  1, 2,  COMPUTE, ALLOW,   attention,     attention,        attention,        attention,         attention,        attention,        "scale:f causal:i causal_offset:i softcap:f")
+/* its backward (training steps only): q, k, v, the forward's y and lse, dy
+ * and the forward's mask when it had one; dq, dk, dv (GQA: dk and dv sum
+ * over each group of query heads) */
+IR_OP(ATTENTION_GRAD,     "attention_grad",     "AttentionGrad",         6, 7,  3, 3,  COMPUTE, ALLOW,   attention_grad, attention_grad,  attention_grad,   refuse_backward,   none,             attention_grad,   "scale:f causal:i causal_offset:i softcap:f")
 /* normalization */
 IR_OP(BATCH_NORM,         "batch_norm",         "BatchNormalization",    5, 5,  1, 1,  COMPUTE, INFER,   batch_norm,    batch_norm,       batch_norm,       plain,             batch_norm,       rewritten,        "epsilon:f")
 IR_OP(LAYER_NORM,         "layer_norm",         "LayerNormalization",    2, 3,  1, 3,  COMPUTE, INFER,   layer_norm,    layer_norm,       layer_norm,       plain,             layer_norm,       layer_norm,       "axis:i epsilon:f")

@@ -65,6 +65,8 @@ const char *amp_class_reason(enum ir_op op);
 /* The string attribute whose value refines op's class (NULL: none), and in
  * *cls the class its listed values give (passes/amp_classify.c). */
 const char *amp_class_attr(enum ir_op op, enum ir_amp *cls);
+/* Does a half node n still read its input i in FP32 (its why says so)? */
+bool amp_reads_fp32(const struct ir_node *n, int i);
 
 /* Parses an --amp-lists file ("allow: MatMul, Conv" lines; ONNX or IR op
  * names) into o's overrides. false after reporting. */

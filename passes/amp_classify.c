@@ -70,6 +70,7 @@ struct amp_why {
 	const char *attr;      /* NULL: the row's class holds for every node */
 	const char *values[2]; /* attr's values that give cls instead */
 	enum ir_amp cls;
+	unsigned fp32_inputs; /* bit i: a half node still reads its input i in FP32 */
 };
 
 #define MOVES   "only moves or selects values: exact in any precision"
@@ -135,6 +136,22 @@ static const struct amp_why amp_prod = { "TensorFlow lists Prod infer" };
 static const struct amp_why amp_recurrent = {
 	"a recurrent state summed over every step: FP32, as ONNX's reference keeps it"
 };
+/* FlashAttention's rule (Micikevicius et al.'s, per tile): the scores,
+ * the running max and sum, the log-sum-exp and the accumulators stay FP32
+ * inside the kernel, and the bias is never rounded to half (a finfo(f32).min
+ * mask would become -inf, and small biases would lose their digits) */
+static const struct amp_why amp_attention = {
+	"Tensor Cores for Q.K^T and P.V; scores, softmax statistics and accumulators stay FP32 "
+	"in the kernel, and so does the bias",
+	.fp32_inputs = 1u << 3
+};
+/* its backward: the same, and the forward's log-sum-exp (input 4) is FP32
+ * whatever the node's precision; the bias is input 6 there */
+static const struct amp_why amp_attention_grad = {
+	"attention's backward: recomputes the scores in FP32 from the FP32 log-sum-exp; Tensor "
+	"Cores for its four products",
+	.fp32_inputs = 1u << 4 | 1u << 6
+};
 /* many updates may land on one element, and half would round after each */
 static const struct amp_why amp_scatter = {
 	"clear when it places values (none, max, min); deny when it adds or multiplies them "
@@ -158,6 +175,11 @@ static const struct amp_why *const whys[IR_OP_COUNT] = {
 };
 
 const char *amp_class_reason(enum ir_op op) { return whys[op]->reason; }
+
+bool amp_reads_fp32(const struct ir_node *n, int i)
+{
+	return (whys[n->op]->fp32_inputs >> i & 1) && n->in[i]->type.dtype != IR_BOOL;
+}
 
 const char *amp_class_attr(enum ir_op op, enum ir_amp *cls)
 {

@@ -113,7 +113,10 @@ static void set_prec(struct policy *p, const struct ir_node *n, int prec)
 bool amp_fuses_output_cast(enum ir_op op)
 {
 	enum ir_op_kind k = ir_ops[op].kind;
-	return k == IR_KIND_ELTWISE || k == IR_KIND_COMPUTE || k == IR_KIND_REDUCE;
+	/* attention_grad's ydtype is its y's and dy's type (its results are
+	 * q's, k's and v's): it writes no other */
+	return (k == IR_KIND_ELTWISE || k == IR_KIND_COMPUTE || k == IR_KIND_REDUCE) &&
+	       op != IR_OP_ATTENTION_GRAD;
 }
 
 bool amp_cast_fuses(const struct ir_value *v, bool sole_reader, const struct ir_node *only)

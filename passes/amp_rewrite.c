@@ -169,7 +169,7 @@ void amp_rewrite(struct ir_module *m, const struct amp_options *o, struct amp_re
 			enum ir_dtype want;
 			if (v->id >= w.nvals || w.orig[v->id] != IR_F32)
 				continue;
-			want = half ? w.half : IR_F32;
+			want = half && !amp_reads_fp32(n, i) ? w.half : IR_F32;
 			if (v->type.dtype != want)
 				ir_set_input(m, n, i, convert(&w, v, want, n));
 		}

@@ -223,6 +223,29 @@ void cost_work(const struct ir_node *n, struct cost_work *w)
 		w->tensor_core = tc_dims(rows, cols, k);
 		break;
 	}
+	case IR_OP_ATTENTION: {
+		/* fused: its traffic is Q, K, V, the mask and Y (counted above),
+		 * never the L x L scores; the two products over the scores a
+		 * causal mask leaves, on Tensor Cores in half precision */
+		const int64_t *q = n->in[0]->type.dims, *k = n->in[1]->type.dims;
+		int64_t dv = n->in[2]->type.dims[3], off = ir_attr_i(n, "causal_offset");
+		double scores = 0;
+		if (ir_attr_i(n, "causal"))
+			for (int64_t i = 0; i < q[2]; i++)
+				scores += (double)(i + off + 1 < 0      ? 0
+				                   : i + off + 1 > k[2] ? k[2]
+				                                        : i + off + 1);
+		else
+			scores = (double)q[2] * (double)k[2];
+		scores *= (double)q[0] * (double)q[1];
+		w->flops = 2 * scores * (double)(q[3] + dv);
+		if (n->nin == 4 &&
+		    ir_dtypes[n->in[3]->type.dtype].is_float) /* the bias stays FP32 */
+			w->bytes16 += 2 * elems(n->in[3]);
+		w->matmul_like = true;
+		w->tensor_core = tc_dims(q[2], k[2], q[3]) && dv % 8 == 0;
+		break;
+	}
 	case IR_OP_CONV:
 	case IR_OP_CONV_TRANSPOSE: {
 		const struct ir_type *wt = &n->in[1]->type;

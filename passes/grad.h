@@ -91,6 +91,7 @@ bool grad_where(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 /* grad_linear.c */
 bool grad_matmul(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_gemm(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
+bool grad_attention(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 
 /* grad_nn.c */
 bool grad_conv(struct ad *a, struct ir_node *n, struct ir_value *const *dy);

@@ -77,3 +77,67 @@ bool grad_gemm(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 	}
 	return true;
 }
+
+/*
+ * attention: one attention_grad (FlashAttention-2's backward: the scores
+ * recomputed from the forward's log-sum-exp, never stored) from the
+ * forward's y and lse and dy. A forward node without its lse result is
+ * replaced by one that has it, so the forward computes it once for both.
+ * q, k and v get gradients (GQA: k's and v's summed over each group of query
+ * heads inside the kernel); a bias that wants one is refused: its gradient
+ * would be the L x L tensor the fused op exists not to store.
+ */
+bool grad_attention(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	static const char *const attrs[4] = { "scale", "causal", "causal_offset", "softcap" };
+	struct ir_value *in[7], *lse;
+	struct ir_node *g;
+	if (!ad_no_grad_through(a, n, dy, 1))
+		return false;
+	if (!dy[0])
+		return true;
+	if (n->nin == 4 && ad_wants(a, n, 3)) {
+		ir_node_error(
+		        a->m->ctx, n->name, ir_ops[n->op].name,
+		        "no gradient for the attention bias '%s' (it would be the full "
+		        "[B, H, Lq, Lk] scores' gradient); make it a constant or a graph input "
+		        "that is not trained",
+		        n->in[3]->name);
+		return false;
+	}
+	if (n->nout == 2) {
+		lse = n->out[1];
+	} else { /* the forward again, with its log-sum-exp */
+		const char *names[2] = {
+			ir_unique_name(a->m,
+			               ir_arena_printf(&a->m->arena, "%s.y", n->out[0]->name)),
+			ir_unique_name(a->m,
+			               ir_arena_printf(&a->m->arena, "%s.lse", n->out[0]->name))
+		};
+		struct ir_node *f =
+		        ir_add_node(a->m, IR_OP_ATTENTION, n->name, n->in, n->nin, names, 2);
+		ir_set_f(a->m, f, attrs[0], ir_attr_f(n, attrs[0]));
+		ir_set_i(a->m, f, attrs[1], ir_attr_i(n, attrs[1]));
+		ir_set_i(a->m, f, attrs[2], ir_attr_i(n, attrs[2]));
+		ir_set_f(a->m, f, attrs[3], ir_attr_f(n, attrs[3]));
+		ad_fin(a, f);
+		ir_move_before(a->m, f, n);
+		ir_replace_value(a->m, n->out[0], f->out[0]);
+		lse = f->out[1];
+		n = f;
+	}
+	in[0] = n->in[0], in[1] = n->in[1], in[2] = n->in[2], in[3] = n->out[0], in[4] = lse;
+	in[5] = dy[0];
+	if (n->nin == 4)
+		in[6] = n->in[3];
+	g = ad_node(a, IR_OP_ATTENTION_GRAD, in, n->nin == 4 ? 7 : 6, 3);
+	ir_set_f(a->m, g, attrs[0], ir_attr_f(n, attrs[0]));
+	ir_set_i(a->m, g, attrs[1], ir_attr_i(n, attrs[1]));
+	ir_set_i(a->m, g, attrs[2], ir_attr_i(n, attrs[2]));
+	ir_set_f(a->m, g, attrs[3], ir_attr_f(n, attrs[3]));
+	ad_fin(a, g);
+	for (int i = 0; i < 3; i++)
+		if (ad_wants(a, n, i))
+			ad_contrib(a, n, i, g->out[i]);
+	return true;
+}

@@ -527,6 +527,110 @@ def transformer_cases():
          vi("g", F, [1, 3, 2]), vi("b", F, [1, 3, 1]), vi("e", F, [1, 3, 8]),
          vi("p", F, [1, 2, 4, 3])],
         [vi("y", F, [1, 3, 12]), vi("s", F, [1, 2, 4, 3]), vi("y2", F, [1, 3, 6])], opset=27)
+    # Attention (23/24) as the fused IR op: 4-D GQA, causal, softcap and a
+    # bool mask shorter than the keys (padded with false); 3-D with a past
+    # (concatenated), a float mask and the present outputs (not causal: an
+    # offset by the past has no ONNX form without the past, so export would
+    # write the explicit ops); nonpad_kv_seqlen with causal and no past (a per-batch
+    # frontier joins the mask); qk_matmul_output after the bias (explicit
+    # ops beside the fused one)
+    c["attention_forms"] = model(
+        [helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], is_causal=1, softcap=3.0,
+                          scale=0.3),
+         helper.make_node("Attention", ["q3", "k3", "v3", "b", "pk", "pv"], ["y3", "pk2", "pv2"],
+                          q_num_heads=2, kv_num_heads=2),
+         helper.make_node("Attention", ["q", "k", "v", "", "", "", "len"], ["y4"], is_causal=1),
+         helper.make_node("Attention", ["q", "k", "v", "b4"], ["y5", "", "", "qk"],
+                          qk_matmul_output_mode=2)],
+        [vi("q", F, [2, 4, 3, 8]), vi("k", F, [2, 2, 5, 8]), vi("v", F, [2, 2, 5, 6]),
+         vi("m", TensorProto.BOOL, [3, 4]), vi("q3", F, [1, 2, 8]), vi("k3", F, [1, 2, 8]),
+         vi("v3", F, [1, 2, 6]), vi("b", F, [2, 5]), vi("pk", F, [1, 2, 3, 4]),
+         vi("pv", F, [1, 2, 3, 3]), vi("len", I64, [2]), vi("b4", F, [2, 1, 3, 5])],
+        [vi("y", F, [2, 4, 3, 6]), vi("y3", F, [1, 2, 6]), vi("pk2", F, [1, 2, 5, 4]),
+         vi("pv2", F, [1, 2, 5, 3]), vi("y4", F, [2, 4, 3, 6]), vi("y5", F, [2, 4, 3, 6]),
+         vi("qk", F, [2, 4, 3, 5])], opset=24)
+    # decomposed attention that passes/attention.c fuses (onnxc ir --codegen):
+    #  a: HF BERT: Q.K^T / sqrt(d) + bias, K transposed over the last two axes
+    #  b: torch 1.13 MultiheadAttention: the scale on Q, rank 3 [B*H, L, d],
+    #     K^T from a transpose that is not a swap (a transpose is inserted)
+    #  c: torchlib SDPA: sqrt(scale) on Q and on K^T, a constant causal bool
+    #     mask in Where(m, S, -inf) (the causal flag) and a padding mask added
+    #  d: softcap c * tanh(S / c), Where(pad, finfo.min, S) (a negated mask
+    #     with a finite fill: an FP32 bias), FP32 softmax between f16 casts
+    #  e: GQA by unsqueeze-expand-reshape (K and V read in place) and a
+    #     bottom-right causal bias of finfo.min (Lq 2 < Lk 4: offset 2)
+    L, D = 4, 8
+    tri = np.tril(np.ones((L, L), bool))
+    br = np.where(np.tril(np.ones((2, 4), bool), k=2), 0, np.finfo(np.float32).min)
+    mk = helper.make_node
+    c["attention_fused_forms"] = model(
+        [mk("Transpose", ["ka"], ["kat"], perm=[0, 1, 3, 2]),
+         mk("MatMul", ["qa", "kat"], ["sa"]), mk("Div", ["sa", "sqrtd"], ["sa2"]),
+         mk("Add", ["sa2", "biasa"], ["sa3"]), mk("Softmax", ["sa3"], ["pa"], axis=-1),
+         mk("MatMul", ["pa", "va"], ["ya"]),
+         mk("Mul", ["qb", "invsqrtd"], ["qb2"]), mk("Transpose", ["kb"], ["kbt"], perm=[1, 2, 0]),
+         mk("MatMul", ["qb2", "kbt"], ["sb"]), mk("Softmax", ["sb"], ["pb"], axis=2),
+         mk("MatMul", ["pb", "vb"], ["yb"]),
+         mk("Mul", ["qa", "qrt"], ["qc"]), mk("Transpose", ["ka"], ["kct"], perm=[0, 1, 3, 2]),
+         mk("Mul", ["kct", "qrt"], ["kct2"]), mk("MatMul", ["qc", "kct2"], ["sc"]),
+         mk("Where", ["tri", "sc", "ninf"], ["sc2"]), mk("Add", ["sc2", "padc"], ["sc3"]),
+         mk("Softmax", ["sc3"], ["pc"], axis=3), mk("MatMul", ["pc", "va"], ["yc"]),
+         mk("Cast", ["qa"], ["qd"], to=TensorProto.FLOAT16),
+         mk("Cast", ["kat"], ["kdt"], to=TensorProto.FLOAT16),
+         mk("Cast", ["va"], ["vd"], to=TensorProto.FLOAT16),
+         mk("MatMul", ["qd", "kdt"], ["sd"]), mk("Mul", ["sd", "scale16"], ["sd1"]),
+         mk("Div", ["sd1", "cap16"], ["sd2"]), mk("Tanh", ["sd2"], ["sd3"]),
+         mk("Mul", ["sd3", "cap16"], ["sd4"]), mk("Cast", ["sd4"], ["sd5"], to=F),
+         mk("Where", ["pad", "fmin", "sd5"], ["sd6"]), mk("Softmax", ["sd6"], ["pd32"], axis=-1),
+         mk("Cast", ["pd32"], ["pd"], to=TensorProto.FLOAT16), mk("MatMul", ["pd", "vd"], ["yd16"]),
+         mk("Cast", ["yd16"], ["yd"], to=F),
+         mk("Reshape", ["ke"], ["ke1"], allowzero=0), mk("Expand", ["ke1", "rep"], ["ke2"]),
+         mk("Reshape", ["ke2", "heads4"], ["ke3"]),
+         mk("Reshape", ["ve"], ["ve1"]), mk("Expand", ["ve1", "rep"], ["ve2"]),
+         mk("Reshape", ["ve2", "heads4"], ["ve3"]),
+         mk("Transpose", ["ke3"], ["ket"], perm=[0, 1, 3, 2]), mk("MatMul", ["qe", "ket"], ["se"]),
+         mk("Mul", ["se", "invsqrtd"], ["se2"]), mk("Add", ["se2", "brc"], ["se3"]),
+         mk("Softmax", ["se3"], ["pe"], axis=-1), mk("MatMul", ["pe", "ve3"], ["ye"])],
+        [vi("qa", F, [2, 2, L, D]), vi("ka", F, [2, 2, L, D]), vi("va", F, [2, 2, L, D]),
+         vi("biasa", F, [2, 1, 1, L]), vi("qb", F, [4, L, D]), vi("kb", F, [L, 4, D]),
+         vi("vb", F, [4, L, 6]), vi("padc", F, [2, 1, 1, L]),
+         vi("pad", TensorProto.BOOL, [2, 1, 1, L]), vi("qe", F, [1, 4, 2, D]),
+         vi("ke", F, [1, 2, 4, D]), vi("ve", F, [1, 2, 4, D])],
+        [vi("ya", F, [2, 2, L, D]), vi("yb", F, [4, L, 6]), vi("yc", F, [2, 2, L, D]),
+         vi("yd", F, [2, 2, L, D]), vi("ye", F, [1, 4, 2, D])],
+        [const("sqrtd", np.float32(np.sqrt(D))), const("invsqrtd", np.float32(1 / np.sqrt(D))),
+         const("qrt", np.float32(D ** -0.25)), const("tri", tri),
+         const("ninf", np.float32(-np.inf)), const("scale16", np.float16(1 / np.sqrt(D))),
+         const("cap16", np.float16(5)), const("fmin", np.float32(np.finfo(np.float32).min)),
+         const("rep", np.array([1, 2, 2, 4, D], np.int64)),
+         const("heads4", np.array([1, 4, 4, D], np.int64)),
+         const("brc", br.astype(np.float32))], opset=13)
+    # Reshape with one input: fix the two unsqueezes as reshapes with shapes
+    for n in c["attention_fused_forms"].graph.node:
+        if n.op_type == "Reshape" and len(n.input) == 1:
+            n.input.append("split5")
+            del n.attribute[:]
+    c["attention_fused_forms"].graph.initializer.append(
+        const("split5", np.array([1, 2, 1, 4, D], np.int64)))
+    # decomposed attention left as it is, each for its reason: the
+    # probabilities also a graph output; a softmax over the queries' axis;
+    # a scale that is a graph input; a bias added before the scale
+    c["attention_refused_forms"] = model(
+        [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+         mk("MatMul", ["q", "kt"], ["s1"]), mk("Softmax", ["s1"], ["p1"], axis=-1),
+         mk("MatMul", ["p1", "v"], ["y1"]),
+         mk("MatMul", ["q", "kt"], ["s2"]), mk("Softmax", ["s2"], ["p2"], axis=2),
+         mk("MatMul", ["p2", "v"], ["y2"]),
+         mk("MatMul", ["q", "kt"], ["s3"]), mk("Mul", ["s3", "t"], ["s3b"]),
+         mk("Softmax", ["s3b"], ["p3"], axis=-1), mk("MatMul", ["p3", "v"], ["y3"]),
+         mk("MatMul", ["q", "kt"], ["s4"]), mk("Add", ["s4", "b"], ["s4b"]),
+         mk("Mul", ["s4b", "half"], ["s4c"]), mk("Softmax", ["s4c"], ["p4"], axis=-1),
+         mk("MatMul", ["p4", "v"], ["y4"])],
+        [vi("q", F, [1, 2, L, D]), vi("k", F, [1, 2, L, D]), vi("v", F, [1, 2, L, D]),
+         vi("t", F, []), vi("b", F, [1, 1, 1, L])],
+        [vi("y1", F, [1, 2, L, D]), vi("p1", F, [1, 2, L, L]), vi("y2", F, [1, 2, L, D]),
+         vi("y3", F, [1, 2, L, D]), vi("y4", F, [1, 2, L, D])],
+        [const("half", np.float32(0.5))], opset=13)
     # Col2Im with pads and strides: a scatter-add into the padded image, then a slice
     c["col2im_pads"] = model(
         [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], pads=[1, 0, 1, 0],

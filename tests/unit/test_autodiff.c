@@ -549,6 +549,58 @@ static void test_softmax(void)
 	     "output %y\noutput %z\n");
 }
 
+/* Fused attention: its backward (attention_grad, evaluated by the
+ * reference in double) against finite differences of the forward. GQA with
+ * a causal offset, a softcap and a constant bias with a -inf entry; a
+ * boolean mask with a fully masked row; a node that already has its lse
+ * result (a loss on both); MQA without a mask. */
+static void test_attention(void)
+{
+	CASE("input %q : f32[1,4,3,4]\ninput %k : f32[1,2,5,4]\ninput %v : f32[1,2,5,3]\n"
+	     "const %b : f32[3,5] = [0.1, -0.2, 0.3, 0, 0.5, -inf, 0.2, 0.1, 0, -0.4, 0.3, 0.3, "
+	     "-0.1, 0.2, 0]\n"
+	     "%y : f32[1,4,3,3] = attention(%q, %k, %v, %b) {scale=0.6, causal=1, causal_offset=2, "
+	     "softcap=1.5} @att\n"
+	     "output %y\n");
+	CASE_NAMED("attention_mask",
+	           "input %q : f32[2,2,4,3]\ninput %k : f32[2,2,4,3]\ninput %v : f32[2,2,4,2]\n"
+	           "const %m : bool[4,4] = [1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1]\n"
+	           "%y : f32[2,2,4,2] = attention(%q, %k, %v, %m) {scale=0.5, causal=0, "
+	           "causal_offset=0, softcap=0} @att\n"
+	           "output %y\n");
+	CASE_NAMED("attention_lse",
+	           "input %q : f32[1,3,2,4]\ninput %k : f32[1,1,6,4]\ninput %v : f32[1,1,6,4]\n"
+	           "%y : f32[1,3,2,4], %l : f32[1,3,2] = attention(%q, %k, %v) {scale=0.5, "
+	           "causal=0, causal_offset=0, softcap=0} @att\n"
+	           "%s : f32[1,3,2] = reduce_sum(%y) {axes=[3], keepdims=0} @rs\n"
+	           "output %s\n");
+}
+
+static struct ir_module *parse_text(struct ir_ctx *ctx, const char *body);
+
+/* A trained attention bias has no gradient rule: refused, naming the node. */
+static void test_attention_bias_refused(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *x[2], *g[2];
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %q : f32[1,1,2,2]\ninput %b : f32[2,2]\n"
+	                     "%y : f32[1,1,2,2] = attention(%q, %q, %q, %b) {scale=1, causal=0, "
+	                     "causal_offset=0, softcap=0} @att\n"
+	                     "%s : f32[] = reduce_sum(%y) {axes=[0,1,2,3], keepdims=0} @sum\n"
+	                     "output %s\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	x[0] = ir_find_value(m, "q");
+	x[1] = ir_find_value(m, "b");
+	CHECK(!ad_gradients(m, ir_find_value(m, "s"), NULL, x, 2, g));
+	CHECK_STR(d.text, "node 'att' (attention): no gradient for the attention bias 'b'");
+	ir_module_free(m);
+}
+
 /* Batch statistics: the gradient flows through the mean and variance. */
 static void test_batch_norm_train(void)
 {
@@ -947,10 +999,10 @@ static void test_contract(void)
 	ir_module_free(m);
 }
 
-TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) T(test_pow)
-              T(test_prelu_where_mask) T(test_accumulate_seed) T(test_matmul) T(test_gemm)
-                      T(test_conv) T(test_conv_transpose) T(test_norms) T(test_softmax)
-                              T(test_batch_norm_train) T(test_batch_norm_train_values) T(test_pool)
-                                      T(test_reduce) T(test_move) T(test_slice) T(test_gather)
-                                              T(test_network) T(test_loss) T(test_no_rule)
-                                                      T(test_bad_arguments) T(test_contract))
+TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) T(test_pow) T(
+        test_prelu_where_mask) T(test_accumulate_seed) T(test_matmul) T(test_gemm) T(test_conv)
+              T(test_conv_transpose) T(test_norms) T(test_softmax) T(test_batch_norm_train)
+                      T(test_batch_norm_train_values) T(test_pool) T(test_reduce) T(test_move)
+                              T(test_slice) T(test_gather) T(test_network) T(test_loss)
+                                      T(test_no_rule) T(test_bad_arguments) T(test_contract)
+                                              T(test_attention) T(test_attention_bias_refused))
