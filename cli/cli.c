@@ -80,7 +80,9 @@ const char precision_help[] =
         "  --amp-lists FILE     move ops between the allow/infer/deny/clear lists\n"
         "  --no-tc-pad          no zero padding for Tensor Cores\n"
         "  --max-memory SIZE    refuse a model whose planned memory (arena + weights)\n"
-        "                       or a constant exceeds SIZE, e.g. 512M (default 16G)\n";
+        "                       or a constant exceeds SIZE, e.g. 512M (default 16G)\n"
+        "  --no-fuse-attention  leave decomposed attention (MatMul, scale, mask,\n"
+        "                       Softmax, MatMul) as it is instead of one fused op\n";
 
 /* Appends the comma-separated names in v to list (strdup'd). */
 static int add_names(const char *opt, const char *v, const char **list, int *n)
@@ -160,6 +162,7 @@ bool prepare_model(struct ir_module *m, struct model_opts *mo)
 	mo->amp.keep_fp32 = mo->keep;
 	mo->amp.force_half = mo->force;
 	po.mixed = mo->mixed ? &mixed : NULL;
+	po.stats = &mo->stats;
 	return pass_pipeline(m, PASS_STAGE_CODEGEN, &po);
 }
 
@@ -310,6 +313,10 @@ static int parse_model_opt(int argc, char **argv, int *i, struct model_opts *mo)
 		ci->path = eq + 1;
 		mo->fe.consts = mo->consts;
 		mo->fe.nconsts++;
+		return 1;
+	}
+	if (opt_value(argc, argv, i, "--no-fuse-attention", false, &bad)) {
+		mo->passes.no_fuse_attention = true;
 		return 1;
 	}
 	if (opt_value(argc, argv, i, "--verify", false, &bad)) {

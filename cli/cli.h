@@ -45,6 +45,7 @@ struct model_opts {
 	struct gpu_profile gpu; /* loaded by prepare_model */
 	const char *keep[64], *force[64];
 	struct amp_result amp_result; /* what prepare_model decided */
+	struct pass_stats stats;      /* what prepare_model's passes did */
 	int64_t max_memory;           /* --max-memory (0: CLI_DEFAULT_MAX_MEMORY) */
 };
 

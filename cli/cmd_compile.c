@@ -194,6 +194,11 @@ int cmd_compile(int argc, char **argv)
 			status = EXIT_INPUT;
 		} else if (!co.quiet) {
 			print_stats(co.name, co.out_dir, &co, &stats);
+			if (mo.stats.attention_fused || mo.stats.attention_refused)
+				printf("  attention: %d fused from MatMul-Softmax-MatMul, %d left "
+				       "as "
+				       "they are (onnxc report says why)\n",
+				       mo.stats.attention_fused, mo.stats.attention_refused);
 			if (mo.mixed)
 				print_amp(&mo, &stats);
 		}

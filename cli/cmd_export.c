@@ -88,6 +88,10 @@ int cmd_export(int argc, char **argv)
 		free_model_opts(&mo);
 		return ctx.nerrors || !is_ir_text(input) ? EXIT_INPUT : EXIT_USAGE;
 	}
+	/* decomposed attention stays as the model has it: fused, it would be
+	 * written back as those ops below opset 23 anyway, and onnxc fuses it
+	 * again when it compiles the export */
+	mo.passes.no_fuse_attention = true;
 	if (!prepare_model(m, &mo) || !fe_export_onnx(m, out, &eo))
 		status = EXIT_INPUT;
 	ir_module_free(m);

@@ -19,6 +19,9 @@ static const char ir_help[] =
         "  --dim NAME=N         bind a symbolic dimension (dim_param), e.g. batch=8\n"
         "  -o FILE              write the IR to FILE instead of standard output\n"
         "  --summary            print a summary instead of the IR\n"
+        "  --codegen            print the IR code generation sees: after the code\n"
+        "                       generation passes (batch-norm folding, attention\n"
+        "                       fusion; mixed precision with --precision mixed)\n"
         "  --verify             run the IR verifier after every pass\n"
         "  --dump-after=PASS    print the IR after PASS (or 'all') to standard error\n"
         "\n"
@@ -56,7 +59,7 @@ static void print_summary(const struct ir_module *m, FILE *f)
 /* What ir's own options set. */
 struct ir_args {
 	const char *out;
-	bool summary;
+	bool summary, codegen;
 };
 
 static int ir_opt(int argc, char **argv, int *i, void *ud)
@@ -68,6 +71,8 @@ static int ir_opt(int argc, char **argv, int *i, void *ud)
 		a->out = v;
 	else if (opt_value(argc, argv, i, "--summary", false, &bad))
 		a->summary = true;
+	else if (opt_value(argc, argv, i, "--codegen", false, &bad))
+		a->codegen = true;
 	else
 		return bad ? -1 : 0;
 	return 1;
@@ -102,7 +107,7 @@ int cmd_ir(int argc, char **argv)
 		free_model_opts(&mo);
 		return ctx.nerrors || !is_ir_text(input) ? EXIT_INPUT : EXIT_USAGE;
 	}
-	if ((mo.mixed || mo.amp_flag) && !prepare_model(m, &mo)) {
+	if ((mo.mixed || mo.amp_flag || ia.codegen) && !prepare_model(m, &mo)) {
 		ir_module_free(m);
 		free_model_opts(&mo);
 		return EXIT_INPUT;

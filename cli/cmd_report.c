@@ -75,7 +75,11 @@ static void print_text(FILE *f, const char *model, const struct model_opts *mo,
 	        r->casts_inserted, r->casts_repainted, r->casts_folded);
 	fprintf(f, "after fusion: %d cast kernels, %d casts fused into kernels or library calls\n",
 	        st->cast_kernels, st->casts_fused);
-	fprintf(f, "Tensor Core padding: %d ops\n\n", r->padded_ops);
+	fprintf(f, "Tensor Core padding: %d ops\n", r->padded_ops);
+	fprintf(f,
+	        "attention: %d fused from MatMul-Softmax-MatMul (the nodes named .../attention), "
+	        "%d left as they are (the notes above say why)\n\n",
+	        mo->stats.attention_fused, mo->stats.attention_refused);
 	fprintf(f, "%-40s %-16s %-7s %-5s %9s %9s  %s\n", "node", "op", "class", "prec", "T32 us",
 	        "T16 us", "reason");
 	IR_FOR_EACH_NODE(m, n)
@@ -105,10 +109,12 @@ static void print_json(FILE *f, const char *model, const struct model_opts *mo,
 	        ", \"cast_kernels\": %d, \"casts_fused\": %d, \"casts_folded\": %d, "
 	        "\"casts_inserted\": %d, \"casts_repainted\": %d, \"half_nodes\": %d, "
 	        "\"fp32_nodes\": %d, \"padded_ops\": %d, \"predicted_ms_fp32\": %.6f, "
-	        "\"predicted_ms_mixed\": %.6f, \"nodes\": [",
+	        "\"predicted_ms_mixed\": %.6f, \"attention_fused\": %d, "
+	        "\"attention_refused\": %d, \"nodes\": [",
 	        st->cast_kernels, st->casts_fused, r->casts_folded, r->casts_inserted,
 	        r->casts_repainted, r->half_nodes, r->fp32_nodes, r->padded_ops,
-	        r->predicted_us_fp32 / 1e3, r->predicted_us_mixed / 1e3);
+	        r->predicted_us_fp32 / 1e3, r->predicted_us_mixed / 1e3, mo->stats.attention_fused,
+	        mo->stats.attention_refused);
 	IR_FOR_EACH_NODE(m, n)
 	{
 		const char *cls, *prec, *why;
@@ -273,6 +279,7 @@ int cmd_report(int argc, char **argv)
 		goto done;
 	ctx.file = input;
 	co.max_memory = model_max_memory(&mo);
+	mo.stats.explain = true; /* a note for each attention left decomposed */
 	if (!prepare_model(m, &mo) || !cg_analyze(m, &co, &st))
 		goto done;
 	if (!mo.amp.gpu)

@@ -313,6 +313,8 @@ static bool run_key(struct run_job *j)
 		key_file(k, "const", j->mo.consts[i].name, j->mo.consts[i].path);
 	precision_config(&j->mo, buf, sizeof buf);
 	key_printf(k, "precision %s\nmax-memory %lld\n", buf, (long long)model_max_memory(&j->mo));
+	if (j->mo.passes.no_fuse_attention)
+		key_printf(k, "no-fuse-attention\n");
 	for (int i = 0; i < j->n; i++) {
 		char tb[IR_TYPE_STR_MAX];
 		key_printf(k, "input ");

@@ -42,6 +42,16 @@ struct pass_options {
 	/* The train stage's input and output (onnxc train). */
 	const struct train_options *train;
 	struct train_step *step;
+	/* --no-fuse-attention: the attention pass leaves decomposed attention */
+	bool no_fuse_attention;
+	struct pass_stats *stats; /* the caller's counters, or NULL */
+};
+
+/* What the passes did, for onnxc compile and report (NULL: nobody asks). */
+struct pass_stats {
+	int attention_fused;   /* decomposed attention made one attention node */
+	int attention_refused; /* softmaxes between matmuls left decomposed */
+	bool explain;          /* a note for each of those, saying why */
 };
 
 /* Returns false after reporting errors through m->ctx. */
@@ -67,6 +77,8 @@ struct pass {
 /* The passes. */
 bool pass_dce(struct ir_module *m, const struct pass_options *opt);
 bool pass_batchnorm(struct ir_module *m, const struct pass_options *opt);
+/* attention.c: decomposed attention becomes the fused attention op */
+bool pass_attention(struct ir_module *m, const struct pass_options *opt);
 /* train.c: train_build with opt->train, into opt->step. */
 bool pass_train(struct ir_module *m, const struct pass_options *opt);
 /* amp.c: opt->mixed checked against the module and completed (the profile,

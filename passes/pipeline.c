@@ -23,6 +23,12 @@
 static const struct pass pipeline[] = {
 	/* the import's normalisation */
 	{ PASS_STAGE_IMPORT, "dce", pass_dce, "remove unused nodes and constants" },
+	/* onnxc train: decomposed attention fused first, so that autodiff
+	 * differentiates the fused op (attention_grad, FlashAttention-2's
+	 * backward) instead of storing the L x L probabilities */
+	{ PASS_STAGE_TRAIN, "attention", pass_attention,
+	  "fuse decomposed attention before differentiating it (as the codegen stage does)" },
+	{ PASS_STAGE_TRAIN, "dce", pass_dce, "remove what the fusion left unused" },
 	/* onnxc train: loss, gradients and the step's interface; its own
 	 * verifier call has always run in every build */
 	{ PASS_STAGE_TRAIN, "train", pass_train,
@@ -31,6 +37,9 @@ static const struct pass pipeline[] = {
 	/* what code generation and export need */
 	{ PASS_STAGE_CODEGEN, "batchnorm", pass_batchnorm,
 	  "fold batch normalization into convolutions or affine ops" },
+	/* before mixed precision, which prices the fused op by its traffic */
+	{ PASS_STAGE_CODEGEN, "attention", pass_attention,
+	  "fuse decomposed attention (MatMul, scale, mask, Softmax, MatMul) into one op" },
 	{ PASS_STAGE_CODEGEN, "dce", pass_dce, "remove unused nodes and constants" },
 	/* mixed precision, last: it prices the graph code generation will see.
 	 * Tensor Core padding is its final step, not a row of its own: it is
