@@ -1067,11 +1067,21 @@ static bool imp_col2im(struct fe_node *nd)
 			return fe_fail(nd,
 			               "image_shape, block_shape, dilations and strides must be "
 			               "positive, pads not negative");
-		padded[d] = img[d] + pad[d] + pad[d + nsp];
-		nb[d] = (padded[d] - dil[d] * (blk[d] - 1) - 1) / str[d] + 1;
+		/* sizes a hostile model makes overflow int64 cannot describe the
+		 * input, whose every dimension is an int64 */
+		if (__builtin_add_overflow(img[d], pad[d], &padded[d]) ||
+		    __builtin_add_overflow(padded[d], pad[d + nsp], &padded[d]) ||
+		    __builtin_mul_overflow(dil[d], blk[d] - 1, &nb[d]) ||
+		    __builtin_mul_overflow(kprod, blk[d], &kprod) ||
+		    __builtin_mul_overflow(pprod, padded[d], &pprod))
+			return fe_fail(nd,
+			               "image_shape, block_shape, pads or dilations are too large");
+		nb[d] = (padded[d] - nb[d] - 1) / str[d] + 1;
 		if (nb[d] < 1)
 			return fe_fail(nd, "the block is larger than the padded image");
-		kprod *= blk[d], lcount *= nb[d], pprod *= padded[d];
+		if (__builtin_mul_overflow(lcount, nb[d], &lcount))
+			return fe_fail(nd,
+			               "image_shape, block_shape, pads or dilations are too large");
 	}
 	if (t->dims[1] % kprod || t->dims[2] != lcount)
 		return fe_fail(nd,
