@@ -234,6 +234,16 @@ static void online_softmax(int isa, float *s, const int64_t *lim, int64_t br, in
 	}
 }
 
+/* The keys query rows [i0, i0 + br) see: all, or under a causal mask those
+ * up to the last row's limit (later key blocks are never visited). */
+static int64_t key_end(const struct rt_attention_desc *d, int64_t i0, int64_t br)
+{
+	int64_t last = i0 + br - 1 + d->causal_offset + 1;
+	if (!d->causal)
+		return d->lk;
+	return last < 0 ? 0 : last < d->lk ? last : d->lk;
+}
+
 static void flash_items(void *arg, int64_t begin, int64_t end)
 {
 	struct flash_job *jb = arg;
@@ -253,14 +263,10 @@ static void flash_items(void *arg, int64_t begin, int64_t end)
 		int64_t bh = it / jb->qblocks, b = bh / d->q_heads, h = bh % d->q_heads;
 		int64_t i0 = (it % jb->qblocks) * RT_FLASH_BR;
 		int64_t br = d->lq - i0 < RT_FLASH_BR ? d->lq - i0 : RT_FLASH_BR;
-		int64_t kvh = b * d->kv_heads + h / group, kend = d->lk;
+		int64_t kvh = b * d->kv_heads + h / group, kend = key_end(d, i0, br);
 		const float *q = jb->q + (bh * d->lq + i0) * dk;
 		const float *k = jb->k + kvh * d->lk * dk, *v = jb->v + kvh * d->lk * dv;
 		float *y = jb->yo + (bh * d->lq + i0) * dv;
-		if (d->causal) { /* keys after the block's last row's limit: never */
-			int64_t last = i0 + br - 1 + d->causal_offset + 1;
-			kend = last < 0 ? 0 : last < kend ? last : kend;
-		}
 		memset(o, 0, sizeof *o * (size_t)(br * dv));
 		for (int64_t r = 0; r < br; r++)
 			m[r] = -INFINITY, l[r] = 0;
@@ -296,19 +302,28 @@ static bool valid(const struct rt_attention_desc *d, const void *mask)
 	       d->dk <= INT32_MAX && d->dv <= INT32_MAX && d->lk <= INT32_MAX && d->lq <= INT32_MAX;
 }
 
+/* The job's mask, kernels and query blocks, once q, k, v and the
+ * descriptor are known valid (false: they are not). */
+static bool job_init(struct flash_job *jb, const void *mask)
+{
+	if (!valid(jb->d, mask) || !jb->q || !jb->k || !jb->v)
+		return false;
+	if (jb->d->mask == RT_ATTN_BIAS)
+		jb->bias = mask;
+	else
+		jb->keep = mask;
+	jb->isa = rt_sgemm_isa();
+	jb->qblocks = (jb->d->lq + RT_FLASH_BR - 1) / RT_FLASH_BR;
+	atomic_init(&jb->failed, 0);
+	return true;
+}
+
 int rt_attention(struct rt_ctx *ctx, const struct rt_attention_desc *d, const void *q,
                  const void *k, const void *v, const void *mask, void *y, void *lse)
 {
 	struct flash_job jb = { .d = d, .q = q, .k = k, .v = v, .yo = y, .lo = lse };
-	if (!valid(d, mask) || !q || !k || !v || !y)
+	if (!y || !job_init(&jb, mask))
 		return RT_ERR_ARGUMENT;
-	if (d->mask == RT_ATTN_BIAS)
-		jb.bias = mask;
-	else
-		jb.keep = mask;
-	jb.isa = rt_sgemm_isa();
-	jb.qblocks = (d->lq + RT_FLASH_BR - 1) / RT_FLASH_BR;
-	atomic_init(&jb.failed, 0);
 	rt_parallel(ctx, d->batch * d->q_heads * jb.qblocks, 1, flash_items, &jb);
 	return atomic_load(&jb.failed) ? RT_ERR_NO_MEMORY : RT_OK;
 }
@@ -450,13 +465,10 @@ static void grad_q_items(void *arg, int64_t begin, int64_t end)
 	t = s + tile, dp = t + tile, gq = dp + tile, dd = gq + RT_FLASH_BR * dk;
 	for (int64_t it = begin; it < end; it++) {
 		int64_t bh = it / jb->qblocks, b = bh / d->q_heads, h = bh % d->q_heads;
-		int64_t i0 = (it % jb->qblocks) * RT_FLASH_BR, kend = d->lk;
-		int64_t br = d->lq - i0 < RT_FLASH_BR ? d->lq - i0 : RT_FLASH_BR;
+		int64_t i0 = (it % jb->qblocks) * RT_FLASH_BR;
+		int64_t br = d->lq - i0 < RT_FLASH_BR ? d->lq - i0 : RT_FLASH_BR,
+		        kend = key_end(d, i0, br);
 		int64_t kvh = b * d->kv_heads + h / (d->q_heads / d->kv_heads);
-		if (d->causal) {
-			int64_t last = i0 + br - 1 + d->causal_offset + 1;
-			kend = last < 0 ? 0 : last < kend ? last : kend;
-		}
 		memset(gq, 0, sizeof *gq * (size_t)(br * dk));
 		rows_d(jb, bh, i0, br, dd);
 		for (int64_t j0 = 0; j0 < kend; j0 += RT_FLASH_BC) {
@@ -487,15 +499,8 @@ int rt_attention_grad(struct rt_ctx *ctx, const struct rt_attention_desc *d, con
 		                .dq = dq,
 		                .dk = dk,
 		                .dv = dv };
-	if (!valid(d, mask) || !y || !lse || !dy || !dq || !dk || !dv)
+	if (!y || !lse || !dy || !dq || !dk || !dv || !job_init(&jb, mask))
 		return RT_ERR_ARGUMENT;
-	if (d->mask == RT_ATTN_BIAS)
-		jb.bias = mask;
-	else
-		jb.keep = mask;
-	jb.isa = rt_sgemm_isa();
-	jb.qblocks = (d->lq + RT_FLASH_BR - 1) / RT_FLASH_BR;
-	atomic_init(&jb.failed, 0);
 	rt_parallel(ctx, d->batch * d->kv_heads * ((d->lk + RT_FLASH_BC - 1) / RT_FLASH_BC), 1,
 	            grad_kv_items, &jb);
 	rt_parallel(ctx, d->batch * d->q_heads * jb.qblocks, 1, grad_q_items, &jb);
