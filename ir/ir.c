@@ -538,11 +538,13 @@ const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep
 		if (!taken(ud, s))
 			break;
 	}
-	/* the next search starts here: this name may yet go unused */
+	/* The next search starts past it: the caller may ask again before it
+	 * uses this name (an op with two unnamed outputs), and a name is
+	 * handed out once. */
 	if (slot)
-		*slot = (void *)i;
+		*slot = (void *)(i + 1);
 	else
-		ir_map_put(next, ir_arena_strndup(next->arena, base, n), (void *)i);
+		ir_map_put(next, ir_arena_strndup(next->arena, base, n), (void *)(i + 1));
 	return s;
 }
 
