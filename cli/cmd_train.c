@@ -209,10 +209,6 @@ static struct ir_module *build_step(struct ir_ctx *ctx, struct train_cli *c, boo
 	to.eval = eval;
 	po.train = &to;
 	po.step = s;
-	/* the CUDA target has the fused forward but no backward kernel yet: its
-	 * training steps keep decomposed attention (docs/training.md) */
-	if (strcmp(c->co.target, "cpu"))
-		po.no_fuse_attention = true;
 	if (!m)
 		return NULL;
 	ctx->file = c->input;

@@ -5,6 +5,9 @@
 # (the greedy policy: half dropout kernels); the step's and the eval model's
 # PTX assemble with ptxas (when the toolkit's ptxas is there) and the
 # program, linked, says there is no device (exit 1) when there is none.
+# The GPT-style decoder trains for the CUDA target with its causal
+# attention fused: the step runs one rtc_attention and one
+# rtc_attention_grad per block and never a softmax over L x L scores.
 set -u
 onnxc=$1 py=$2
 w=$(mktemp -d "${TMPDIR:-/tmp}/onnxc_train_cuda_XXXXXX") || exit 1
@@ -28,4 +31,14 @@ if [ "$st" = 0 ]; then
 else
 	[ "$st" = 1 ] && grep -q "no CUDA device" "$w/log" || { cat "$w/log"; fail "exit $st"; }
 fi
-echo "ok: the dropout training step compiles for sm_90a"
+
+"$py" "$(dirname "$0")/models.py" "$w/gpt" gpt sgd --steps 2 2>/dev/null || fail "models.py gpt"
+"$onnxc" train "$w/gpt/model.onnx" -o "$w/gpt/out" --name net -q --target cuda --arch sm_90a \
+	--precision mixed || fail "onnxc train --target cuda (gpt)"
+grep -q "rtc_attention_grad(" "$w/gpt/out/net_step.c" || fail "the gpt step has no fused attention_grad"
+grep -q "rtc_attention(" "$w/gpt/out/net_step.c" || fail "the gpt step has no fused attention"
+if [ -x "$ptxas" ]; then
+	"$ptxas" -arch=sm_90a "$w/gpt/out/net_step_kernels.ptx" -o "$w/gpt.cubin" ||
+		fail "ptxas rejects the gpt step's PTX"
+fi
+echo "ok: the dropout and gpt training steps compile for sm_90a"
