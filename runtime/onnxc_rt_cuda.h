@@ -172,13 +172,26 @@ int rtc_topk(struct rtc_model *m, const struct rt_topk_desc *d, const void *x, v
 int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, const void *q,
                          const void *k, const void *v, const void *past, const void *decay,
                          const void *beta, const void *erase, void *y, void *state);
-/* scaled dot-product attention, fused (the online softmax: nothing lq x lk
- * in memory); q, k, v and a bias in FP32, FP16 or BF16, any head sizes */
-int rtc_attention(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+/*
+ * Scaled dot-product attention, fused (nothing lq x lk in memory), through a
+ * plan made at create time: cuDNN's fused flash attention where it computes
+ * exactly rt_attention's semantics (FP16/BF16 in and out, head sizes that
+ * are multiples of 8 up to 256, an additive bias of the same dtype or none,
+ * no softcap, causal_offset >= 0, sm_80+; runtime/cuda/rtc_sdpa.c), else
+ * (or with ONNXC_CUDA_NO_CUDNN_ATTENTION=1) the portable kernels: q, k, v and
+ * a bias in FP32, FP16 or BF16, any head sizes, boolean masks, softcap. The
+ * plan copies the descriptor; rtc_attention_grad_plan makes the backward's
+ * (rt_attention_grad's semantics): dq, dk, dv in dtype, y and dy in ydtype,
+ * lse FP32. The kernel backward is deterministic; cuDNN's need not be.
+ */
+struct rtc_attention;
+int rtc_attention_plan(struct rtc_model *m, const struct rt_attention_desc *d,
+                       struct rtc_attention **plan);
+int rtc_attention(struct rtc_model *m, const struct rtc_attention *plan, const void *q,
                   const void *k, const void *v, const void *mask, void *y, void *lse);
-/* its backward (rt_attention_grad's semantics; no workspace, deterministic):
- * dq, dk, dv in dtype, y and dy in ydtype, lse FP32 */
-int rtc_attention_grad(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+int rtc_attention_grad_plan(struct rtc_model *m, const struct rt_attention_desc *d,
+                            struct rtc_attention **plan);
+int rtc_attention_grad(struct rtc_model *m, const struct rtc_attention *plan, const void *q,
                        const void *k, const void *v, const void *y, const void *lse, const void *dy,
                        const void *mask, void *dq, void *dk, void *dv);
 int rtc_copy(struct rtc_model *m, const struct rt_copy_desc *d, const void *x, void *y);

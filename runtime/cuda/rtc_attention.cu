@@ -23,9 +23,16 @@
  * FlashAttention-2's two passes (a warp per key for dk and dv, a warp per
  * query row for dq), the probabilities recomputed from lse, no workspace
  * and no atomics, so the results are deterministic. Same kernel style.
+ *
+ * These two are the portable path: rtc_attention and rtc_attention_grad
+ * (rtc_sdpa.c) run cuDNN's fused attention where it computes exactly the
+ * same thing and call rtc_attention_kernel / rtc_attention_grad_kernel
+ * otherwise. The two small kernels at the end finish cuDNN's runs with a
+ * bias: rows a bias hides entirely get the runtime's y = 0, lse = -inf.
  */
 #include "rtc_index_attention.h"
 #include "rtc_kern.cuh"
+#include "rtc_sdpa.h"
 
 /* Element i of a float tensor of dtype dt, in FP32. */
 __device__ __forceinline__ float lin_load(const void *p, int dt, int64_t i)
@@ -308,8 +315,8 @@ __global__ void __launch_bounds__(RTC_THREADS)
 	}
 }
 
-int rtc_attention(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
-                  const void *k, const void *v, const void *mask, void *y, void *lse)
+int rtc_attention_kernel(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                         const void *k, const void *v, const void *mask, void *y, void *lse)
 {
 	struct rtc_attn p;
 	bool ok = lin_float(d->dtype) && rtc_out_dtype(d->dtype, d->ydtype) &&
@@ -555,9 +562,9 @@ static void grad_launch_y(int yt, const struct rt_attention_desc &d, const struc
 	}
 }
 
-int rtc_attention_grad(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
-                       const void *k, const void *v, const void *y, const void *lse, const void *dy,
-                       const void *mask, void *dq, void *dk, void *dv)
+int rtc_attention_grad_kernel(struct rtc_model *m, const struct rt_attention_desc *d, const void *q,
+                              const void *k, const void *v, const void *y, const void *lse,
+                              const void *dy, const void *mask, void *dq, void *dk, void *dv)
 {
 	struct rtc_attn_grad p;
 	const int yt = lin_float(d->dtype) ? rtc_out_dtype(d->dtype, d->ydtype) : 0;
@@ -575,4 +582,91 @@ int rtc_attention_grad(struct rtc_model *m, const struct rt_attention_desc *d, c
 	default: grad_launch_y<float>(yt, *d, p, io, st);
 	}
 	return rtc_launched(m, "rtc_attention_grad");
+}
+
+int rtc_attention_kernel_takes(const struct rt_attention_desc *d, int backward)
+{
+	struct rtc_attn p;
+	struct rtc_attn_grad g;
+	bool ok = lin_float(d->dtype) && rtc_out_dtype(d->dtype, d->ydtype) &&
+	          (!d->mdtype || lin_float(d->mdtype));
+	return ok && (backward ? rtc_attn_grad_plan(d, 1, &g) : rtc_attn_plan(d, 1, &p));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finishing cuDNN's runs with a bias (rtc_sdpa.c)                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A warp per row, as attn_rows hands them out. Only a row whose lse came
+ * out non-finite reads its bias: the warp scans the visible keys 32 at a
+ * time and stops at the first one that is not -inf; a row with none is
+ * fully masked and becomes y = 0, lse = -inf. (A NaN bias counts as seen:
+ * such a row keeps cuDNN's NaN, as the kernel's would be NaN.)
+ */
+template <class T>
+__global__ void __launch_bounds__(RTC_THREADS)
+        sdpa_fix_rows(const __grid_constant__ struct rt_attention_desc d,
+                      const __grid_constant__ struct rtc_rows rows, const T *mask, T *y, float *lse,
+                      int64_t nrows)
+{
+	const int lane = threadIdx.x % 32;
+	const int64_t step = rtc_rows_step(&rows);
+	for (int64_t row = rtc_rows_first(&rows, blockIdx.x, threadIdx.x); row < nrows;
+	     row += step) {
+		int64_t b, h, i;
+		bool seen = false;
+		if (isfinite(lse[row])) /* the same for the whole warp */
+			continue;
+		rtc_attn_row(&d, row, &b, &h, &i);
+		const int64_t kend = rtc_attn_kend(&d, i);
+		for (int64_t j0 = 0; j0 < kend && !seen; j0 += 32) {
+			const int64_t j = j0 + lane;
+			const float x = j < kend ? to_acc(mask[rtc_attn_mask_at(&d, b, h, i, j)])
+			                         : -INFINITY;
+			seen = __any_sync(0xffffffffu, x != -INFINITY);
+		}
+		if (seen)
+			continue;
+		for (int64_t c = lane; c < d.dv; c += 32)
+			y[row * d.dv + c] = to_store<T>(0.0f);
+		if (lane == 0)
+			lse[row] = -INFINITY;
+	}
+}
+
+int rtc_sdpa_fix_rows(struct rtc_model *m, const struct rt_attention_desc *d, const void *mask,
+                      void *y, float *lse)
+{
+	const int64_t nrows = d->batch * d->q_heads * d->lq;
+	const struct rtc_rows rows = rtc_rows_group(nrows, 32, rtc_sm_count(m));
+	cudaStream_t st = rtc_stream(m);
+	if (nrows <= 0)
+		return RT_OK;
+	if (d->dtype == RT_BF16)
+		sdpa_fix_rows<bf16><<<rows.blocks, rows.threads, 0, st>>>(
+		        *d, rows, (const bf16 *)mask, (bf16 *)y, lse, nrows);
+	else
+		sdpa_fix_rows<f16><<<rows.blocks, rows.threads, 0, st>>>(
+		        *d, rows, (const f16 *)mask, (f16 *)y, lse, nrows);
+	return rtc_launched(m, "rtc_attention (cuDNN's fully masked rows)");
+}
+
+__global__ void __launch_bounds__(RTC_THREADS)
+        sdpa_grad_lse(const float *lse, float *out, int64_t n)
+{
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		const float x = lse[i];
+		out[i] = x == -INFINITY ? INFINITY : x;
+	}
+}
+
+int rtc_sdpa_grad_lse(struct rtc_model *m, int64_t rows, const float *lse, float *out)
+{
+	if (rows <= 0)
+		return RT_OK;
+	sdpa_grad_lse<<<rtc_blocks(rows, RTC_THREADS, rtc_sm_count(m)), RTC_THREADS, 0,
+	                rtc_stream(m)>>>(lse, out, rows);
+	return rtc_launched(m, "rtc_attention_grad (cuDNN's lse)");
 }

@@ -16,24 +16,38 @@
  * out of range must set the index error flag.
  *
  * The kernels are linked without rtc_core.c: a stand-in below provides the
- * stream, the multiprocessor count, the error flag and the error strings.
+ * stream, the multiprocessor count, the error flag, the error strings, a
+ * cuDNN handle on the stream, the shared workspace and the plans'
+ * destructors (run after each test).
+ *
+ * Attention runs through plans (rtc_sdpa.c): the kernel tests force the
+ * portable kernels with ONNXC_CUDA_NO_CUDNN_ATTENTION=1; attention_cudnn
+ * and attention_grad_cudnn take cuDNN's fused attention (FP16 and BF16,
+ * head sizes 64 and 128, causal with and without an offset, biases with
+ * -inf entries and fully masked rows, GQA), require that the plan chose
+ * cuDNN, and compare with the CPU runtime within the error FP16/BF16
+ * flash attention has (P and dS rounded to half before their matmuls).
  *
  * Exit status: 0 passed, 1 failed, 77 no CUDA device (ctest: skipped).
- * `test_rtc_kernels NAME` runs the tests whose name contains NAME.
+ * `test_rtc_kernels NAME` runs the tests whose name contains NAME;
+ * `test_rtc_kernels --attention-speed` times attention (scripts/gpu-check).
  */
 #include "onnxc_rt.h"
 #include "rtc_internal.h"
+#include "rtc_sdpa.h"
 
 #include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utility>
 #include <vector>
 
 /* ------------------------------------------------------------------------ */
@@ -44,6 +58,10 @@ struct rtc_model {
 	cudaStream_t stream;
 	int sm_count;
 	int *flag; /* device */
+	cudnnHandle_t dnn;
+	void *ws; /* the workspace: ensure_workspace() allocates the largest request */
+	size_t ws_size, ws_need;
+	std::vector<std::pair<void (*)(void *), void *>> closers;
 	char err[512];
 };
 
@@ -51,6 +69,21 @@ cudaStream_t rtc_stream(const struct rtc_model *m) { return m->stream; }
 int rtc_sm_count(const struct rtc_model *m) { return m->sm_count; }
 int *rtc_index_error(const struct rtc_model *m) { return m->flag; }
 int rtc_dtype_size(int dtype) { return rt_dtype_size(dtype); }
+void *rtc_cudnn(const struct rtc_model *m) { return m->dnn; }
+void *rtc_workspace(const struct rtc_model *m) { return m->ws; }
+size_t rtc_workspace_limit(const struct rtc_model *m) { return (size_t)256 << 20; }
+
+void rtc_need_workspace(struct rtc_model *m, size_t bytes)
+{
+	if (bytes > m->ws_need)
+		m->ws_need = bytes;
+}
+
+int rtc_on_close(struct rtc_model *m, void (*fn)(void *), void *arg)
+{
+	m->closers.push_back(std::make_pair(fn, arg));
+	return RT_OK;
+}
 
 int rtc_fail(struct rtc_model *m, int status, const char *fmt, ...)
 {
@@ -176,6 +209,65 @@ static bool ran(int status, const char *what)
 }
 
 static int esize(int dt) { return rt_dtype_size(dt); }
+
+/* The workspace the plans asked for, allocated outside any capture (as
+ * rtc_capture_begin does). */
+static void ensure_workspace(void)
+{
+	if (M.ws_need <= M.ws_size)
+		return;
+	CUDA_OK(cudaStreamSynchronize(M.stream));
+	CUDA_OK(cudaFree(M.ws));
+	CUDA_OK(cudaMalloc(&M.ws, M.ws_need));
+	M.ws_size = M.ws_need;
+}
+
+/* The plans' destructors, last registered first (rtc_model_close's order). */
+static void close_plans(void)
+{
+	for (size_t i = M.closers.size(); i-- > 0;)
+		M.closers[i].first(M.closers[i].second);
+	M.closers.clear();
+}
+
+/* Which attention the next plans may take: cuDNN where it computes the same
+ * thing, or always the portable kernels. */
+static void allow_cudnn(bool yes)
+{
+	if (yes)
+		unsetenv("ONNXC_CUDA_NO_CUDNN_ATTENTION");
+	else
+		setenv("ONNXC_CUDA_NO_CUDNN_ATTENTION", "1", 1);
+}
+
+/* Attention and its backward through a new plan (kept until the test ends). */
+static int attention(const struct rt_attention_desc &d, const void *q, const void *k, const void *v,
+                     const void *mask, void *y, void *lse, struct rtc_attention **plan = NULL)
+{
+	struct rtc_attention *p;
+	int st = rtc_attention_plan(&M, &d, &p);
+	if (st)
+		return st;
+	ensure_workspace();
+	if (plan)
+		*plan = p;
+	return rtc_attention(&M, p, q, k, v, mask, y, lse);
+}
+
+static int attention_grad(const struct rt_attention_desc &d, const void *q, const void *k,
+                          const void *v, const void *y, const void *lse, const void *dy,
+                          const void *mask, void *dq, void *dk, void *dv,
+                          struct rtc_attention **plan = NULL)
+{
+	struct rtc_attention *p;
+	int st = rtc_attention_grad_plan(&M, &d, &p);
+	if (st)
+		return st;
+	ensure_workspace();
+	if (plan)
+		*plan = p;
+	return rtc_attention_grad(&M, p, q, k, v, y, lse, dy, mask, dq, dk, dv);
+}
 
 /* f32 values stored as a float dtype (F32, F16, BF16, F64), rounding to
  * nearest even; and back. */
@@ -1007,8 +1099,7 @@ static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 	d.mdtype = mt;
 	void *dmask = mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : mask ? up(keep) : NULL;
 	void *dy = dev((size_t)ny * esize(yt)), *dl = with_lse ? dev((size_t)rows * 4) : NULL;
-	if (ran(rtc_attention(&M, &d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dmask, dy,
-	                      dl),
+	if (ran(attention(d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dmask, dy, dl),
 	        "rtc_attention")) {
 		compare("attention y", unpack(down(dy, (size_t)ny * esize(yt)), yt), wy, yt, 10);
 		if (with_lse)
@@ -1020,6 +1111,8 @@ static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 static void test_attention(void)
 {
 	const int F = RT_F32, NO_MASK = RT_ATTN_NONE, BIAS = RT_ATTN_BIAS, KEEP = RT_ATTN_BOOL;
+	/* the portable kernels (attention_cudnn has cuDNN's) */
+	allow_cudnn(false);
 	for (int cs = 0; cs < 40; cs++) { /* small random ones */
 		int64_t lq = rnd(4) ? rnd_in(1, 80) : 1, lk = rnd_in(0, 150);
 		attn_case(F, F, 0, rnd_in(1, 2), rnd_in(1, 3), rnd_in(1, 3), lq, lk, rnd_in(1, 80),
@@ -1052,13 +1145,12 @@ static void test_attention(void)
 	memset(&d, 0, sizeof d);
 	d.dtype = RT_F64, d.batch = 1, d.q_heads = 2, d.kv_heads = 1, d.lq = 2, d.lk = 2;
 	d.dk = d.dv = 2, d.scale = 1;
-	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) ==
-	       RT_ERR_ARGUMENT);
+	EXPECT(attention(d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) == RT_ERR_ARGUMENT);
 	d.dtype = RT_F32;
-	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), dev(64), dev(64), NULL) ==
-	       RT_ERR_ARGUMENT);
+	EXPECT(attention(d, dev(64), dev(64), dev(64), dev(64), dev(64), NULL) == RT_ERR_ARGUMENT);
 	d.kv_heads = 3;
-	EXPECT(rtc_attention(&M, &d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) ==
+	EXPECT(attention(d, dev(64), dev(64), dev(64), NULL, dev(64), NULL) == RT_ERR_ARGUMENT);
+	EXPECT(rtc_attention(&M, NULL, dev(64), dev(64), dev(64), NULL, dev(64), NULL) ==
 	       RT_ERR_ARGUMENT);
 }
 
@@ -1147,7 +1239,7 @@ static void grad_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 			big = fabs(x) > big ? fabs(x) : big;
 		return 10 * big + 0.5 * d.scale * (double)dv * sqrt((double)(lq * group));
 	};
-	if (!ran(rtc_attention_grad(&M, &d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
+	if (!ran(attention_grad(d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
 	         "rtc_attention_grad"))
 		return;
 	bytes gq = down(oq, nq), gk = down(ok, nk), gv = down(ov, nv);
@@ -1157,7 +1249,7 @@ static void grad_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 	CUDA_OK(cudaMemset(oq, 0xff, nq ? nq : 1));
 	CUDA_OK(cudaMemset(ok, 0xff, nk ? nk : 1));
 	CUDA_OK(cudaMemset(ov, 0xff, nv ? nv : 1));
-	if (ran(rtc_attention_grad(&M, &d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
+	if (ran(attention_grad(d, dq_, dk_, dv_, dy_, dl, dg, dmask, oq, ok, ov),
 	        "rtc_attention_grad again")) {
 		compare_bytes("attention dq again", down(oq, nq), gq);
 		compare_bytes("attention dk again", down(ok, nk), gk);
@@ -1168,6 +1260,8 @@ static void grad_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 static void test_attention_grad(void)
 {
 	const int F = RT_F32, NO_MASK = RT_ATTN_NONE, BIAS = RT_ATTN_BIAS, KEEP = RT_ATTN_BOOL;
+	/* the portable kernels (attention_grad_cudnn has cuDNN's) */
+	allow_cudnn(false);
 	for (int cs = 0; cs < 30; cs++) { /* small random ones */
 		int64_t lq = rnd(4) ? rnd_in(1, 80) : 1, lk = rnd_in(0, 120);
 		grad_case(F, F, 0, rnd_in(1, 2), rnd_in(1, 3), rnd_in(1, 3), lq, lk, rnd_in(1, 80),
@@ -1203,12 +1297,255 @@ static void test_attention_grad(void)
 	d.dtype = RT_F64, d.batch = 1, d.q_heads = 2, d.kv_heads = 1, d.lq = 2, d.lk = 2;
 	d.dk = d.dv = 2, d.scale = 1;
 	void *p = dev(64);
-	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+	EXPECT(attention_grad(d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
 	d.dtype = RT_F32;
-	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, p, p, p, p) == RT_ERR_ARGUMENT);
-	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, NULL, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+	EXPECT(attention_grad(d, p, p, p, p, p, p, p, p, p, p) == RT_ERR_ARGUMENT);
+	EXPECT(attention_grad(d, p, p, p, p, NULL, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
 	d.kv_heads = 3;
-	EXPECT(rtc_attention_grad(&M, &d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+	EXPECT(attention_grad(d, p, p, p, p, p, p, NULL, p, p, p) == RT_ERR_ARGUMENT);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attention on cuDNN (rtc_sdpa.c)                                          */
+/* ------------------------------------------------------------------------ */
+
+/* got against want as one vector: the relative L2 error over the finite
+ * wants at most bound; non-finite wants must be matched exactly. */
+static void compare_l2(const char *what, const std::vector<float> &got,
+                       const std::vector<float> &want, double bound)
+{
+	double num = 0, den = 0, e;
+	int64_t bad = 0;
+	if (got.size() != want.size()) {
+		fail("%s: %zu results, want %zu", what, got.size(), want.size());
+		return;
+	}
+	for (size_t i = 0; i < got.size(); i++) {
+		double g = got[i], w = want[i];
+		if (!isfinite(w) || !isfinite(g)) {
+			if (!(isnan(w) ? isnan(g) : g == w) && bad++ < 5)
+				fprintf(stderr, "%s: %s [%zu]: %.9g, want %.9g\n", current, what, i,
+				        g, w);
+			continue;
+		}
+		num += (g - w) * (g - w);
+		den += w * w;
+	}
+	e = sqrt(num / (den > 0 ? den : 1));
+	if (bad || e > bound)
+		fail("%s: relative L2 error %.3g (bound %.3g), %lld non-finite mismatches", what, e,
+		     bound, (long long)bad);
+}
+
+/* The unit roundoff of a half type. */
+static double roundoff(int dt) { return dt == RT_BF16 ? 0x1p-8 : 0x1p-11; }
+
+struct sdpa_case {
+	int dt;
+	int64_t b, hkv, group, lq, lk, d;
+	int causal;
+	int64_t off;
+	int bias;
+	unsigned bcast; /* bias dims (bit a of [b, h, lq, lk]) that broadcast */
+	bool full_row;  /* row 1's bias -inf everywhere (and where it broadcasts) */
+	bool lse;       /* the forward writes lse (else cuDNN's goes to the workspace) */
+	int64_t dv;     /* the value head size (0: d) */
+};
+
+/* The inputs of a case (rounded through dt) and the CPU's forward. */
+struct sdpa_data {
+	struct rt_attention_desc d;
+	std::vector<float> q, k, v, bias, y, lse;
+	int64_t rows, nkv;
+};
+
+static void sdpa_inputs(const sdpa_case &c, sdpa_data &x)
+{
+	struct rt_attention_desc &d = x.d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F32;
+	d.mask = c.bias ? RT_ATTN_BIAS : RT_ATTN_NONE;
+	d.causal = c.causal;
+	d.causal_offset = c.off;
+	d.batch = c.b, d.q_heads = c.hkv * c.group, d.kv_heads = c.hkv, d.lq = c.lq, d.lk = c.lk;
+	d.dk = c.d;
+	d.dv = c.dv ? c.dv : c.d;
+	d.scale = (float)(1 / sqrt((double)c.d));
+	int64_t dims[4] = { c.b, d.q_heads, c.lq, c.lk }, nm = 1;
+	for (int a = 3; a >= 0; a--) {
+		d.mask_strides[a] = c.bias && !(c.bcast >> a & 1) ? nm : 0;
+		nm *= c.bias && !(c.bcast >> a & 1) ? dims[a] : 1;
+	}
+	x.rows = c.b * d.q_heads * c.lq;
+	x.nkv = c.b * c.hkv * c.lk;
+	x.q = rounded(rnd_floats(x.rows * c.d, -1, 1), c.dt);
+	x.k = rounded(rnd_floats(x.nkv * c.d, -1, 1), c.dt);
+	x.v = rounded(rnd_floats(x.nkv * d.dv, -1, 1), c.dt);
+	if (c.bias) {
+		x.bias = rnd_floats(nm, -2, 2);
+		for (auto &b : x.bias)
+			if (!rnd(20))
+				b = -INFINITY;
+		if (c.full_row && c.lq > 1)
+			for (int64_t bb = 0; bb < c.b; bb++)
+				for (int64_t h = 0; h < d.q_heads; h++)
+					for (int64_t j = 0; j < c.lk; j++)
+						x.bias[(size_t)(bb * d.mask_strides[0] +
+						                h * d.mask_strides[1] +
+						                d.mask_strides[2] +
+						                j * d.mask_strides[3])] = -INFINITY;
+		x.bias = rounded(x.bias, c.dt);
+	}
+	x.y.resize((size_t)(x.rows * d.dv));
+	x.lse.resize((size_t)x.rows);
+	EXPECT(rt_attention(ctx, &d, x.q.data(), x.k.data(), x.v.data(),
+	                    c.bias ? x.bias.data() : NULL, x.y.data(), x.lse.data()) == RT_OK);
+	d.dtype = c.dt;
+}
+
+/* A plan that must be cuDNN's: says why not where it is not. */
+static bool on_cudnn(struct rtc_attention *p, const char *what)
+{
+	const char *why = rtc_attention_fallback(p);
+	if (why)
+		fail("%s: the plan runs the kernel, not cuDNN: %s", what, why);
+	return !why;
+}
+
+static void sdpa_forward(const sdpa_case &c)
+{
+	sdpa_data x;
+	struct rtc_attention *p = NULL;
+	sdpa_inputs(c, x);
+	const int dt = c.dt;
+	const int64_t dv = x.d.dv;
+	void *dy = dev((size_t)(x.rows * dv) * esize(dt)),
+	     *dl = c.lse ? dev((size_t)x.rows * 4) : NULL;
+	int st = attention(x.d, up(pack(x.q, dt)), up(pack(x.k, dt)), up(pack(x.v, dt)),
+	                   c.bias ? up(pack(x.bias, dt)) : NULL, dy, dl, &p);
+	if (!ran(st, "rtc_attention (cuDNN)") || !on_cudnn(p, "rtc_attention"))
+		return;
+	std::vector<float> y = unpack(down(dy, (size_t)(x.rows * dv) * esize(dt)), dt);
+	compare_l2("cuDNN attention y", y, x.y, 5 * roundoff(dt));
+	if (c.lse) {
+		std::vector<float> l = unpack(down(dl, (size_t)x.rows * 4), RT_F32);
+		compare_l2("cuDNN attention lse", l, x.lse, 1e-5);
+		/* fully masked rows: y = 0 exactly */
+		for (int64_t r = 0; r < x.rows; r++)
+			if (x.lse[(size_t)r] == -INFINITY)
+				for (int64_t col = 0; col < dv; col++)
+					if (y[(size_t)(r * dv + col)] != 0) {
+						fail("cuDNN attention: masked row %lld: y[%lld] = "
+						     "%g",
+						     (long long)r, (long long)col,
+						     y[(size_t)(r * dv + col)]);
+						return;
+					}
+	}
+}
+
+static void sdpa_backward(const sdpa_case &c)
+{
+	sdpa_data x;
+	struct rtc_attention *p = NULL;
+	sdpa_inputs(c, x);
+	const int dt = c.dt;
+	const int64_t nq = x.rows * c.d, nk = x.nkv * c.d, ny = x.rows * x.d.dv,
+	              nv = x.nkv * x.d.dv;
+	std::vector<float> y = rounded(x.y, dt), gy = rounded(rnd_floats(ny, -1, 1), dt),
+	                   wq((size_t)nq), wk((size_t)nk), wv((size_t)nv);
+	struct rt_attention_desc d32 = x.d;
+	d32.dtype = RT_F32;
+	EXPECT(rt_attention_grad(ctx, &d32, x.q.data(), x.k.data(), x.v.data(), y.data(),
+	                         x.lse.data(), gy.data(), c.bias ? x.bias.data() : NULL, wq.data(),
+	                         wk.data(), wv.data()) == RT_OK);
+	size_t es = (size_t)esize(dt);
+	void *oq = dev((size_t)nq * es), *ok = dev((size_t)nk * es), *ov = dev((size_t)nv * es);
+	int st = attention_grad(x.d, up(pack(x.q, dt)), up(pack(x.k, dt)), up(pack(x.v, dt)),
+	                        up(pack(y, dt)), up(pack(x.lse, RT_F32)), up(pack(gy, dt)),
+	                        c.bias ? up(pack(x.bias, dt)) : NULL, oq, ok, ov, &p);
+	if (!ran(st, "rtc_attention_grad (cuDNN)") || !on_cudnn(p, "rtc_attention_grad"))
+		return;
+	const double bound = 8 * roundoff(dt);
+	std::vector<float> gq = unpack(down(oq, (size_t)nq * es), dt);
+	compare_l2("cuDNN attention dq", gq, wq, bound);
+	compare_l2("cuDNN attention dk", unpack(down(ok, (size_t)nk * es), dt), wk, bound);
+	compare_l2("cuDNN attention dv", unpack(down(ov, (size_t)nv * es), dt), wv, bound);
+	for (int64_t r = 0; r < x.rows; r++) /* fully masked rows: dq = 0 exactly */
+		if (x.lse[(size_t)r] == -INFINITY)
+			for (int64_t col = 0; col < c.d; col++)
+				if (gq[(size_t)(r * c.d + col)] != 0) {
+					fail("cuDNN attention: masked row %lld: dq[%lld] = %g",
+					     (long long)r, (long long)col,
+					     gq[(size_t)(r * c.d + col)]);
+					return;
+				}
+}
+
+static const sdpa_case sdpa_cases[] = {
+	/* dt      b  hkv g  lq    lk    d    causal off  bias bcast full  lse */
+	{ RT_F16, 2, 2, 1, 256, 256, 64, 0, 0, 0, 0, false, true },
+	{ RT_BF16, 1, 4, 1, 300, 300, 128, 0, 0, 0, 0, false, false },
+	{ RT_F16, 1, 2, 1, 512, 512, 64, 1, 0, 0, 0, false, true },
+	{ RT_BF16, 2, 2, 1, 200, 333, 128, 1, 133, 0, 0, false, true }, /* bottom-right */
+	{ RT_F16, 1, 2, 1, 128, 128, 128, 1, 17, 0, 0, false, true },
+	{ RT_F16, 2, 2, 1, 128, 160, 64, 0, 0, 1, 0, true, true },     /* a masked row */
+	{ RT_BF16, 2, 2, 1, 100, 100, 64, 0, 0, 1, 6u, false, true },  /* key padding */
+	{ RT_F16, 1, 2, 4, 256, 256, 128, 1, 0, 0, 0, false, true },   /* GQA */
+	{ RT_BF16, 1, 1, 8, 64, 500, 64, 1, 436, 1, 2u, true, false }, /* MQA */
+	{ RT_F16, 2, 4, 1, 1, 700, 128, 0, 0, 1, 0, false, true },     /* decode */
+	{ RT_BF16, 1, 2, 2, 1000, 1000, 64, 1, 0, 0, 0, false, true },
+	{ RT_F16, 1, 4, 2, 200, 240, 128, 1, 40, 1, 1u, false, true, 64 }, /* dk != dv */
+};
+
+static void test_attention_cudnn(void)
+{
+	allow_cudnn(true);
+	for (const sdpa_case &c : sdpa_cases)
+		sdpa_forward(c);
+	/* an operand less aligned than the plan's 16 bytes runs on the kernel */
+	{
+		sdpa_case c = sdpa_cases[0];
+		sdpa_data x;
+		struct rtc_attention *p = NULL;
+		sdpa_inputs(c, x);
+		bytes hq = pack(x.q, c.dt);
+		hq.insert(hq.begin(), 2, 0);
+		void *dy = dev((size_t)(x.rows * c.d) * 2);
+		if (ran(attention(x.d, (char *)up(hq) + 2, up(pack(x.k, c.dt)), up(pack(x.v, c.dt)),
+		                  NULL, dy, NULL, &p),
+		        "rtc_attention (misaligned q)")) {
+			EXPECT(rtc_attention_fallback(p) == NULL); /* the plan is cuDNN's ... */
+			compare_l2("attention y (misaligned q: the kernel)", /* ... the run not */
+			           unpack(down(dy, (size_t)(x.rows * c.d) * 2), c.dt), x.y,
+			           2 * roundoff(c.dt));
+		}
+	}
+	/* refused by cuDNN, run by the kernel: FP32, softcap */
+	{
+		struct rt_attention_desc d;
+		struct rtc_attention *p;
+		memset(&d, 0, sizeof d);
+		d.dtype = RT_F32, d.batch = 1, d.q_heads = d.kv_heads = 1, d.lq = d.lk = 8;
+		d.dk = d.dv = 64, d.scale = 0.125f;
+		EXPECT(rtc_attention_plan(&M, &d, &p) == RT_OK && rtc_attention_fallback(p) &&
+		       strstr(rtc_attention_fallback(p), "FP16 or BF16"));
+		d.dtype = RT_F16, d.softcap = 20;
+		EXPECT(rtc_attention_plan(&M, &d, &p) == RT_OK && rtc_attention_fallback(p) &&
+		       strstr(rtc_attention_fallback(p), "softcap"));
+		allow_cudnn(false);
+		d.softcap = 0;
+		EXPECT(rtc_attention_plan(&M, &d, &p) == RT_OK && rtc_attention_fallback(p) &&
+		       strstr(rtc_attention_fallback(p), "ONNXC_CUDA_NO_CUDNN_ATTENTION"));
+	}
+}
+
+static void test_attention_grad_cudnn(void)
+{
+	allow_cudnn(true);
+	for (const sdpa_case &c : sdpa_cases)
+		if (c.lq > 1 || c.lk > 1)
+			sdpa_backward(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1858,6 +2195,34 @@ static void test_epilogue(void)
 /* CUDA Graph capture                                                       */
 /* ------------------------------------------------------------------------ */
 
+/* The attention steps' plans, made before any capture (as NAME_create
+ * does): the kernel (FP16 writing FP32, which cuDNN does not take) and
+ * cuDNN's fused attention (FP16 in and out, GQA, causal with an offset, a
+ * bias broadcast over heads: cudnnBackendExecute must be capturable). */
+static struct rtc_attention *graph_kernel_plan, *graph_cudnn_plan;
+
+static void graph_plans(void)
+{
+	struct rt_attention_desc at;
+	memset(&at, 0, sizeof at);
+	at.dtype = RT_F16;
+	at.mask = RT_ATTN_BIAS;
+	at.causal = 1;
+	at.causal_offset = 10;
+	at.batch = 1, at.q_heads = 4, at.kv_heads = 2, at.lq = 50, at.lk = 60, at.dk = 64;
+	at.dv = 32;
+	at.mask_strides[2] = 60, at.mask_strides[3] = 1;
+	at.scale = 0.125f;
+	at.ydtype = RT_F32;
+	allow_cudnn(true);
+	EXPECT(rtc_attention_plan(&M, &at, &graph_kernel_plan) == RT_OK);
+	at.dv = 64;
+	at.ydtype = RT_F16;
+	EXPECT(rtc_attention_plan(&M, &at, &graph_cudnn_plan) == RT_OK);
+	on_cudnn(graph_cudnn_plan, "the captured cuDNN attention");
+	ensure_workspace();
+}
+
 /* Steps of every kind, run directly and then captured and replayed: the
  * same bytes (nothing in them may synchronize or allocate). */
 static void steps(void *const *b, int *status)
@@ -1873,7 +2238,6 @@ static void steps(void *const *b, int *status)
 	struct rt_cumsum_desc cs = { RT_F32, 0, 1, 64, 1000, 1, 0 };
 	struct rt_topk_desc tk = { RT_F32, 0, 64, 1000, 1, 8 };
 	struct rt_linattn_desc la = { RT_F32, 1, 0, 2, 50, 2, 2, 64, 32, 2, 0, 0, 0.125f };
-	struct rt_attention_desc at;
 	struct rt_resize_desc rz;
 	struct rt_epilogue ep = { RT_ACT_SIGMOID, 0, 0, 1 };
 	memset(&cd, 0, sizeof cd);
@@ -1896,16 +2260,6 @@ static void steps(void *const *b, int *status)
 	rz.out_dims[1] = 500;
 	rz.scales[0] = 2;
 	rz.scales[1] = 0.5;
-	memset(&at, 0, sizeof at); /* FP16, GQA, causal, a bias broadcast over heads */
-	at.dtype = RT_F16;
-	at.mask = RT_ATTN_BIAS;
-	at.causal = 1;
-	at.causal_offset = 10;
-	at.batch = 1, at.q_heads = 4, at.kv_heads = 2, at.lq = 50, at.lk = 60, at.dk = 64;
-	at.dv = 32;
-	at.mask_strides[2] = 60, at.mask_strides[3] = 1;
-	at.scale = 0.125f;
-	at.ydtype = RT_F32;
 	int s = RT_OK;
 	s = s ? s : rtc_softmax(&M, &sd, b[0], b[1]);
 	s = s ? s : rtc_layernorm(&M, &ld, b[0], b[2], b[2], b[3], (float *)b[4], NULL);
@@ -1921,8 +2275,11 @@ static void steps(void *const *b, int *status)
 	      : rtc_linear_attention(&M, &la, b[1], b[2], b[3], NULL, b[12], NULL, NULL,
 	                             (char *)b[15] + 4096, (char *)b[15] + 65536);
 	s = s ? s
-	      : rtc_attention(&M, &at, b[0], b[2], b[0], b[2], (char *)b[4] + 4096,
+	      : rtc_attention(&M, graph_kernel_plan, b[0], b[2], b[0], b[2], (char *)b[4] + 4096,
 	                      (char *)b[4] + 262144);
+	s = s ? s
+	      : rtc_attention(&M, graph_cudnn_plan, b[0], b[2], b[0], b[2], (char *)b[3] + 131072,
+	                      (char *)b[3] + 262144);
 	s = s ? s : rtc_resize(&M, &rz, b[1], b[13]);
 	s = s ? s : rtc_convert(&M, b[14], RT_F16, b[13], RT_F32, 128 * 500);
 	s = s ? s : rtc_epilogue(&M, &ep, RT_F32, b[13], b[2], RT_BF16, b[1], RT_F32, 128, 1, 500);
@@ -1940,6 +2297,7 @@ static void test_graph(void)
 		x[i + 1] &= 0x3f;
 	for (int i = 0; i < 50; i++)
 		((int64_t *)idx.data())[i] = rnd(1000);
+	graph_plans();
 	for (int run = 0; run < 2; run++) {
 		int status;
 		for (int i = 0; i < 16; i++)
@@ -1980,26 +2338,68 @@ struct test {
 	void (*fn)(void);
 };
 
-/* --attention-speed (scripts/gpu-check section 7): rtc_attention and
- * rtc_attention_grad in BF16, batch 1, 16 heads, one JSON object per case:
- * the median of 5 timed calls (CUDA events) after one warm-up, TFLOP/s as
- * 4 B H Lq Lk d over the unmasked scores (2.5 times that for the backward,
- * FlashAttention's convention). A length is not tried once a call at a
- * shorter one took over 2 s. Inputs are uninitialised: speed only. */
+/* --attention-speed (scripts/gpu-check section 7): attention forward and
+ * backward in BF16, batch 1, 16 heads, on cuDNN's fused attention and on the
+ * portable kernels side by side, one JSON object per case: the median of 5
+ * timed calls (CUDA events) after one warm-up, TFLOP/s as 4 B H Lq Lk d over
+ * the unmasked scores (2.5 times that for the backward, FlashAttention's
+ * convention); null where a path did not run (cudnn_note says why cuDNN did
+ * not). A path's longer lengths are not tried once a call at a shorter one
+ * took over 2 s. Inputs are zeros: speed only. */
+template <class F> static float median_ms(F call, bool *slow)
+{
+	std::vector<float> t;
+	cudaEvent_t e0, e1;
+	CUDA_OK(cudaEventCreate(&e0));
+	CUDA_OK(cudaEventCreate(&e1));
+	for (int r = 0; r < 6; r++) {
+		float x;
+		CUDA_OK(cudaEventRecord(e0, M.stream));
+		int st = call();
+		CUDA_OK(cudaEventRecord(e1, M.stream));
+		CUDA_OK(cudaEventSynchronize(e1));
+		if (st != RT_OK) {
+			printf("attention speed: status %d: %s\n", st, M.err);
+			t.clear();
+			break;
+		}
+		CUDA_OK(cudaEventElapsedTime(&x, e0, e1));
+		if (r)
+			t.push_back(x);
+		if (x > 2000)
+			*slow = true;
+	}
+	CUDA_OK(cudaEventDestroy(e0));
+	CUDA_OK(cudaEventDestroy(e1));
+	if (t.empty())
+		return -1;
+	std::sort(t.begin(), t.end());
+	return t[t.size() / 2];
+}
+
+static void json_ms(const char *key, float ms, double flops)
+{
+	if (ms > 0)
+		printf(", \"%s_ms\": %.4f, \"%s_tflops\": %.3f", key, ms, key, flops / (ms * 1e9));
+	else
+		printf(", \"%s_ms\": null, \"%s_tflops\": null", key, key);
+}
+
 static int attention_speed(void)
 {
 	const int64_t lens[] = { 512, 1024, 2048, 4096, 8192, 16384 }, heads = 16;
 	for (int64_t d : { 64, 128 })
 		for (int causal = 0; causal < 2; causal++) {
-			bool slow = false;
+			bool slow[2] = { false, false }; /* cuDNN, kernel */
 			for (int64_t L : lens) {
-				if (slow)
+				if (slow[0] && slow[1])
 					break;
 				struct rt_attention_desc a = {};
 				size_t n = (size_t)(heads * L * d), bytes = n * 2;
 				void *q, *k, *v, *y, *dy, *dq, *dk, *dv, *lse;
-				cudaEvent_t e0, e1;
-				float ms[2] = { 0, 0 };
+				float ms[2][2] = { { -1, -1 }, { -1, -1 } };
+				const char *note = NULL;
+				char why[256] = "";
 				a.dtype = RT_BF16;
 				a.causal = causal;
 				a.batch = 1;
@@ -2007,58 +2407,63 @@ static int attention_speed(void)
 				a.lq = a.lk = L;
 				a.dk = a.dv = d;
 				a.scale = 1.0f / sqrtf((float)d);
-				CUDA_OK(cudaMalloc(&q, bytes));
-				CUDA_OK(cudaMalloc(&k, bytes));
-				CUDA_OK(cudaMalloc(&v, bytes));
-				CUDA_OK(cudaMalloc(&y, bytes));
-				CUDA_OK(cudaMalloc(&dy, bytes));
-				CUDA_OK(cudaMalloc(&dq, bytes));
-				CUDA_OK(cudaMalloc(&dk, bytes));
-				CUDA_OK(cudaMalloc(&dv, bytes));
-				CUDA_OK(cudaMalloc(&lse, (size_t)(heads * L) * sizeof(float)));
-				CUDA_OK(cudaMemset(q, 0, bytes));
-				CUDA_OK(cudaMemset(k, 0, bytes));
-				CUDA_OK(cudaMemset(v, 0, bytes));
-				CUDA_OK(cudaMemset(dy, 0, bytes));
-				CUDA_OK(cudaEventCreate(&e0));
-				CUDA_OK(cudaEventCreate(&e1));
-				for (int pass = 0; pass < 2; pass++) {
-					std::vector<float> t;
-					for (int r = 0; r < 6; r++) {
-						int st;
-						CUDA_OK(cudaEventRecord(e0, M.stream));
-						st = pass ? rtc_attention_grad(&M, &a, q, k, v, y,
-						                               lse, dy, NULL, dq,
-						                               dk, dv)
-						          : rtc_attention(&M, &a, q, k, v, NULL, y,
-						                          lse);
-						CUDA_OK(cudaEventRecord(e1, M.stream));
-						CUDA_OK(cudaEventSynchronize(e1));
-						if (st != RT_OK) {
-							printf("attention speed: status %d\n", st);
-							return 1;
-						}
-						float x;
-						CUDA_OK(cudaEventElapsedTime(&x, e0, e1));
-						if (r)
-							t.push_back(x);
-						if (x > 2000)
-							slow = true;
-					}
-					std::sort(t.begin(), t.end());
-					ms[pass] = t[t.size() / 2];
+				for (void **p : { &q, &k, &v, &y, &dy, &dq, &dk, &dv }) {
+					CUDA_OK(cudaMalloc(p, bytes));
+					CUDA_OK(cudaMemset(*p, 0, bytes));
 				}
+				CUDA_OK(cudaMalloc(&lse, (size_t)(heads * L) * sizeof(float)));
+				for (int path = 0; path < 2; path++) {
+					struct rtc_attention *fp, *bp;
+					if (slow[path])
+						continue;
+					allow_cudnn(path == 0);
+					if (rtc_attention_plan(&M, &a, &fp) ||
+					    rtc_attention_grad_plan(&M, &a, &bp)) {
+						printf("attention speed: plan: %s\n", M.err);
+						return 1;
+					}
+					if (path == 0 && (note = rtc_attention_fallback(fp))) {
+						snprintf(why, sizeof why, "forward: %s", note);
+						continue;
+					}
+					if (path == 0 && (note = rtc_attention_fallback(bp)))
+						snprintf(why, sizeof why, "backward: %s", note);
+					ensure_workspace();
+					ms[path][0] = median_ms(
+					        [&] {
+						        return rtc_attention(&M, fp, q, k, v, NULL,
+						                             y, lse);
+					        },
+					        &slow[path]);
+					/* (a cuDNN plan that fell back times nothing for cuDNN) */
+					if (path == 1 || !rtc_attention_fallback(bp))
+						ms[path][1] = median_ms(
+						        [&] {
+							        return rtc_attention_grad(
+							                &M, bp, q, k, v, y, lse, dy,
+							                NULL, dq, dk, dv);
+						        },
+						        &slow[path]);
+				}
+				close_plans();
 				double scores = causal ? (double)L * (L + 1) / 2 : (double)L * L;
 				double flops = 4.0 * heads * d * scores;
-				printf("{\"d\": %lld, \"causal\": %d, \"L\": %lld, \"fwd_ms\": "
-				       "%.4f, "
-				       "\"fwd_tflops\": %.3f, \"bwd_ms\": %.4f, \"bwd_tflops\": "
-				       "%.3f}\n",
-				       (long long)d, causal, (long long)L, ms[0],
-				       flops / (ms[0] * 1e9), ms[1], 2.5 * flops / (ms[1] * 1e9));
+				printf("{\"d\": %lld, \"causal\": %d, \"L\": %lld", (long long)d,
+				       causal, (long long)L);
+				json_ms("cudnn_fwd", ms[0][0], flops);
+				json_ms("cudnn_bwd", ms[0][1], 2.5 * flops);
+				json_ms("kernel_fwd", ms[1][0], flops);
+				json_ms("kernel_bwd", ms[1][1], 2.5 * flops);
+				if (*why) {
+					printf(", \"cudnn_note\": \"");
+					for (const char *c = why; *c; c++) /* a JSON string */
+						if (*c != '"' && *c != '\\' &&
+						    (unsigned char)*c >= 32)
+							putchar(*c);
+					printf("\"");
+				}
+				printf("}\n");
 				fflush(stdout);
-				CUDA_OK(cudaEventDestroy(e0));
-				CUDA_OK(cudaEventDestroy(e1));
 				for (void *p : { q, k, v, y, dy, dq, dk, dv, lse })
 					CUDA_OK(cudaFree(p));
 			}
@@ -2086,7 +2491,9 @@ int main(int argc, char **argv)
 		                      { "topk", test_topk },
 		                      { "linattn", test_linattn },
 		                      { "attention", test_attention },
-		                      { "attention_grad", test_attention_grad } };
+		                      { "attention_grad", test_attention_grad },
+		                      { "attention_cudnn", test_attention_cudnn },
+		                      { "attention_grad_cudnn", test_attention_grad_cudnn } };
 	int ndev = 0;
 	cudaDeviceProp prop;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -2100,6 +2507,12 @@ int main(int argc, char **argv)
 	M.sm_count = prop.multiProcessorCount;
 	CUDA_OK(cudaMalloc(&M.flag, sizeof(int)));
 	CUDA_OK(cudaMemset(M.flag, 0, sizeof(int)));
+	if (cudnnCreate(&M.dnn) != CUDNN_STATUS_SUCCESS ||
+	    cudnnSetStream(M.dnn, M.stream) != CUDNN_STATUS_SUCCESS) {
+		printf("cudnnCreate failed: attention runs on the kernels only\n");
+		M.dnn = NULL;
+	} else
+		printf("cuDNN %zu\n", cudnnGetVersion());
 	if (rt_ctx_create(&ctx, 0) != RT_OK)
 		return 1;
 	if (argc > 1 && !strcmp(argv[1], "--attention-speed"))
@@ -2110,6 +2523,7 @@ int main(int argc, char **argv)
 		int before = failures;
 		current = t.name;
 		t.fn();
+		close_plans();
 		for (void *p : allocations)
 			CUDA_OK(cudaFree(p));
 		allocations.clear();
@@ -2117,6 +2531,9 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	rt_ctx_destroy(ctx);
+	if (M.dnn)
+		cudnnDestroy(M.dnn);
+	CUDA_OK(cudaFree(M.ws));
 	CUDA_OK(cudaFree(M.flag));
 	CUDA_OK(cudaStreamDestroy(M.stream));
 	if (failures)
