@@ -387,6 +387,13 @@ struct fe_window {
 bool fe_conv_window(struct fe_node *nd, const struct ir_type *x, const struct ir_type *wt,
                     struct fe_window *w);
 
+/* RotaryEmbedding's rotation (ops_transformer.c) of x [B, heads, S, head]:
+ * each token's first 2 * R features rotated by the rows pos [B, S] (int64)
+ * of cos_cache and sin_cache [max, R], halves or (interleaved) neighbours
+ * paired; the rest pass through. */
+struct ir_value *fe_rotary(struct fe_node *nd, struct ir_value *x, struct ir_value *cos_cache,
+                           struct ir_value *sin_cache, struct ir_value *pos, bool interleaved);
+
 /* Loading (load.c). fe_load_model leaves the file open in fe->src (owned
  * by fe->m's arena, which closes it on an unwind); fe_free_model frees the
  * proto and closes the file. */

@@ -404,6 +404,15 @@ static struct ir_value *gather_rows(struct fe_node *nd, struct ir_value *cache,
 	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
+struct ir_value *fe_rotary(struct fe_node *nd, struct ir_value *x, struct ir_value *cos_cache,
+                           struct ir_value *sin_cache, struct ir_value *pos, bool interleaved)
+{
+	if (!x || !pos)
+		return NULL;
+	return rotate(nd, x, gather_rows(nd, cos_cache, pos), gather_rows(nd, sin_cache, pos),
+	              interleaved, 2 * cos_cache->type.dims[1], 0, -1);
+}
+
 /* ONNX RotaryEmbedding (23): x, cos_cache, sin_cache, position_ids?; the
  * caches are [B, S, half] without position ids, [max, half] with them. */
 static bool imp_rotary(struct fe_node *nd)

@@ -1005,6 +1005,141 @@ def linear_attention_past_shape(d):
     return linear_attention(QKV[0] + ["p"], QKV[1] + [[1, 2, 4, 5]], update_rule="linear")
 
 
+# com.microsoft attention ops: what onnxc refuses, by name
+I32 = TensorProto.INT32
+MS = "com.microsoft"
+
+
+def ms_attention(op, inputs, outs, ys, inits=(), **attrs):
+    """A com.microsoft node 'attn': inputs [(name or '', dims, dtype)]
+    (graph inputs unless an initializer of inits has the name), outputs
+    outs with the shapes ys."""
+    node = helper.make_node(op, [n for n, _, _ in inputs], list(outs), name="attn", domain=MS,
+                            **attrs)
+    names = {t.name for t in inits}
+    return model([node], [vi(n, s, t) for n, s, t in inputs if n and n not in names],
+                 [vi(n, s) for n, s in zip(outs, ys) if n], list(inits), opset=17,
+                 domains=[(MS, 1)])
+
+
+def mha(extra=(), outs=("y",), **attrs):
+    """MultiHeadAttention, 2 heads of 4: q, k, v [1, 3, 8], then extra."""
+    attrs.setdefault("num_heads", 2)
+    ins = [("q", [1, 3, 8], F), ("k", [1, 3, 8], F), ("v", [1, 3, 8], F)] + list(extra)
+    ys = [[1, 3, 8], [1, 2, 5, 4], [1, 2, 5, 4], [1, 2, 3, 5]]
+    return ms_attention("MultiHeadAttention", ins, outs, ys, **attrs)
+
+
+@case
+def mha_past_sequence_length(d):
+    return mha([("", 0, F)] * 5 + [("psl", [1], I32)])
+
+
+@case
+def mha_cache_indirection(d):
+    return mha([("", 0, F)] * 6 + [("ci", [1, 1, 5], I32)])
+
+
+@case
+def mha_qk_output(d):
+    return mha(outs=("y", "", "", "qk"))
+
+
+@case
+def mha_kpm_cumulative(d):
+    return mha([("", 0, F), ("m", [5], I32)])
+
+
+@case
+def mha_past_without_present(d):
+    return mha([("", 0, F)] * 3 + [("pk", [1, 2, 2, 4], F), ("pv", [1, 2, 2, 4], F)])
+
+
+@case
+def mha_bias_with_bnsh_kv(d):
+    ins = [("q", [1, 3, 8], F), ("k", [1, 2, 3, 4], F), ("v", [1, 2, 3, 4], F), ("b", [24], F)]
+    return ms_attention("MultiHeadAttention", ins, ["y"], [[1, 3, 8]], num_heads=2)
+
+
+def bert_attention(extra=(), outs=("y",), **attrs):
+    """Attention, 2 heads of 4: x [1, 3, 8] projected by w [8, 24] and b."""
+    attrs.setdefault("num_heads", 2)
+    w = const("w", np.zeros((8, 24), np.float32))
+    b = const("b", np.zeros(24, np.float32))
+    ins = [("x", [1, 3, 8], F), ("w", [8, 24], F), ("b", [24], F)] + list(extra)
+    return ms_attention("Attention", ins, outs, [[1, 3, 8], [2, 1, 2, 5, 4]], [w, b], **attrs)
+
+
+@case
+def attention_do_rotary(d):
+    return bert_attention(do_rotary=1)
+
+
+@case
+def attention_share_buffer(d):
+    return bert_attention([("", 0, F), ("past", [2, 1, 2, 8, 4], F)], ("y", "present"),
+                          past_present_share_buffer=1)
+
+
+@case
+def attention_mask_4d(d):
+    return bert_attention([("m", [1, 1, 8, 8], I32)])
+
+
+@case
+def attention_past_without_present(d):
+    return bert_attention([("", 0, F), ("past", [2, 1, 2, 2, 4], F)])
+
+
+def gqa(extra=(), outs=("y", "pk_out", "pv_out"), total_input=False, **attrs):
+    """GroupQueryAttention, 4 query heads and 2 kv heads of 8, one token
+    after a past of 4: q [1, 1, 32], k and v [1, 1, 16], total 5 (an
+    initializer, or with total_input a graph input), then extra."""
+    attrs.setdefault("num_heads", 4)
+    attrs.setdefault("kv_num_heads", 2)
+    tot = [] if total_input else [const("tot", np.array(5, np.int32))]
+    ins = [("q", [1, 1, 32], F), ("k", [1, 1, 16], F), ("v", [1, 1, 16], F),
+           ("pk", [1, 2, 4, 8], F), ("pv", [1, 2, 4, 8], F), ("sl", [1], I32),
+           ("tot", [], I32)] + list(extra)
+    ys = [[1, 1, 32], [1, 2, 5, 8], [1, 2, 5, 8], [1, 4, 1, 5]]
+    return ms_attention("GroupQueryAttention", ins, outs, ys, tot, **attrs)
+
+
+@case
+def gqa_position_ids(d):
+    return gqa([("", 0, F)] * 2 + [("pos", [1, 1], I64)])
+
+
+@case
+def gqa_quantized_cache(d):
+    return gqa(k_quant_type="PER_TENSOR")
+
+
+@case
+def gqa_sliding_window_cache(d):
+    return gqa(sliding_window_cache=1, local_window_size=4)
+
+
+@case
+def gqa_qk_output(d):
+    return gqa(outs=("y", "pk_out", "pv_out", "qk"), qk_output=1)
+
+
+@case
+def gqa_window_not_causal(d):
+    return gqa(causal=0, local_window_size=2)
+
+
+@case
+def gqa_total_runtime(d):
+    return gqa(total_input=True)
+
+
+@case
+def gqa_rotary_without_cache(d):
+    return gqa(do_rotary=1)
+
+
 @case
 def bitcast_width(d):
     return model([helper.make_node("BitCast", ["x"], ["y"], name="bc", to=TensorProto.DOUBLE)],

@@ -13,9 +13,13 @@ other term has). ONNX Runtime's com.microsoft ops (and the ONNX ops that
 share their lowerings) are checked against float64 formulas of their
 definitions and, when scripts/ort_run.js finds onnxruntime-node, against
 ONNX Runtime itself; CI installs only Debian packages, so there that part
-is skipped and says so. Each case is written as a backend test case and
-run with `onnxc check` (FP32 tolerances) and, for a few, `--precision
-mixed`. Exits 1 on any failure.
+is skipped and says so. Its attention ops (MultiHeadAttention, Attention,
+GroupQueryAttention) are checked against float64 formulas of what ONNX
+Runtime's CPU kernels compute (mask_filter_value added to masked scores,
+its unidirectional mask, GroupQueryAttention's per-batch cache) to 1e-5,
+and with ONNX Runtime, onnxc's own outputs are measured against its. Each
+case is written as a backend test case and run with `onnxc check` (FP32
+tolerances) and, for a few, `--precision mixed`. Exits 1 on any failure.
 """
 
 import json
@@ -459,10 +463,356 @@ def ms_cases():
     return out
 
 
+# ------------------------------------- com.microsoft attention ops
+# MultiHeadAttention, Attention and GroupQueryAttention against float64
+# formulas of what ONNX Runtime's CPU kernels compute: masked keys get
+# mask_filter_value added (not -inf), unidirectional masks j > i + past when
+# the query has more than one row, GroupQueryAttention writes each batch's
+# step into its cache at that batch's own past length.
+def softmax64(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def split_heads(x, n):
+    """[B, L, n * h] -> [B, n, L, h]"""
+    return x.reshape(x.shape[0], x.shape[1], n, -1).transpose(0, 2, 1, 3)
+
+
+def merge_heads(y):
+    """[B, n, L, h] -> [B, L, n * h]"""
+    return y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+
+
+def sdpa(q, k, v, bias=None, causal_past=None, scale=None, softcap=0.0, keep=None, sink=None):
+    """q [B, Nq, S, H], k and v [B, Nkv, T, H] in float64: the scaled scores,
+    softcapped, plus bias (broadcast to [B, Nq, S, T]); -inf where keep is
+    false and, with causal_past P, where j > i + P. sink [Nq]: e^sink joins
+    each row's softmax denominator (and the sink its maximum)."""
+    g = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, g, 1), np.repeat(v, g, 1)
+    s = q @ k.swapaxes(-1, -2) * (scale or 1 / np.sqrt(q.shape[-1]))
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    if bias is not None:
+        s = s + bias
+    i, j = np.arange(q.shape[2])[:, None], np.arange(k.shape[2])[None]
+    if causal_past is not None:
+        s = np.where(j > i + causal_past, -np.inf, s)
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    if sink is not None:
+        col = np.broadcast_to(np.asarray(sink, np.float64).reshape(-1)[None, :, None, None],
+                              s.shape[:3] + (1,))
+        return softmax64(np.concatenate([s, col], -1))[..., :-1] @ v
+    return softmax64(s) @ v
+
+
+def key_mask(m, b, s, t, fill):
+    """An int32 key mask read as ONNX Runtime's PrepareMask reads it: a bias
+    that broadcasts to [B, N, S, T], fill where a key is masked."""
+    j = np.arange(t)
+    if m.ndim == 1 and len(m) == b:          # key counts
+        keep = (j[None] < m[:, None])[:, None, None]
+    elif m.ndim == 1:                        # [2B]: ends, then starts
+        keep = ((j[None] < m[:b, None]) & (j[None] >= np.minimum(m[b:, None], t)))[:, None, None]
+    elif m.ndim == 2:
+        keep = (m > 0)[:, None, None]
+    else:
+        keep = (m > 0)[:, None]
+    return np.where(keep, 0.0, fill)
+
+
+def mha_ref(q, k, v, n, bias=None, kpm=None, ab=None, pk=None, pv=None, unidirectional=0,
+            fill=-10000.0, scale=None):
+    q, k, v = (None if a is None else a.astype(np.float64) for a in (q, k, v))
+    if q.ndim == 5:                          # packed QKV [B, L, N, 3, H]
+        if bias is not None:
+            q = q + bias.reshape(3, n, -1).transpose(1, 0, 2)
+        q, k, v = (q[:, :, :, t].transpose(0, 2, 1, 3) for t in range(3))
+    elif k.ndim == 5:                        # packed KV [B, L, N, 2, H]
+        q, k, v = split_heads(q, n), k[:, :, :, 0].transpose(0, 2, 1, 3), \
+            k[:, :, :, 1].transpose(0, 2, 1, 3)
+    elif k.ndim == 4:                        # BNSH key and value
+        q = split_heads(q, n)
+    else:
+        d = q.shape[2]
+        if bias is not None:
+            q, k, v = q + bias[:d], k + bias[d:2 * d], v + bias[2 * d:]
+        q, k, v = split_heads(q, n), split_heads(k, n), split_heads(v, n)
+    past = 0
+    if pk is not None:
+        past = pk.shape[2]
+        k, v = np.concatenate([pk, k], 2), np.concatenate([pv, v], 2)
+    b, s, t = q.shape[0], q.shape[2], k.shape[2]
+    mask = None if kpm is None else key_mask(kpm, b, s, t, fill)
+    if ab is not None:
+        mask = ab if mask is None else mask + ab
+    if unidirectional and s > 1:
+        # ONNX Runtime's loop masks j > i + past in rows i < S - 1 only: the
+        # last row sees every key (more of them than past + S when crossing)
+        i, j = np.arange(s)[:, None], np.arange(t)[None]
+        causal = np.where((i < s - 1) & (j > i + past), -np.inf, 0.0)
+        mask = causal if mask is None else mask + causal
+    y = sdpa(q, k, v, mask, None, scale)
+    return merge_heads(y), k, v
+
+
+def bert_attention_ref(x, w, bias, n, sizes=None, mi=None, past=None, ab=None,
+                       unidirectional=0, fill=-10000.0, scale=None):
+    qkv = x.astype(np.float64) @ w.astype(np.float64)
+    if bias is not None:
+        qkv = qkv + bias
+    dq, dk, _ = sizes or [w.shape[1] // 3] * 3
+    q, k, v = (split_heads(a, n) for a in (qkv[..., :dq], qkv[..., dq:dq + dk],
+                                           qkv[..., dq + dk:]))
+    p = 0
+    if past is not None:
+        p = past.shape[3]
+        k, v = np.concatenate([past[0], k], 2), np.concatenate([past[1], v], 2)
+    b, s, t = x.shape[0], x.shape[1], k.shape[2]
+    mask = None
+    if mi is not None and not (mi.ndim == 2 and mi.shape[1] == 1 and t != 1):
+        mask = key_mask(mi, b, s, t, fill)
+    if ab is not None:
+        mask = ab if mask is None else mask + ab
+    y = sdpa(q, k, v, mask, p if unidirectional and s > 1 else None, scale)
+    return merge_heads(y), np.stack([k, v]) if k.shape == v.shape else None
+
+
+def gqa_ref(q, k, v, pk, pv, seqlens, total, hq, hkv, causal=1, window=-1, softcap=0.0,
+            ab=None, scale=None, cos=None, sin=None, interleaved=0, sink=None):
+    """GroupQueryAttention as ONNX Runtime's CPU kernel computes it."""
+    b, s = q.shape[:2]
+    if k is None:                            # packed QKV
+        h = q.shape[2] // (hq + 2 * hkv)
+        q, k, v = q[..., :hq * h], q[..., hq * h:(hq + hkv) * h], q[..., (hq + hkv) * h:]
+    q, k, v = (split_heads(a.astype(np.float64), n) for a, n in ((q, hq), (k, hkv), (v, hkv)))
+    h = q.shape[3]
+    t = max(total, pk.shape[2] if pk is not None else 0)
+    prompt = s == total
+    n = seqlens.astype(np.int64) + 1
+    past = np.zeros(b, np.int64) if prompt else n - s
+    if cos is not None:
+        pos = np.arange(s)[None] + past[:, None]
+        rdim = 2 * cos.shape[1]
+        c, sn = cos.astype(np.float64)[pos], sin.astype(np.float64)[pos]
+        q = rotary(q, c, sn, interleaved, rdim)
+        k = rotary(k, c, sn, interleaved, rdim)
+    kp, vp = np.zeros((b, hkv, t, h)), np.zeros((b, hkv, t, h))
+    for i in range(b):
+        if past[i]:
+            kp[i, :, :past[i]], vp[i, :, :past[i]] = pk[i, :, :past[i]], pv[i, :, :past[i]]
+        kp[i, :, past[i]:past[i] + s], vp[i, :, past[i]:past[i] + s] = k[i], v[i]
+    i, j = np.arange(s)[None, :, None], np.arange(t)[None, None]
+    keep = j < n[:, None, None]
+    if causal:
+        keep = keep & (j <= i + past[:, None, None])
+    if window > 0:
+        keep = keep & (j > i + past[:, None, None] - window)
+    bias = None
+    if ab is not None:
+        bias = np.pad(ab.astype(np.float64), [(0, 0)] * 3 + [(0, t - ab.shape[3])])
+    y = sdpa(q, kp, vp, bias, None, scale, softcap, keep[:, None], sink)
+    return merge_heads(y), kp, vp
+
+
+def ms_node_model(op, node_ins, data, consts, outs, attrs):
+    """A one-node com.microsoft model: node_ins names its inputs in order
+    ('' omitted), data are the graph inputs and consts the initializers
+    (name -> array), outs [(name, array)] its outputs ('' unnamed)."""
+    def vi(n, a):
+        return helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype],
+                                             list(a.shape))
+    node = helper.make_node(op, node_ins, [n for n, _ in outs], domain=MS, **attrs)
+    g = helper.make_graph([node], op, [vi(n, a) for n, a in data],
+                          [vi(n, a) for n, a in outs if n],
+                          initializer=[numpy_helper.from_array(a, n) for n, a in consts])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid(MS, 1)])
+    m.ir_version = 8
+    return m
+
+
+def attention_cases():
+    r = np.random.default_rng(11)
+
+    def rnd(*shape):
+        return r.standard_normal(shape).astype(np.float32)
+
+    cases = []
+
+    def add(name, what, op, node_ins, arrays, consts, outs, attrs):
+        """arrays: name -> graph input; consts: name -> initializer"""
+        data = [(n, arrays[n]) for n in node_ins if n in arrays]
+        cst = [(n, consts[n]) for n in node_ins if n in consts]
+        outs = [(n, f32(a) if a is not None and a.dtype == np.float64 else a) for n, a in outs]
+        m = ms_node_model(op, node_ins, data, cst, outs, attrs)
+        cases.append((name, m, data, [(n, a) for n, a in outs if n], what))
+
+    # MultiHeadAttention: B 2, S 3, N 2 heads of 8
+    B, S, L, N, H, P = 2, 3, 4, 2, 8, 2
+    D = N * H
+    q, k, v, bias = rnd(B, S, D), rnd(B, L, D), rnd(B, L, D), rnd(3 * D)
+    kpm = np.array([[1, 1, 0, 1], [1, 1, 1, 0]], np.int32)
+    ins = {"q": q, "k": k, "v": v, "bias": bias, "kpm": kpm}
+    y, _, _ = mha_ref(q, k, v, N)
+    add("mha_plain", "MultiHeadAttention", "MultiHeadAttention", ["q", "k", "v"], ins, {},
+        [("y", y)], {"num_heads": N})
+    y, _, _ = mha_ref(q, k, v, N, bias=bias, kpm=kpm)
+    add("mha_bias_padding", "MultiHeadAttention", "MultiHeadAttention",
+        ["q", "k", "v", "bias", "kpm"], ins, {}, [("y", y)], {"num_heads": N})
+    ab = rnd(1, N, S, L)
+    y, _, _ = mha_ref(q, k, v, N, bias=bias, ab=ab, scale=0.3)
+    add("mha_attention_bias", "MultiHeadAttention", "MultiHeadAttention",
+        ["q", "k", "v", "bias", "", "ab"], dict(ins, ab=ab), {}, [("y", y)],
+        {"num_heads": N, "scale": 0.3})
+    # unidirectional with a key longer than the query: top-left after no past
+    y, _, _ = mha_ref(q, k, v, N, unidirectional=1)
+    add("mha_causal_cross", "MultiHeadAttention", "MultiHeadAttention", ["q", "k", "v"], ins,
+        {}, [("y", y)], {"num_heads": N, "unidirectional": 1})
+    # key counts, and one batch fully masked: -5 added to all of its keys
+    lens = np.array([2, 0], np.int32)
+    ab2 = rnd(B, 1, S, L)
+    y, _, _ = mha_ref(q, k, v, N, kpm=lens, ab=ab2, fill=-5.0)
+    add("mha_lengths_filter", "MultiHeadAttention", "MultiHeadAttention",
+        ["q", "k", "v", "", "lens", "ab2"], dict(ins, lens=lens, ab2=ab2), {}, [("y", y)],
+        {"num_heads": N, "mask_filter_value": -5.0})
+    # past and present, causal, a [B, T] padding mask and a [B, S, T] one
+    ks, vs = rnd(B, S, D), rnd(B, S, D)
+    pk, pv = rnd(B, N, P, H), rnd(B, N, P, H)
+    m2 = np.array([[1, 1, 1, 0, 1], [0, 1, 1, 1, 1]], np.int32)
+    m3 = (r.random((B, S, P + S)) > 0.3).astype(np.int32)
+    for kind, m in (("2d", m2), ("3d", m3)):
+        y, kp, vp = mha_ref(q, ks, vs, N, bias=bias, kpm=m, pk=pk, pv=pv, unidirectional=1)
+        add("mha_past_causal_" + kind, "MultiHeadAttention", "MultiHeadAttention",
+            ["q", "ks", "vs", "bias", "m", "", "pk", "pv"],
+            dict(ins, ks=ks, vs=vs, m=m, pk=pk, pv=pv), {},
+            [("y", y), ("present_k", kp), ("present_v", vp)],
+            {"num_heads": N, "unidirectional": 1})
+    # one token after a past: unidirectional masks nothing
+    q1, k1, v1 = rnd(B, 1, D), rnd(B, 1, D), rnd(B, 1, D)
+    y, kp, vp = mha_ref(q1, k1, v1, N, pk=pk, pv=pv, unidirectional=1)
+    add("mha_decode", "MultiHeadAttention", "MultiHeadAttention",
+        ["q1", "k1", "v1", "", "", "", "pk", "pv"], dict(q1=q1, k1=k1, v1=v1, pk=pk, pv=pv), {},
+        [("y", y), ("present_k", kp), ("present_v", vp)], {"num_heads": N, "unidirectional": 1})
+    # key and value as BNSH: a cross-attention's cached keys
+    kb, vb = rnd(B, N, L, H), rnd(B, N, L, H)
+    y, kp, vp = mha_ref(q, kb, vb, N, kpm=kpm)
+    add("mha_bnsh_kv", "MultiHeadAttention", "MultiHeadAttention", ["q", "kb", "vb", "", "kpm"],
+        dict(ins, kb=kb, vb=vb), {}, [("y", y), ("present_k", kp), ("present_v", vp)],
+        {"num_heads": N})
+    # the packings ONNX Runtime's CPU kernel lacks (its CUDA kernels' reading)
+    qkv = rnd(B, S, N, 3, H)
+    y, _, _ = mha_ref(qkv, None, None, N, bias=bias)
+    add("mha_packed_qkv", "MultiHeadAttention packed", "MultiHeadAttention", ["qkv", "", "", "bias"],
+        dict(qkv=qkv, bias=bias), {}, [("y", y)], {"num_heads": N})
+    kv = rnd(B, L, N, 2, H)
+    y, _, _ = mha_ref(q, kv, None, N, kpm=kpm)
+    add("mha_packed_kv", "MultiHeadAttention packed", "MultiHeadAttention",
+        ["q", "kv", "", "", "kpm"], dict(ins, kv=kv), {}, [("y", y)], {"num_heads": N})
+
+    # Attention (BERT's): weights and bias as initializers
+    Di = 12
+    x, w, wb = rnd(B, S, Di), rnd(Di, 3 * D) * 0.5, rnd(3 * D)
+    cst = {"w": w, "wb": wb}
+    mi = np.array([[1, 1, 0], [1, 0, 1]], np.int32)
+    y, _ = bert_attention_ref(x, w, wb, N, mi=mi)
+    add("attn_mask_2d", "com.microsoft Attention", "Attention", ["x", "w", "wb", "mi"],
+        dict(x=x, mi=mi), cst, [("y", y)], {"num_heads": N})
+    past = rnd(2, B, N, P, H)
+    mp = np.array([[1, 0, 1, 1, 1], [1, 1, 1, 1, 0]], np.int32)
+    y, present = bert_attention_ref(x, w, wb, N, mi=mp, past=past, unidirectional=1)
+    add("attn_past_causal", "com.microsoft Attention", "Attention",
+        ["x", "w", "wb", "mp", "past"], dict(x=x, mp=mp, past=past), cst,
+        [("y", y), ("present", present)], {"num_heads": N, "unidirectional": 1})
+    lens = np.array([2, 3], np.int32)
+    abb = rnd(1, 1, S, S)
+    y, present = bert_attention_ref(x, w, wb, N, mi=lens, ab=abb, scale=0.25)
+    add("attn_lengths_bias", "com.microsoft Attention", "Attention",
+        ["x", "w", "wb", "lens", "", "abb"], dict(x=x, lens=lens, abb=abb), cst,
+        [("y", y), ("present", present)], {"num_heads": N, "scale": 0.25})
+    ends = np.array([3, 2, 1, 0], np.int32)   # ends, then starts: left padding
+    y, _ = bert_attention_ref(x, w, wb, N, mi=ends, unidirectional=1)
+    add("attn_left_padding", "com.microsoft Attention", "Attention", ["x", "w", "wb", "ends"],
+        dict(x=x, ends=ends), cst, [("y", y)], {"num_heads": N, "unidirectional": 1})
+    m3 = (r.random((B, S, S)) > 0.3).astype(np.int32)
+    wv, wvb = rnd(Di, 2 * D + 24) * 0.5, rnd(2 * D + 24)
+    y, _ = bert_attention_ref(x, wv, wvb, N, sizes=[D, D, 24], mi=m3, fill=-3.0)
+    add("attn_sizes_mask_3d", "com.microsoft Attention", "Attention", ["x", "wv", "wvb", "m3"],
+        dict(x=x, m3=m3), dict(wv=wv, wvb=wvb), [("y", y)],
+        {"num_heads": N, "qkv_hidden_sizes": [D, D, 24], "mask_filter_value": -3.0})
+
+    # GroupQueryAttention: 8 query heads, 2 kv heads of 8
+    HQ, HKV, H = 8, 2, 8
+
+    def gqa(name, b, s, p, seqlens, total, attrs=(), packed=False, bias=None, rot=None, H=H,
+            sink=None):
+        attrs = dict(attrs)
+        q, k, v = rnd(b, s, HQ * H), rnd(b, s, HKV * H), rnd(b, s, HKV * H)
+        pk = rnd(b, HKV, p, H) if p else None
+        pv = rnd(b, HKV, p, H) if p else None
+        sl, tot = np.array(seqlens, np.int32), np.array(total, np.int32)
+        arrays = dict(q=q, k=k, v=v, pk=pk, pv=pv, sl=sl, bias=bias)
+        node_ins = ["q", "k", "v", "pk" if p else "", "pv" if p else "", "sl", "tot"]
+        if packed:
+            arrays["q"] = np.concatenate([q, k, v], 2)
+            node_ins[1:3] = ["", ""]
+        if rot is not None:
+            arrays["cos"], arrays["sin"] = rot
+            node_ins += ["cos", "sin"]
+        if bias is not None or sink is not None:
+            node_ins += [""] * (9 - len(node_ins)) + ["", "bias" if bias is not None else ""]
+        if sink is not None:
+            arrays["sink"] = sink
+            node_ins.append("sink")
+        y, kp, vp = gqa_ref(q, k, v, pk, pv, sl, total, HQ, HKV,
+                            causal=attrs.get("causal", 1),
+                            window=attrs.get("local_window_size", -1),
+                            softcap=attrs.get("softcap", 0.0), ab=bias, scale=attrs.get("scale"),
+                            cos=None if rot is None else rot[0],
+                            sin=None if rot is None else rot[1],
+                            interleaved=attrs.get("rotary_interleaved", 0),
+                            sink=0.0 if attrs.get("smooth_softmax") == 1 else sink)
+        attrs.update(num_heads=HQ, kv_num_heads=HKV)
+        add(name, "GroupQueryAttention", "GroupQueryAttention", node_ins,
+            {n: a for n, a in arrays.items() if a is not None}, {"tot": tot},
+            [("y", y), ("present_k", kp), ("present_v", vp)], attrs)
+
+    gqa("gqa_prompt", 2, 4, 0, [3, 3], 4)
+    gqa("gqa_prompt_padded", 2, 4, 0, [3, 1], 4)         # rows past a batch's length too
+    gqa("gqa_prompt_buffer", 2, 4, 6, [3, 2], 4)         # present keeps past_key's 6 rows
+    gqa("gqa_decode", 3, 1, 6, [6, 3, 4], 7)
+    gqa("gqa_decode_buffer", 3, 1, 8, [6, 3, 4], 7)      # a past buffer longer than total
+    gqa("gqa_decode_softcap", 3, 1, 6, [6, 3, 4], 7, {"softcap": 0.5, "scale": 0.2})
+    gqa("gqa_decode_window", 2, 1, 6, [6, 3], 7, {"local_window_size": 2})
+    gqa("gqa_prompt_window", 1, 6, 0, [5], 6, {"local_window_size": 3})
+    gqa("gqa_subsequent", 1, 3, 6, [7], 8)                # three tokens after a past
+    gqa("gqa_noncausal", 2, 1, 6, [6, 3], 7, {"causal": 0})
+    gqa("gqa_packed", 3, 1, 6, [6, 3, 4], 7, packed=True)
+    gqa("gqa_bias", 3, 1, 6, [6, 3, 4], 7, {"softcap": 0.5}, bias=rnd(3, 1, 1, 7))
+    # a softmax with a sink: 0 (smooth_softmax), or one per head
+    gqa("gqa_smooth_prompt", 2, 4, 0, [3, 3], 4, {"smooth_softmax": 1})
+    gqa("gqa_sink_decode", 3, 1, 6, [6, 3, 4], 7, {"local_window_size": 3, "softcap": 0.5},
+        sink=rnd(HQ) * 2)
+    # ONNX Runtime's rotary wants heads of a multiple of 16
+    ang = r.uniform(0, 3, (16, 8))
+    rot = (np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32))
+    gqa("gqa_rotary_prompt", 2, 4, 0, [3, 1], 4, {"do_rotary": 1}, rot=rot, H=16)
+    # rotary on half the head (ONNX Runtime: a multiple of 16 of it)
+    gqa("gqa_rotary_decode", 3, 1, 6, [6, 3, 4], 7, {"do_rotary": 1, "rotary_interleaved": 1},
+        rot=rot, H=32)
+    return cases
+
+
 # ONNX Runtime's CPU provider has these (BiasAdd is CUDA-only there)
 ORT_CPU = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
            "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "FusedMatMul",
-           "RotaryEmbedding", "MaxRoiPool", "TfIdfVectorizer"}
+           "RotaryEmbedding", "MaxRoiPool", "TfIdfVectorizer", "MultiHeadAttention",
+           "com.microsoft Attention", "GroupQueryAttention"}
+# the attention cases: against the references to 1e-5 (the FP32 kernels'
+# rounding), and onnxc's own outputs measured against ONNX Runtime's
+ATTENTION = ("mha", "attn", "gqa")
 
 
 def run_check(onnxc, d, extra=()):
@@ -491,6 +841,18 @@ def ort_outputs(ort_run, d, inputs, nout):
     return [np.load(os.path.join(jobs_dir, "output_%d.npy" % k)) for k in range(nout)], ""
 
 
+def onnxc_outputs(onnxc, d, inputs, outs):
+    """onnxc run's outputs for the case in d (by output name)."""
+    out_dir = os.path.join(d, "onnxc")
+    args = [onnxc, "run", os.path.join(d, "model.onnx"), "--repeat", "1", "--output-dir", out_dir]
+    for k, (n, _) in enumerate(inputs):
+        args += ["--input", "%s=%s" % (n, os.path.join(d, "test_data_set_0", "input_%d.pb" % k))]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode:
+        return None
+    return [np.load(os.path.join(out_dir, "%s.npy" % n)) for n, _ in outs]
+
+
 def main():
     onnxc = sys.argv[1]
     ort_run = sys.argv[2] if len(sys.argv) > 2 else None
@@ -500,11 +862,13 @@ def main():
     with tempfile.TemporaryDirectory() as root:
         for name, m, ins, outs, what in einsum_cases(root) + col2im_cases(root) + nd_cases(root) + \
                 gridsample_cases(root) + det_cases(root) + max_roi_pool_cases(root) + tfidf_cases(root) + e8m0_cases(root) + \
-                ms_cases():
+                ms_cases() + attention_cases():
             d = write_case(root, name, m, ins, outs)
             # GridSample sums up to 16 FP32 products: near zero 1e-7 is below its rounding
             # Det's elimination rounds differently from LAPACK's: 1e-9 in f64
             tol = {"gridsample": ["--atol", "1e-5"], "det": ["--atol", "1e-9", "--rtol", "1e-9"]}
+            for a in ATTENTION:
+                tol[a] = ["--rtol", "1e-5", "--atol", "1e-6"]
             ok, r = run_check(onnxc, d, tol.get(name.split("_")[0], []))
             line = "%-32s %-34s %s" % (name, what, "pass" if ok else "FAIL %s" % r)
             if ok and have_ort and what in ORT_CPU:
@@ -513,12 +877,24 @@ def main():
                     line += "; ONNX Runtime: %s" % err
                     failed += 1
                 else:
+                    attention = name.split("_")[0] in ATTENTION
+                    rtol, atol = (1e-5, 1e-6) if attention else (1e-3, 1e-5)
                     for (n, want), g in zip(outs, got):
-                        if not np.allclose(g, want, rtol=1e-3, atol=1e-5):
+                        if g.shape != want.shape or not np.allclose(g, want, rtol=rtol,
+                                                                     atol=atol):
                             line += "; ONNX Runtime differs on %s (max %.3g)" % (
-                                n, np.abs(g - want).max())
+                                n, np.abs(g - want).max() if g.shape == want.shape else np.inf)
                             failed += 1
                     line += "; ONNX Runtime agrees"
+                    mine = onnxc_outputs(onnxc, d, ins, outs) if attention else None
+                    if attention and mine is None:
+                        line += "; onnxc run failed"
+                        failed += 1
+                    elif attention:
+                        diff = [np.abs(a.astype(np.float64) - g) for a, g in zip(mine, got)]
+                        line += " (onnxc - ONNX Runtime: max abs %.1e, rel %.1e)" % (
+                            max(x.max() for x in diff),
+                            max(x.max() / max(np.abs(g).max(), 1e-30) for x, g in zip(diff, got)))
             if not ok:
                 failed += 1
             print(line)
