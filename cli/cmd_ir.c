@@ -204,9 +204,9 @@ static void print_ops_markdown(void)
 	print_op_rows(list, n, false);
 	printf("\n## Operators of other domains onnxc imports\n\n"
 	       "The ops of ONNX Runtime's com.microsoft domain that its transformer optimizer\n"
-	       "writes into models (Attention and its kin excepted), and the optimizers of\n"
-	       "ONNX's ai.onnx.preview.training domain; any other op of these domains is\n"
-	       "refused by name. *Versions* are the domain's.\n\n"
+	       "writes into models (with ONNX Runtime 1.30's CPU semantics), the optimizers of\n"
+	       "ONNX's ai.onnx.preview.training domain and ai.onnx.preview's FlexAttention;\n"
+	       "any other op of these domains is refused by name. *Versions* are the domain's.\n\n"
 	       "| op | domain | versions | lowers to |\n|---|---|---|---|\n");
 	print_op_rows(list, n, true);
 	printf("\n## IR ops\n\n"

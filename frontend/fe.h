@@ -432,6 +432,15 @@ struct ir_value *fe_tensor_const(struct fe *fe, const Onnx__TensorProto *t, cons
 bool fe_tensor_type(struct fe *fe, const Onnx__TensorProto *t, const char *who,
                     struct ir_type *out);
 
+/* Sub-graph g of node nd imported in place, at nd's opset: its nodes named
+ * "NODE/TAG/SUB", reading outer values directly and g's inputs bound to
+ * in[0..nin), its outputs into out[0..nout). False when it fails
+ * (reported). fe_attr_graph: nd's graph attribute name (marked used), or
+ * NULL. */
+bool fe_import_graph(struct fe_node *nd, const Onnx__GraphProto *g, const char *tag,
+                     struct ir_value *const *in, int nin, struct ir_value **out, int nout);
+const Onnx__GraphProto *fe_attr_graph(struct fe_node *nd, const char *name);
+
 /* Model-local functions (inline.c): replaces the graph's calls of them,
  * its sub-graphs' included, by their bodies (names[] are the graph's node
  * names); false after diagnostics. fe_free_model puts the proto's own
@@ -444,6 +453,7 @@ extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
 extern const struct fe_op fe_ops_transformer[];
 extern const struct fe_op fe_ops_attention[];
+extern const struct fe_op fe_ops_flex[];
 extern const struct fe_op fe_ops_dynamic[];
 extern const struct fe_op fe_ops_loss[];
 extern const struct fe_op fe_ops_signal[];

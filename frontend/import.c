@@ -682,9 +682,10 @@ static const struct fe_op fe_ops_control[] = {
 };
 
 const struct fe_op *const fe_op_tables[] = {
-	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape, fe_ops_transformer, fe_ops_dynamic,
-	fe_ops_loss,        fe_ops_signal,  fe_ops_quant, fe_ops_sample,      fe_ops_text,
-	fe_ops_attention,   fe_ops_control, NULL
+	fe_ops_elementwise, fe_ops_nn,   fe_ops_shape,     fe_ops_transformer,
+	fe_ops_dynamic,     fe_ops_loss, fe_ops_signal,    fe_ops_quant,
+	fe_ops_sample,      fe_ops_text, fe_ops_attention, fe_ops_flex,
+	fe_ops_control,     NULL
 };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
@@ -1408,51 +1409,47 @@ poison:
 }
 
 /*
- * If whose condition is a constant (exporters leave many: a shape test
- * folded at import): the branch taken is imported in place, its nodes named
- * "IF/then/NODE" or "IF/else/NODE", reading outer values directly; its
- * outputs are the If's. A condition known only at run time is refused.
+ * Sub-graph g of node nd imported in place, at nd's opset: its nodes named
+ * "NODE/TAG/SUB", reading outer values directly and g's inputs bound to
+ * in[0..nin) (their declared element types checked), its outputs into
+ * out[0..nout). False when it fails (reported; nd is marked failed when a
+ * node of g failed).
  */
-static bool imp_if(struct fe_node *nd)
+bool fe_import_graph(struct fe_node *nd, const Onnx__GraphProto *g, const char *tag,
+                     struct ir_value *const *in, int nin, struct ir_value **out, int nout)
 {
 	struct fe *fe = nd->fe;
-	const Onnx__NodeProto *p = nd->proto;
-	const Onnx__GraphProto *g = NULL;
-	const char *which, **names;
-	bool cond;
+	const char **names;
 	int *order, errors = fe->ctx->nerrors;
-	if (!fe_inputs(nd, 1, 1))
-		return false;
-	if (!fe_is_const(nd, 0))
-		return fe_fail(nd, "If with a condition known only at run time is not supported "
-		                   "(only a condition that folds to a constant at import)");
-	if (ir_type_elems(&nd->in[0]->type) != 1)
-		return fe_fail(nd, "the condition has %lld elements, not one",
-		               (long long)ir_type_elems(&nd->in[0]->type));
-	cond = ir_load_f64(nd->in[0]->type.dtype, nd->in[0]->data, 0) != 0;
-	which = cond ? "then_branch" : "else_branch";
-	for (size_t i = 0; i < p->n_attribute; i++) {
-		const Onnx__AttributeProto *a = p->attribute[i];
-		if (a->name && !strcmp(a->name, which))
-			g = a->g;
-		if (a->name && (!strcmp(a->name, "then_branch") || !strcmp(a->name, "else_branch")))
-			nd->attr_used[i] = 1;
+	if ((int)g->n_input != nin)
+		return fe_fail(nd, "the %s has %zu inputs for the %d the op gives it", tag,
+		               g->n_input, nin);
+	if ((int)g->n_output != nout)
+		return fe_fail(nd, "the %s has %zu outputs for the %d the op takes", tag,
+		               g->n_output, nout);
+	for (int i = 0; i < nin; i++) {
+		const Onnx__ValueInfoProto *vi = g->input[i];
+		const Onnx__TypeProto *t = vi->type;
+		if (!vi->name || !vi->name[0] || ir_map_get(&fe->values, vi->name))
+			return fe_fail(nd, "the %s's input %d has no name or one in use", tag, i);
+		if (t && t->tensor_type && t->tensor_type->has_elem_type &&
+		    ir_dtype_from_onnx(t->tensor_type->elem_type) != in[i]->type.dtype)
+			return fe_fail(nd,
+			               "the %s's input '%s' is declared %s, but the op gives it %s",
+			               tag, vi->name, ir_onnx_dtype_name(t->tensor_type->elem_type),
+			               ir_dtype_name(in[i]->type.dtype));
+		ir_map_put(&fe->values, vi->name, in[i]);
 	}
-	if (!g)
-		return fe_fail(nd, "attribute '%s' (a graph) is required", which);
-	if ((int)g->n_output != nd->nout)
-		return fe_fail(nd, "the %s has %zu outputs for the node's %d", which, g->n_output,
-		               nd->nout);
 	for (size_t i = 0; i < g->n_initializer; i++) {
 		const Onnx__TensorProto *t = g->initializer[i];
 		struct ir_value *v;
 		if (!t->name || !t->name[0] || ir_map_get(&fe->values, t->name))
 			return fe_fail(nd, "the %s's initializer %zu has no name or one in use",
-			               which, i);
+			               tag, i);
 		v = fe_tensor_const(fe, t, ir_unique_name(fe->m, t->name),
 		                    ir_arena_printf(&fe->m->arena, "initializer '%s'", t->name));
 		if (!v)
-			return fe_fail(nd, "the %s's initializer '%s' cannot be read", which,
+			return fe_fail(nd, "the %s's initializer '%s' cannot be read", tag,
 			               t->name);
 		ir_map_put(&fe->values, t->name, v);
 	}
@@ -1460,8 +1457,8 @@ static bool imp_if(struct fe_node *nd)
 	for (size_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *b = g->node[i];
 		const struct fe_op *op = b->op_type ? fe_find_op(b->domain, b->op_type) : NULL;
-		names[i] = ir_arena_printf(&fe->m->arena, "%s/%s/%s", nd->name,
-		                           cond ? "then" : "else", node_name(fe, b, i));
+		names[i] = ir_arena_printf(&fe->m->arena, "%s/%s/%s", nd->name, tag,
+		                           node_name(fe, b, i));
 		if (!op || !node_version(fe, op, nd->opset))
 			ir_node_error(fe->ctx, names[i], b->op_type ? b->op_type : "?",
 			              "op is not supported by onnxc (domain '%s', opset %lld)",
@@ -1478,17 +1475,63 @@ static bool imp_if(struct fe_node *nd)
 	}
 	for (size_t i = 0; i < g->n_node; i++)
 		import_node(fe, g->node[order[i]], names[order[i]], nd->opset);
-	for (int k = 0; k < nd->nout; k++) {
+	for (int k = 0; k < nout; k++) {
 		void **v = g->output[k]->name ? ir_map_get(&fe->values, g->output[k]->name) : NULL;
 		if (!v)
-			return fe_fail(nd, "the %s's output '%s' is not defined in it", which,
+			return fe_fail(nd, "the %s's output '%s' is not defined in it", tag,
 			               g->output[k]->name ? g->output[k]->name : "");
-		if (!*v) { /* a node of the branch failed (reported) */
+		if (!*v) { /* a node of the sub-graph failed (reported) */
 			nd->failed = true;
 			return false;
 		}
-		fe_bind(nd, k, *v);
+		out[k] = *v;
 	}
+	return true;
+}
+
+/* nd's graph attribute name (marked used), or NULL. */
+const Onnx__GraphProto *fe_attr_graph(struct fe_node *nd, const char *name)
+{
+	const Onnx__NodeProto *p = nd->proto;
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (p->attribute[i]->name && !strcmp(p->attribute[i]->name, name)) {
+			nd->attr_used[i] = 1;
+			return p->attribute[i]->g;
+		}
+	return NULL;
+}
+
+/*
+ * If whose condition is a constant (exporters leave many: a shape test
+ * folded at import): the branch taken is imported in place, its nodes named
+ * "IF/then/NODE" or "IF/else/NODE", reading outer values directly; its
+ * outputs are the If's. A condition known only at run time is refused.
+ */
+static bool imp_if(struct fe_node *nd)
+{
+	const Onnx__GraphProto *then_g, *else_g, *g;
+	struct ir_value *out[64];
+	bool cond;
+	if (!fe_inputs(nd, 1, 1))
+		return false;
+	if (!fe_is_const(nd, 0))
+		return fe_fail(nd, "If with a condition known only at run time is not supported "
+		                   "(only a condition that folds to a constant at import)");
+	if (ir_type_elems(&nd->in[0]->type) != 1)
+		return fe_fail(nd, "the condition has %lld elements, not one",
+		               (long long)ir_type_elems(&nd->in[0]->type));
+	cond = ir_load_f64(nd->in[0]->type.dtype, nd->in[0]->data, 0) != 0;
+	then_g = fe_attr_graph(nd, "then_branch");
+	else_g = fe_attr_graph(nd, "else_branch");
+	if (!(g = cond ? then_g : else_g))
+		return fe_fail(nd, "attribute '%s' (a graph) is required",
+		               cond ? "then_branch" : "else_branch");
+	if (nd->nout > 64)
+		return fe_fail(nd, "has %d outputs; onnxc takes at most 64", nd->nout);
+	if (!fe_import_graph(nd, g, cond ? "then" : "else", NULL, 0, out, nd->nout))
+		return false;
+	for (int k = 0; k < nd->nout; k++)
+		fe_bind(nd, k, out[k]);
 	return true;
 }
 

@@ -1842,6 +1842,55 @@ def npy_short_data(d):
     return const_input_model()
 
 
+# --- FlexAttention (ai.onnx.preview) and its sub-graphs ---------------------
+
+def flex(score_mod=None, dims=((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8))):
+    """A FlexAttention node 'fa' on Q, K, V, with score_mod if given."""
+    kw = {"score_mod": score_mod} if score_mod is not None else {}
+    n = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name="fa",
+                         domain="ai.onnx.preview", **kw)
+    return model([n], [vi(x, d) for x, d in zip("qkv", dims)], [vi("y", None)], opset=26,
+                 ir_version=10, domains=[("ai.onnx.preview", 1)])
+
+
+@case
+def flex_score_mod_two_inputs(d):
+    g = helper.make_graph([helper.make_node("Add", ["s", "t"], ["o"], name="add")], "mod",
+                          [vi("s", None), vi("t", None)], [vi("o", None)])
+    return flex(g)
+
+
+@case
+def flex_score_mod_shrinks(d):
+    g = helper.make_graph([helper.make_node("ReduceMax", ["s"], ["o"], name="max", keepdims=0)],
+                          "mod", [vi("s", None)], [vi("o", None)])
+    return flex(g)
+
+
+@case
+def flex_score_mod_bad_op(d):
+    g = helper.make_graph([helper.make_node("NoSuchOp", ["s"], ["o"], name="nope")], "mod",
+                          [vi("s", None)], [vi("o", None)])
+    return flex(g)
+
+
+@case
+def flex_score_mod_int_input(d):
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["o"], name="id")], "mod",
+                          [vi("s", None, TensorProto.INT64)], [vi("o", None)])
+    return flex(g)
+
+
+@case
+def flex_rank3(d):
+    return flex(dims=((2, 4, 8), (2, 4, 8), (2, 4, 8)))
+
+
+@case
+def flex_heads_not_grouped(d):
+    return flex(dims=((1, 3, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_bad.py OUTDIR")
