@@ -604,10 +604,10 @@ int rtc_attention_kernel_takes(const struct rt_attention_desc *d, int backward)
  * fully masked and becomes y = 0, lse = -inf. (A NaN bias counts as seen:
  * such a row keeps cuDNN's NaN, as the kernel's would be NaN.)
  */
-template <class T>
+template <class T, class M>
 __global__ void __launch_bounds__(RTC_THREADS)
         sdpa_fix_rows(const __grid_constant__ struct rt_attention_desc d,
-                      const __grid_constant__ struct rtc_rows rows, const T *mask, T *y, float *lse,
+                      const __grid_constant__ struct rtc_rows rows, const M *mask, T *y, float *lse,
                       int64_t nrows)
 {
 	const int lane = threadIdx.x % 32;
@@ -643,11 +643,18 @@ int rtc_sdpa_fix_rows(struct rtc_model *m, const struct rt_attention_desc *d, co
 	cudaStream_t st = rtc_stream(m);
 	if (nrows <= 0)
 		return RT_OK;
-	if (d->dtype == RT_BF16)
-		sdpa_fix_rows<bf16><<<rows.blocks, rows.threads, 0, st>>>(
+	/* the bias is of dtype or FP32 (rtc_sdpa_refusal) */
+	if (d->mdtype == RT_F32 && d->dtype == RT_BF16)
+		sdpa_fix_rows<bf16, float><<<rows.blocks, rows.threads, 0, st>>>(
+		        *d, rows, (const float *)mask, (bf16 *)y, lse, nrows);
+	else if (d->mdtype == RT_F32)
+		sdpa_fix_rows<f16, float><<<rows.blocks, rows.threads, 0, st>>>(
+		        *d, rows, (const float *)mask, (f16 *)y, lse, nrows);
+	else if (d->dtype == RT_BF16)
+		sdpa_fix_rows<bf16, bf16><<<rows.blocks, rows.threads, 0, st>>>(
 		        *d, rows, (const bf16 *)mask, (bf16 *)y, lse, nrows);
 	else
-		sdpa_fix_rows<f16><<<rows.blocks, rows.threads, 0, st>>>(
+		sdpa_fix_rows<f16, f16><<<rows.blocks, rows.threads, 0, st>>>(
 		        *d, rows, (const f16 *)mask, (f16 *)y, lse, nrows);
 	return rtc_launched(m, "rtc_attention (cuDNN's fully masked rows)");
 }

@@ -47,7 +47,9 @@
  *   dQ_accum = MATMUL(dS, RESHAPE(K^T) as K) (FP32, workspace); dQ = IDENTITY
  *
  * When cuDNN takes a descriptor (rtc_sdpa_refusal): FP16 or BF16 in and
- * out (bias too), no softcap, no boolean mask, head sizes multiples of 8 up
+ * out, a bias of that dtype or FP32 (mixed precision keeps biases FP32;
+ * cuDNN's heuristics offer the fused engines for it too, test_rtc_sdpa
+ * checks), no softcap, no boolean mask, head sizes multiples of 8 up
  * to 256 (the backward: 128, 256 on sm_90), sm_80 or later, cuDNN 9.10.2 or
  * later (9.16 for the backward: older versions need the frontend's padding
  * workaround for lk % 128 != 0), and no row that is fully masked by
@@ -106,8 +108,8 @@ const char *rtc_sdpa_refusal(const struct rt_attention_desc *d, int backward, in
 		return "a boolean mask";
 	if (d->mask != RT_ATTN_NONE && d->mask != RT_ATTN_BIAS)
 		return "an unknown mask kind";
-	if (d->mask == RT_ATTN_BIAS && d->mdtype && d->mdtype != d->dtype)
-		return "its bias's dtype differs from its inputs'";
+	if (d->mask == RT_ATTN_BIAS && d->mdtype && d->mdtype != d->dtype && d->mdtype != RT_F32)
+		return "its bias's dtype is neither its inputs' nor FP32";
 	if (d->mask == RT_ATTN_BIAS && d->lk > 1 && d->mask_strides[3] != 1)
 		return "its bias is not contiguous along the keys";
 	if (d->softcap != 0)
@@ -155,6 +157,7 @@ void rtc_sdpa_shape(const struct rt_attention_desc *d, int backward, struct rtc_
 	s->dv = d->dv;
 	s->scale = d->scale;
 	s->bias = d->mask == RT_ATTN_BIAS;
+	s->mdtype = d->mdtype ? d->mdtype : d->dtype;
 	if (s->bias)
 		/* cuDNN broadcasts dims of extent 1 (stride 0 is not a broadcast
 		 * there); a broadcast dim gets the stride a packed layout would
@@ -185,7 +188,12 @@ struct builder {
 	size_t n;
 };
 
-static int dnn_type(int dtype) { return dtype == RT_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
+static int dnn_type(int dtype)
+{
+	return dtype == RT_BF16  ? CUDNN_DATA_BFLOAT16
+	       : dtype == RT_F32 ? CUDNN_DATA_FLOAT
+	                         : CUDNN_DATA_HALF;
+}
 
 static void record(struct builder *b, cudnnStatus_t st, const char *what)
 {
@@ -502,7 +510,7 @@ static cudnnBackendDescriptor_t scores(struct builder *b, cudnnBackendDescriptor
 	pointwise(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, -1, x, scale, NULL, y);
 	if (s->bias) {
 		cudnnBackendDescriptor_t bias =
-		        real(b, RTC_SDPA_BIAS, dnn_type(s->dtype), s->bias_dims, s->bias_strides);
+		        real(b, RTC_SDPA_BIAS, dnn_type(s->mdtype), s->bias_dims, s->bias_strides);
 		x = y;
 		y = virt(b, CUDNN_DATA_FLOAT, sd, NULL);
 		pointwise(b, CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, -1, x, bias, NULL, y);

@@ -57,7 +57,8 @@ enum rtc_sdpa_uid {
 /* The graph's shape, from a descriptor rtc_sdpa_refusal accepts. */
 struct rtc_sdpa_shape {
 	int backward;
-	int dtype; /* RT_F16 or RT_BF16: q, k, v, y, dy, dq, dk, dv and a bias */
+	int dtype;  /* RT_F16 or RT_BF16: q, k, v, y, dy, dq, dk, dv */
+	int mdtype; /* a bias's: dtype, or RT_F32 (mixed precision keeps biases FP32) */
 	int64_t b, hq, hkv, lq, lk, dk, dv;
 	int bias;                /* an additive mask: dims 1 where it broadcasts */
 	int64_t bias_dims[4];    /* over [b, hq, lq, lk] */
@@ -72,7 +73,7 @@ struct rtc_sdpa_shape {
  * rt_attention_grad) defines for d on a device of compute capability sm
  * (major * 10 + minor) with cuDNN version `version` (cudnnGetVersion());
  * otherwise why not, a constant string. Refused: dtypes other than FP16 and
- * BF16, a result or bias of another dtype, boolean masks, a bias that is not
+ * BF16, a result of another dtype, a bias neither of dtype nor FP32, boolean masks, a bias that is not
  * contiguous along the keys, softcap, empty shapes, no keys, head sizes
  * that are not multiples of 8 or above cuDNN's limits, causal rows that see
  * no key (causal_offset < 0), lq = lk = 1 backward, sm below 80, old cuDNN.

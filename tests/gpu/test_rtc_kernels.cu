@@ -1350,7 +1350,11 @@ struct sdpa_case {
 	bool full_row;  /* row 1's bias -inf everywhere (and where it broadcasts) */
 	bool lse;       /* the forward writes lse (else cuDNN's goes to the workspace) */
 	int64_t dv;     /* the value head size (0: d) */
+	int mdtype;     /* the bias's dtype (0: dt; RT_F32 as mixed precision keeps it) */
 };
+
+/* The bias's dtype in a case. */
+static int bias_dt(const sdpa_case &c) { return c.mdtype ? c.mdtype : c.dt; }
 
 /* The inputs of a case (rounded through dt) and the CPU's forward. */
 struct sdpa_data {
@@ -1394,13 +1398,14 @@ static void sdpa_inputs(const sdpa_case &c, sdpa_data &x)
 						                h * d.mask_strides[1] +
 						                d.mask_strides[2] +
 						                j * d.mask_strides[3])] = -INFINITY;
-		x.bias = rounded(x.bias, c.dt);
+		x.bias = rounded(x.bias, bias_dt(c));
 	}
 	x.y.resize((size_t)(x.rows * d.dv));
 	x.lse.resize((size_t)x.rows);
 	EXPECT(rt_attention(ctx, &d, x.q.data(), x.k.data(), x.v.data(),
 	                    c.bias ? x.bias.data() : NULL, x.y.data(), x.lse.data()) == RT_OK);
 	d.dtype = c.dt;
+	d.mdtype = c.bias ? c.mdtype : 0;
 }
 
 /* A plan that must be cuDNN's: says why not where it is not. */
@@ -1422,7 +1427,7 @@ static void sdpa_forward(const sdpa_case &c)
 	void *dy = dev((size_t)(x.rows * dv) * esize(dt)),
 	     *dl = c.lse ? dev((size_t)x.rows * 4) : NULL;
 	int st = attention(x.d, up(pack(x.q, dt)), up(pack(x.k, dt)), up(pack(x.v, dt)),
-	                   c.bias ? up(pack(x.bias, dt)) : NULL, dy, dl, &p);
+	                   c.bias ? up(pack(x.bias, bias_dt(c))) : NULL, dy, dl, &p);
 	if (!ran(st, "rtc_attention (cuDNN)") || !on_cudnn(p, "rtc_attention"))
 		return;
 	std::vector<float> y = unpack(down(dy, (size_t)(x.rows * dv) * esize(dt)), dt);
@@ -1463,7 +1468,7 @@ static void sdpa_backward(const sdpa_case &c)
 	void *oq = dev((size_t)nq * es), *ok = dev((size_t)nk * es), *ov = dev((size_t)nv * es);
 	int st = attention_grad(x.d, up(pack(x.q, dt)), up(pack(x.k, dt)), up(pack(x.v, dt)),
 	                        up(pack(y, dt)), up(pack(x.lse, RT_F32)), up(pack(gy, dt)),
-	                        c.bias ? up(pack(x.bias, dt)) : NULL, oq, ok, ov, &p);
+	                        c.bias ? up(pack(x.bias, bias_dt(c))) : NULL, oq, ok, ov, &p);
 	if (!ran(st, "rtc_attention_grad (cuDNN)") || !on_cudnn(p, "rtc_attention_grad"))
 		return;
 	const double bound = 8 * roundoff(dt);
@@ -1496,6 +1501,9 @@ static const sdpa_case sdpa_cases[] = {
 	{ RT_F16, 2, 4, 1, 1, 700, 128, 0, 0, 1, 0, false, true },     /* decode */
 	{ RT_BF16, 1, 2, 2, 1000, 1000, 64, 1, 0, 0, 0, false, true },
 	{ RT_F16, 1, 4, 2, 200, 240, 128, 1, 40, 1, 1u, false, true, 64 }, /* dk != dv */
+	/* mixed precision's FP32 bias beside half inputs, with a masked row */
+	{ RT_F16, 2, 2, 1, 128, 160, 64, 0, 0, 1, 0, true, true, 0, RT_F32 },
+	{ RT_BF16, 1, 2, 4, 256, 300, 128, 1, 44, 1, 3u, false, true, 0, RT_F32 },
 };
 
 static void test_attention_cudnn(void)

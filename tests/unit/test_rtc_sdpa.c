@@ -64,6 +64,7 @@ struct tcase {
 	int bias;       /* an additive mask */
 	unsigned bcast; /* bit a: the bias broadcasts along dim a of [b, h, lq, lk] */
 	int64_t dv;     /* the value head size (0: d, the key head size) */
+	int mdtype;     /* the bias's dtype (0: dtype) */
 };
 
 static int64_t dv_of(const struct tcase *c) { return c->dv ? c->dv : c->d; }
@@ -87,6 +88,7 @@ static struct rt_attention_desc desc_of(const struct tcase *c)
 	d.causal_offset = c->offset;
 	if (c->bias) {
 		d.mask = RT_ATTN_BIAS;
+		d.mdtype = c->mdtype;
 		for (int a = 3; a >= 0; a--) {
 			d.mask_strides[a] = c->bcast >> a & 1 ? 0 : at;
 			at *= c->bcast >> a & 1 ? 1 : dims[a];
@@ -133,7 +135,10 @@ static void test_refusal(void)
 	d.mask_strides[3] = 1;
 	REFUSED(0, 90, 91900, "boolean mask");
 	d.mask = RT_ATTN_BIAS;
-	d.mdtype = RT_F32;
+	d.mdtype = RT_F32; /* mixed precision keeps the bias FP32: taken */
+	CHECK(rtc_sdpa_refusal(&d, 0, 90, 91900) == NULL);
+	CHECK(rtc_sdpa_refusal(&d, 1, 90, 91900) == NULL);
+	d.mdtype = RT_BF16; /* BF16 beside FP16 inputs: not */
 	REFUSED(0, 90, 91900, "bias's dtype");
 	d.mdtype = RT_F16;
 	CHECK(rtc_sdpa_refusal(&d, 0, 90, 91900) == NULL);
@@ -833,6 +838,9 @@ static const struct tcase graph_cases[] = {
 	{ "mqa causal f16 64", RT_F16, 1, 4, 1, 128, 128, 64, 1, 0, 0, 0 },
 	{ "decode f16 128", RT_F16, 4, 8, 8, 1, 300, 128, 0, 0, 1, 0x6 },
 	{ "dk 128 dv 64 gqa causal bf16", RT_BF16, 2, 4, 2, 80, 96, 128, 1, 16, 0, 0, 64 },
+	/* mixed precision's FP32 bias beside half inputs */
+	{ "bias f32 f16 64", RT_F16, 2, 4, 4, 64, 80, 64, 0, 0, 1, 0, 0, RT_F32 },
+	{ "gqa causal bias f32 bf16 128", RT_BF16, 1, 8, 2, 70, 90, 128, 1, 20, 1, 0x3, 0, RT_F32 },
 };
 
 static void check_graph(const struct tcase *c, int backward)
@@ -895,7 +903,8 @@ static void check_graph(const struct tcase *c, int backward)
 			bs[a] = at;
 			at *= bd[a];
 		}
-		check_tensor(&g, "bias", RTC_SDPA_BIAS, dt, bd, bs, false);
+		check_tensor(&g, "bias", RTC_SDPA_BIAS, c->mdtype == RT_F32 ? CUDNN_DATA_FLOAT : dt,
+		             bd, bs, false);
 	} else
 		CHECK(rtc_sdpa_tensor(&g, RTC_SDPA_BIAS) == NULL);
 	if (g.s.causal) {
@@ -1130,7 +1139,7 @@ static void test_engines(void)
 				const struct rt_attention_desc d = desc_of(c);
 				/* a few compile: both devices, both directions, the
 				 * masks and GQA */
-				int compile = i == 7 || (v == 0 && i == 3), ok = -2;
+				int compile = i == 7 || (v == 0 && (i == 3 || i == 12)), ok = -2;
 				int64_t n;
 				if (rtc_sdpa_refusal(&d, bw, sms[v], 91900))
 					continue;
