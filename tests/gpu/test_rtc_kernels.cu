@@ -1027,12 +1027,6 @@ static void test_linattn(void)
 	                            dev(64), dev(64)) == RT_ERR_ARGUMENT);
 }
 
-/* Scaled dot-product attention against the CPU (FP32 on the inputs rounded
- * through their storage types): GQA, causal limits, bias (in its own
- * dtype) and boolean masks with broadcast dims, softcap, fully masked
- * rows, lse on and off, head sizes from 1 to several value passes,
- * sequences past a thousand. bcast: the mask dims (bit a of [batch, head,
- * lq, lk]) that broadcast. */
 /* v's data, or a valid pointer when v is empty (the CPU runtime takes no
  * NULL tensor, and an empty vector's data() may be NULL) */
 template <class T> static T *nonnull(std::vector<T> &v)
@@ -1041,11 +1035,34 @@ template <class T> static T *nonnull(std::vector<T> &v)
 	return v.empty() ? one : v.data();
 }
 
-static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t group, int64_t lq,
-                      int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off, int mask,
-                      unsigned bcast, float softcap, bool with_lse)
-{
+/* One case's inputs: the CPU's descriptor (FP32), q, k, v rounded through
+ * dt, the bias (rounded through mt, or dt) or boolean mask with row 1
+ * fully masked (and what broadcasts with it), and their sizes. */
+struct attn_in {
 	struct rt_attention_desc d;
+	std::vector<float> q, k, v, bias;
+	bytes keep;
+	int64_t rows, nkv, ny;
+	int bt; /* the bias's dtype */
+
+	/* the mask as the CPU runtime and the device take it */
+	const void *host_mask()
+	{
+		return d.mask == RT_ATTN_BIAS ? (const void *)nonnull(bias)
+		       : d.mask               ? (const void *)nonnull(keep)
+		                              : NULL;
+	}
+	void *dev_mask()
+	{
+		return d.mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : d.mask ? up(keep) : NULL;
+	}
+};
+
+static void attn_inputs(attn_in &x, int dt, int mt, int64_t b, int64_t hkv, int64_t group,
+                        int64_t lq, int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off,
+                        int mask, unsigned bcast, float softcap)
+{
+	struct rt_attention_desc &d = x.d;
 	memset(&d, 0, sizeof d);
 	d.dtype = RT_F32;
 	d.mask = mask;
@@ -1060,46 +1077,58 @@ static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
 		d.mask_strides[a] = mask && !(bcast >> a & 1) ? nm : 0;
 		nm *= dims[a];
 	}
-	int64_t rows = b * hkv * group * lq, ny = rows * dv, nkv = b * hkv * lk;
-	int bt = mt ? mt : dt;
-	std::vector<float> q = rounded(rnd_floats(rows * dk, -1, 1), dt),
-	                   k = rounded(rnd_floats(nkv * dk, -1, 1), dt),
-	                   v = rounded(rnd_floats(nkv * dv, -1, 1), dt), bias, wy((size_t)ny),
-	                   wl((size_t)rows);
-	bytes keep;
+	x.rows = b * hkv * group * lq, x.ny = x.rows * dv, x.nkv = b * hkv * lk;
+	x.bt = mt ? mt : dt;
+	x.q = rounded(rnd_floats(x.rows * dk, -1, 1), dt);
+	x.k = rounded(rnd_floats(x.nkv * dk, -1, 1), dt);
+	x.v = rounded(rnd_floats(x.nkv * dv, -1, 1), dt);
 	if (mask == RT_ATTN_BIAS) {
-		bias = rnd_floats(nm, -2, 2);
-		for (auto &x : bias)
+		x.bias = rnd_floats(nm, -2, 2);
+		for (auto &e : x.bias)
 			if (!rnd(50))
-				x = -INFINITY;
+				e = -INFINITY;
 	} else if (mask == RT_ATTN_BOOL) {
-		keep.resize((size_t)nm);
-		for (auto &c : keep)
+		x.keep.resize((size_t)nm);
+		for (auto &c : x.keep)
 			c = rnd(4) != 0;
 	}
 	if (mask && lq > 1) /* row 1 fully masked (and what broadcasts with it) */
-		for (int64_t x = 0; x < b * hkv * group * lk; x++) {
-			int64_t at = (x / lk / (hkv * group)) * d.mask_strides[0] +
-			             (x / lk % (hkv * group)) * d.mask_strides[1] +
-			             d.mask_strides[2] + (x % lk) * d.mask_strides[3];
+		for (int64_t e = 0; e < b * hkv * group * lk; e++) {
+			int64_t at = (e / lk / (hkv * group)) * d.mask_strides[0] +
+			             (e / lk % (hkv * group)) * d.mask_strides[1] +
+			             d.mask_strides[2] + (e % lk) * d.mask_strides[3];
 			if (mask == RT_ATTN_BIAS)
-				bias[(size_t)at] = -INFINITY;
+				x.bias[(size_t)at] = -INFINITY;
 			else
-				keep[(size_t)at] = 0;
+				x.keep[(size_t)at] = 0;
 		}
 	if (mask == RT_ATTN_BIAS)
-		bias = rounded(bias, bt);
-	const void *hmask = mask == RT_ATTN_BIAS ? (const void *)nonnull(bias)
-	                    : mask               ? (const void *)nonnull(keep)
-	                                         : NULL;
-	EXPECT(rt_attention(ctx, &d, nonnull(q), nonnull(k), nonnull(v), hmask, nonnull(wy),
-	                    nonnull(wl)) == RT_OK);
+		x.bias = rounded(x.bias, x.bt);
+}
+
+/* Scaled dot-product attention against the CPU (FP32 on the inputs rounded
+ * through their storage types): GQA, causal limits, bias (in its own
+ * dtype) and boolean masks with broadcast dims, softcap, fully masked
+ * rows, lse on and off, head sizes from 1 to several value passes,
+ * sequences past a thousand. bcast: the mask dims (bit a of [batch, head,
+ * lq, lk]) that broadcast. */
+static void attn_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t group, int64_t lq,
+                      int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off, int mask,
+                      unsigned bcast, float softcap, bool with_lse)
+{
+	attn_in x;
+	attn_inputs(x, dt, mt, b, hkv, group, lq, lk, dk, dv, causal, off, mask, bcast, softcap);
+	struct rt_attention_desc &d = x.d;
+	const int64_t rows = x.rows, ny = x.ny;
+	std::vector<float> wy((size_t)ny), wl((size_t)rows);
+	EXPECT(rt_attention(ctx, &d, nonnull(x.q), nonnull(x.k), nonnull(x.v), x.host_mask(),
+	                    nonnull(wy), nonnull(wl)) == RT_OK);
 	d.dtype = dt;
 	d.ydtype = yt;
 	d.mdtype = mt;
-	void *dmask = mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : mask ? up(keep) : NULL;
 	void *dy = dev((size_t)ny * esize(yt)), *dl = with_lse ? dev((size_t)rows * 4) : NULL;
-	if (ran(attention(d, up(pack(q, dt)), up(pack(k, dt)), up(pack(v, dt)), dmask, dy, dl),
+	if (ran(attention(d, up(pack(x.q, dt)), up(pack(x.k, dt)), up(pack(x.v, dt)), x.dev_mask(),
+	                  dy, dl),
 	        "rtc_attention")) {
 		compare("attention y", unpack(down(dy, (size_t)ny * esize(yt)), yt), wy, yt, 10);
 		if (with_lse)
@@ -1164,68 +1193,25 @@ static void grad_case(int dt, int yt, int mt, int64_t b, int64_t hkv, int64_t gr
                       int64_t lk, int64_t dk, int64_t dv, int causal, int64_t off, int mask,
                       unsigned bcast, float softcap)
 {
-	struct rt_attention_desc d;
-	memset(&d, 0, sizeof d);
-	d.dtype = RT_F32;
-	d.mask = mask;
-	d.causal = causal;
-	d.causal_offset = off;
-	d.batch = b, d.q_heads = hkv * group, d.kv_heads = hkv, d.lq = lq, d.lk = lk;
-	d.dk = dk, d.dv = dv;
-	d.scale = softcap > 0 ? 1.0f : (float)(1 / sqrt((double)dk));
-	d.softcap = softcap;
-	int64_t dims[4] = { b, hkv * group, lq, lk }, nm = 1;
-	for (int a = 3; a >= 0; a--) {
-		d.mask_strides[a] = mask && !(bcast >> a & 1) ? nm : 0;
-		nm *= dims[a];
-	}
-	int64_t rows = b * hkv * group * lq, ny = rows * dv, nkv = b * hkv * lk;
-	int bt = mt ? mt : dt;
-	std::vector<float> q = rounded(rnd_floats(rows * dk, -1, 1), dt),
-	                   k = rounded(rnd_floats(nkv * dk, -1, 1), dt),
-	                   v = rounded(rnd_floats(nkv * dv, -1, 1), dt),
-	                   gy = rounded(rnd_floats(ny, -1, 1), yt), bias, y((size_t)ny),
+	attn_in x;
+	attn_inputs(x, dt, mt, b, hkv, group, lq, lk, dk, dv, causal, off, mask, bcast, softcap);
+	struct rt_attention_desc &d = x.d;
+	const int64_t rows = x.rows, ny = x.ny, nkv = x.nkv;
+	std::vector<float> &q = x.q, &k = x.k, &v = x.v;
+	std::vector<float> gy = rounded(rnd_floats(ny, -1, 1), yt), y((size_t)ny),
 	                   lse((size_t)rows), wq((size_t)(rows * dk)), wk((size_t)(nkv * dk)),
 	                   wv((size_t)(nkv * dv));
-	bytes keep;
-	if (mask == RT_ATTN_BIAS) {
-		bias = rnd_floats(nm, -2, 2);
-		for (auto &x : bias)
-			if (!rnd(50))
-				x = -INFINITY;
-	} else if (mask == RT_ATTN_BOOL) {
-		keep.resize((size_t)nm);
-		for (auto &c : keep)
-			c = rnd(4) != 0;
-	}
-	if (mask && lq > 1) /* row 1 fully masked (and what broadcasts with it) */
-		for (int64_t x = 0; x < b * hkv * group * lk; x++) {
-			int64_t at = (x / lk / (hkv * group)) * d.mask_strides[0] +
-			             (x / lk % (hkv * group)) * d.mask_strides[1] +
-			             d.mask_strides[2] + (x % lk) * d.mask_strides[3];
-			if (mask == RT_ATTN_BIAS)
-				bias[(size_t)at] = -INFINITY;
-			else
-				keep[(size_t)at] = 0;
-		}
-	if (mask == RT_ATTN_BIAS)
-		bias = rounded(bias, bt);
-	/* the CPU takes no NULL tensor, even an empty one */
-	static float none;
-	auto P = [](std::vector<float> &x) { return x.empty() ? &none : x.data(); };
-	const void *hmask = NULL;
-	if (mask == RT_ATTN_BIAS)
-		hmask = P(bias);
-	else if (mask)
-		hmask = keep.empty() ? (const void *)&none : keep.data();
-	EXPECT(rt_attention(ctx, &d, P(q), P(k), P(v), hmask, P(y), P(lse)) == RT_OK);
+	const void *hmask = x.host_mask();
+	EXPECT(rt_attention(ctx, &d, nonnull(q), nonnull(k), nonnull(v), hmask, nonnull(y),
+	                    nonnull(lse)) == RT_OK);
 	y = rounded(y, yt);
-	EXPECT(rt_attention_grad(ctx, &d, P(q), P(k), P(v), P(y), P(lse), P(gy), hmask, P(wq),
-	                         P(wk), P(wv)) == RT_OK);
+	EXPECT(rt_attention_grad(ctx, &d, nonnull(q), nonnull(k), nonnull(v), nonnull(y),
+	                         nonnull(lse), nonnull(gy), hmask, nonnull(wq), nonnull(wk),
+	                         nonnull(wv)) == RT_OK);
 	d.dtype = dt;
 	d.ydtype = yt;
 	d.mdtype = mt;
-	void *dmask = mask == RT_ATTN_BIAS ? up(pack(bias, bt)) : mask ? up(keep) : NULL;
+	void *dmask = x.dev_mask();
 	void *dq_ = up(pack(q, dt)), *dk_ = up(pack(k, dt)), *dv_ = up(pack(v, dt)),
 	     *dy_ = up(pack(y, yt)), *dl = up(pack(lse, RT_F32)), *dg = up(pack(gy, yt));
 	size_t es = (size_t)esize(dt), nq = (size_t)(rows * dk) * es, nk = (size_t)(nkv * dk) * es,
