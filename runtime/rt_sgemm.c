@@ -20,6 +20,9 @@
  *    the last column. Packing absorbs a transposed B; convolution supplies
  *    its own packing callback that reads the image directly (implicit
  *    im2col). The block lives on the stack of the thread that packs it.
+ *    A B that fits one block and is multiplied many times (attention's
+ *    keys and values) can be packed once by the caller (rt_sgemm_pack,
+ *    b_packed).
  *  - A is not packed: the kernel broadcasts straight from A, either from
  *    MR rows (A not transposed: the rows are read in step, and the MR x kc
  *    micro-panel stays in the level-1 cache while the tile walks along the
@@ -69,14 +72,15 @@
 #include "rt_sgemm.h"
 
 #include <immintrin.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* k rows of one packed B block: the A micro-panel (14 x 256 floats) and a
  * B panel (256 x 32) both fit in the level-1 cache. */
-#define KC_MAX 256
+#define KC_MAX RT_SGEMM_KC
 /* Columns of one packed B block: 256 x 256 floats, a quarter of the L2
  * cache (512 was no faster, and costs stack). */
-#define NC_MAX 256
+#define NC_MAX RT_SGEMM_NC
 #define MR_MAX 14
 /* A task packs each of its k x cols B elements (cycles per element, rough)
  * and streams its A rows once per column block (cycles per element). */
@@ -627,6 +631,19 @@ int rt_sgemm_isa(void)
 
 int rt_sgemm_nr(int isa) { return isa == RT_SGEMM_AVX512 ? NR512 : NR256; }
 
+int64_t rt_sgemm_packed_floats(int isa, int64_t k, int64_t n)
+{
+	return k * cdiv(n, rt_sgemm_nr(isa)) * rt_sgemm_nr(isa);
+}
+
+void rt_sgemm_pack(const struct rt_sgemm *g, float *dst)
+{
+	if (g->k > KC_MAX || g->n > NC_MAX || g->pack_b)
+		abort(); /* a caller's bug */
+	ksets[g->isa == RT_SGEMM_AVX512 ? RT_SGEMM_AVX512 : RT_SGEMM_AVX2].pack(g, dst, 0, g->k, 0,
+	                                                                        g->n);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Blocks and tasks                                                         */
 /* ------------------------------------------------------------------------ */
@@ -742,7 +759,7 @@ static void dot_rect(const struct plan *pl, int64_t i0, int64_t i1, int64_t j0, 
 /* A few rows of A (contiguous) times a transposed B: dot products. */
 static int use_dots(const struct rt_sgemm *g)
 {
-	return !g->pack_b && g->b_cs != 1 && g->a_cs == 1 && g->m <= DOT_MAX_M;
+	return !g->pack_b && !g->b_packed && g->b_cs != 1 && g->a_cs == 1 && g->m <= DOT_MAX_M;
 }
 
 /* Task ti of the grid: its column blocks, each packed and multiplied k block by k block. */
@@ -774,6 +791,10 @@ static void run_task(const struct plan *pl, int64_t ti)
 			block_tiles(pl, buf, i0, i1, jb, w, 0, 0);
 		for (int64_t pc = 0; pc < g->k; pc += pl->kc) {
 			int64_t kc = min64(pl->kc, g->k - pc);
+			if (g->b_packed) { /* one block: k <= KC_MAX, one task, n <= NC_MAX */
+				block_tiles(pl, g->b_packed, i0, i1, jb, w, pc, kc);
+				continue;
+			}
 			pack(g, buf, pc, kc, jb, w);
 			block_tiles(pl, buf, i0, i1, jb, w, pc, kc);
 		}
@@ -834,6 +855,12 @@ static int64_t plan_init(struct plan *pl, const struct rt_sgemm *g, int threads)
 	pl->ks = &ksets[g->isa == RT_SGEMM_AVX512 ? RT_SGEMM_AVX512 : RT_SGEMM_AVX2];
 	/* equal k blocks, a function of k alone (results must not depend on the grid) */
 	pl->kc = nk > 0 ? cdiv(g->k, nk) : 1;
+	if (g->b_packed) {
+		if (g->k > KC_MAX || g->n > NC_MAX)
+			abort(); /* a caller's bug: rt_sgemm_pack cannot have packed it */
+		pl->tm = pl->tn = 1;
+		return 1;
+	}
 	return plan_grid(pl, threads);
 }
 

@@ -73,6 +73,9 @@ struct rt_sgemm {
 	int64_t b_rs, b_cs;
 	rt_sgemm_pack_fn pack_b;
 	const void *pack_arg;
+	/* B already packed by rt_sgemm_pack (k <= RT_SGEMM_KC, n <= RT_SGEMM_NC):
+	 * no packing, one task (when b and pack_b are unused) */
+	const float *b_packed;
 	float *c;
 	int64_t ldc;
 	float alpha;
@@ -83,6 +86,19 @@ struct rt_sgemm {
 	void *done_arg;
 	int64_t item; /* set by rt_sgemm_batch: which item this is */
 };
+
+/*
+ * The largest k and n whose B is one packed block, and the floats
+ * rt_sgemm_pack writes for it: B packed once and multiplied many times
+ * (attention's keys and values, read by every query block) skips the
+ * packing of each multiplication.
+ */
+#define RT_SGEMM_KC 256
+#define RT_SGEMM_NC 256
+int64_t rt_sgemm_packed_floats(int isa, int64_t k, int64_t n);
+/* Packs all of g's B (strided: b, b_rs, b_cs) into dst for g->b_packed
+ * (64-byte aligned: the kernels load it aligned). */
+void rt_sgemm_pack(const struct rt_sgemm *g, float *dst);
 
 /* One GEMM across the context's threads. */
 void rt_sgemm(struct rt_ctx *ctx, const struct rt_sgemm *g);

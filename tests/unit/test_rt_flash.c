@@ -232,6 +232,12 @@ static void test_attention(void)
 		{ 2, 3, 3, 4, 6, 8, 8, 0, 0, RT_ATTN_NONE, 0, 0, 2.0f, true },
 		{ 2, 3, 3, 4, 6, 8, 8, 1, 2, RT_ATTN_BIAS, 2, 0, 1.5f, true },
 		{ 1, 1, 1, 1, 1000, 128, 128, 1, 999, RT_ATTN_NONE, 0, 0, 0, true },
+		/* more than one query block, or GQA: K and V packed once per call */
+		{ 1, 4, 2, 100, 300, 64, 40, 0, 0, RT_ATTN_NONE, 0, 0, 0, true },
+		{ 2, 2, 2, 300, 260, 24, 72, 0, 0, RT_ATTN_BIAS, 4, 2, 0, true },
+		{ 1, 6, 2, 257, 257, 16, 16, 1, 0, RT_ATTN_BOOL, 4, 1, 0, true },
+		{ 1, 2, 1, 140, 150, 40, 8, 1, 10, RT_ATTN_BIAS, 2, 0, 3.0f, true },
+		{ 1, 1, 1, 200, 130, 260, 300, 0, 0, RT_ATTN_NONE, 0, 0, 0, true },
 		{ 3, 2, 2, 1, 5, 3, 1, 0, 0, RT_ATTN_BOOL, 1, 0, 0, true },
 	};
 	struct rt_ctx *one, *three;

@@ -12,7 +12,7 @@
  * dimensions wider than the matrices (whose gaps must stay untouched),
  * alpha, beta 0 and 1, every fused epilogue (each bias layout, residual,
  * each activation it takes), the done() callback (every element exactly
- * once), B from a packing callback, and batches. Each case runs serially and on contexts of 1 and
+ * once), B from a packing callback, B packed ahead (b_packed), and batches. Each case runs serially and on contexts of 1 and
  * 3 threads, which must agree bit for bit. ONNXC_GEMM's effect on the
  * kernel choice is checked too.
  *
@@ -36,7 +36,8 @@ struct sg_case {
 	float alpha;
 	int beta;
 	int bias, res, act;
-	int packer; /* B through a packing callback */
+	int packer;  /* B through a packing callback */
+	int prepack; /* B packed first by rt_sgemm_pack (b_packed) */
 };
 
 struct sg_data {
@@ -251,7 +252,7 @@ static void sg_run(const struct sg_case *c, uint64_t *seed)
 	sg_data_init(c, &d, seed);
 	for (int isa = RT_SGEMM_AVX2; isa <= best_isa(); isa++) {
 		size_t bytes = sizeof(float) * (size_t)(d.csize + 1);
-		float *y[3];
+		float *y[3], *packed = NULL;
 		int *seen[3];
 		char what[256];
 		describe(c, isa, what, sizeof what);
@@ -261,11 +262,22 @@ static void sg_run(const struct sg_case *c, uint64_t *seed)
 			seen[r] = calloc((size_t)(c->m * c->n + 1), sizeof(int));
 			fill_c(c, &d, y[r]);
 			g = sg_of(c, &d, isa, y[r], seen[r]);
+			if (c->prepack) {
+				/* the buffer as aligned as the kernels need, no more */
+				packed = rt_alloc_aligned(
+				        64, 64 + sizeof(float) * (size_t)rt_sgemm_packed_floats(
+				                                         isa, c->k, c->n));
+				rt_sgemm_pack(&g, packed);
+				g.b_packed = packed;
+				g.b = NULL;
+			}
 			if (r == 0)
 				rt_sgemm_serial(&g);
 			else
 				rt_sgemm(cx[r - 1], &g);
 			check_result(c, &d, y[r], seen[r], what);
+			free(packed);
+			packed = NULL;
 		}
 		if (memcmp(y[0], y[1], bytes) || memcmp(y[0], y[2], bytes)) {
 			fprintf(stderr, "%s: serial, 1 and 3 threads differ\n", what);
@@ -372,6 +384,62 @@ static void test_packer_and_dots(void)
 		}
 }
 
+/* B packed once by rt_sgemm_pack and multiplied from the panels
+ * (attention's keys and values): every size up to one packed block, each
+ * transpose, beta, alpha and an epilogue; bit for bit what packing on the
+ * fly gives. */
+static void test_prepacked(void)
+{
+	static const int64_t shapes[][3] = { { 1, 1, 1 },      { 3, 5, 17 },    { 14, 16, 64 },
+		                             { 29, 31, 128 },  { 128, 33, 64 }, { 128, 128, 64 },
+		                             { 128, 64, 128 }, { 7, 256, 256 }, { 40, 100, 0 },
+		                             { 130, 49, 200 } };
+	uint64_t seed = 11;
+	for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+		for (int v = 0; v < 4; v++) {
+			struct sg_case c = { shapes[si][0], shapes[si][1], shapes[si][2], v & 1,
+				             v >> 1 };
+			struct sg_data d;
+			c.pad = v % 3;
+			c.alpha = v == 2 ? 0.125f : 1;
+			c.beta = v & 1;
+			c.res = v == 3;
+			c.bias = v == 1 ? BIAS_PER_ROW : BIAS_NONE;
+			c.act = v == 3 ? RT_ACT_RELU : RT_ACT_NONE;
+			c.prepack = 1;
+			sg_run(&c, &seed);
+			/* the same products with B packed on the fly, bit for bit */
+			sg_data_init(&c, &d, &seed);
+			for (int isa = RT_SGEMM_AVX2;
+			     isa <= best_isa() && (c.m > 4 || !c.tb || c.ta);
+			     isa++) { /* (a few rows times a transposed B are dot products) */
+				size_t bytes = sizeof(float) * (size_t)(d.csize + 1);
+				float *y0 = malloc(bytes), *y1 = malloc(bytes), *packed;
+				struct rt_sgemm g;
+				fill_c(&c, &d, y0);
+				fill_c(&c, &d, y1);
+				g = sg_of(&c, &d, isa, y0, NULL);
+				g.done = NULL;
+				rt_sgemm_serial(&g);
+				packed = rt_alloc_aligned(
+				        64, 64 + sizeof(float) * (size_t)rt_sgemm_packed_floats(
+				                                         isa, c.k, c.n));
+				g.c = y1;
+				rt_sgemm_pack(&g, packed);
+				g.b_packed = packed;
+				g.b = NULL;
+				rt_sgemm_serial(&g);
+				CHECK(!memcmp(y0, y1, bytes));
+				free(packed);
+				free(y0);
+				free(y1);
+			}
+			sg_data_free(&d);
+		}
+	CHECK_EQ(rt_sgemm_packed_floats(RT_SGEMM_AVX512, 64, 100), 64 * 128);
+	CHECK_EQ(rt_sgemm_packed_floats(RT_SGEMM_AVX2, 3, 16), 48);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Batches                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -458,5 +526,5 @@ static void test_isa_choice(void)
 	CHECK_EQ(rt_sgemm_nr(RT_SGEMM_AVX2), 16);
 }
 
-TESTS(T(test_edges) T(test_blocks) T(test_epilogues) T(test_packer_and_dots) T(test_batches)
-              T(test_isa_choice))
+TESTS(T(test_edges) T(test_blocks) T(test_epilogues) T(test_packer_and_dots) T(test_prepacked)
+              T(test_batches) T(test_isa_choice))
