@@ -513,14 +513,67 @@ void ir_map_put(struct ir_map *mp, const char *key, void *val)
 		for (int i = 0; i < mp->cap; i++)
 			if (mp->keys[i])
 				ir_map_put(&big, mp->keys[i], mp->vals[i]);
+		big.added = mp->added; /* the scope log is the map's, whatever its size */
+		big.nadded = mp->nadded;
+		big.cap_added = mp->cap_added;
+		big.scoped = mp->scoped;
 		*mp = big;
 	}
 	h = map_slot(mp, key);
 	if (!mp->keys[h]) {
 		mp->keys[h] = key;
 		mp->n++;
+		if (mp->scoped) {
+			if (mp->nadded == mp->cap_added) {
+				int cap = mp->cap_added ? 2 * mp->cap_added : 64;
+				const char **a = ir_arena_alloc(mp->arena, sizeof *a * (size_t)cap);
+				if (mp->nadded)
+					memcpy(a, mp->added, sizeof *a * (size_t)mp->nadded);
+				mp->added = a;
+				mp->cap_added = cap;
+			}
+			mp->added[mp->nadded++] = key;
+		}
 	}
 	mp->vals[h] = val;
+}
+
+int ir_map_mark(struct ir_map *mp)
+{
+	mp->scoped = true;
+	return mp->nadded;
+}
+
+/* Removes key (present) by shifting back the entries of its probe run
+ * that would no longer be found past the hole (linear probing). */
+static void map_del(struct ir_map *mp, const char *key)
+{
+	size_t mask = (size_t)(mp->cap - 1), i = map_slot(mp, key), j = i;
+	IR_ASSERT(mp->keys[i]);
+	for (;;) {
+		size_t home;
+		j = (j + 1) & mask;
+		if (!mp->keys[j])
+			break;
+		mp->arena->ctx->probes++;
+		home = (size_t)hash_str(mp->keys[j]) & mask;
+		/* the entry at j stays when its home lies cyclically in (i, j] */
+		if (i <= j ? i < home && home <= j : i < home || home <= j)
+			continue;
+		mp->keys[i] = mp->keys[j];
+		mp->vals[i] = mp->vals[j];
+		i = j;
+	}
+	mp->keys[i] = NULL;
+	mp->vals[i] = NULL;
+	mp->n--;
+}
+
+void ir_map_pop(struct ir_map *mp, int mark)
+{
+	IR_ASSERT(mp->scoped && mark >= 0 && mark <= mp->nadded);
+	while (mp->nadded > mark)
+		map_del(mp, mp->added[--mp->nadded]);
 }
 
 const char *ir_fresh_name(struct ir_map *next, const char *base, const char *sep,

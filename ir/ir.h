@@ -165,10 +165,22 @@ struct ir_map {
 	const char **keys;
 	void **vals;
 	int cap, n;
+	/* the keys added, in order, when scoped (ir_map_mark) */
+	const char **added;
+	int nadded, cap_added;
+	bool scoped;
 };
 void ir_map_init(struct ir_map *mp, struct ir_arena *a);
 void **ir_map_get(const struct ir_map *mp, const char *key); /* NULL if absent */
 void ir_map_put(struct ir_map *mp, const char *key, void *val);
+/*
+ * Scopes (the importer's loop bodies, imported once per iteration under the
+ * same names): ir_map_mark returns a mark, and ir_map_pop removes every key
+ * added since that mark, so the map is as it was (values rebound since stay
+ * rebound). Keys are remembered from the first mark on.
+ */
+int ir_map_mark(struct ir_map *mp);
+void ir_map_pop(struct ir_map *mp, int mark);
 
 /*
  * The first of "base", "base<sep>1", "base<sep>2", ... for which

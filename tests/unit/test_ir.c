@@ -737,8 +737,59 @@ static void test_arena_big_blocks(void)
 	ir_module_free(m);
 }
 
+/*
+ * Map scopes: keys added after a mark go at ir_map_pop, whatever the
+ * growth in between, and every other key stays findable with its value
+ * (a wrong back-shift in the deletion loses a key of a probe run).
+ */
+static void test_map_scopes(void)
+{
+	enum { OUTER = 3000, INNER = 3000 };
+	struct ir_ctx ctx;
+	struct ir_arena a;
+	struct ir_map mp;
+	static char names[OUTER + 2 * INNER][16];
+	int mark;
+	ir_ctx_init(&ctx);
+	ir_arena_init(&a, &ctx);
+	ir_map_init(&mp, &a);
+	for (int i = 0; i < OUTER + 2 * INNER; i++)
+		snprintf(names[i], sizeof names[i], "v%d", i);
+	for (int i = 0; i < OUTER; i++)
+		ir_map_put(&mp, names[i], names[i]);
+	for (int round = 0; round < 2; round++) {
+		int base = OUTER + round * INNER;
+		mark = ir_map_mark(&mp);
+		for (int i = 0; i < INNER; i++) /* grows the table several times */
+			ir_map_put(&mp, names[base + i], names[base + i]);
+		ir_map_put(&mp, names[3], names[4]); /* rebinding is not adding */
+		CHECK_EQ(mp.n, OUTER + INNER);
+		ir_map_pop(&mp, mark);
+		CHECK_EQ(mp.n, OUTER);
+		for (int i = 0; i < INNER; i++)
+			CHECK(!ir_map_get(&mp, names[base + i]));
+		for (int i = 0; i < OUTER; i++) {
+			void **v = ir_map_get(&mp, names[i]);
+			CHECK(v && *v == (i == 3 ? names[4] : names[i]));
+		}
+		ir_map_put(&mp, names[3], names[3]);
+	}
+	/* nested marks pop in order */
+	mark = ir_map_mark(&mp);
+	ir_map_put(&mp, names[OUTER], names[OUTER]);
+	{
+		int inner = ir_map_mark(&mp);
+		ir_map_put(&mp, names[OUTER + 1], names[OUTER + 1]);
+		ir_map_pop(&mp, inner);
+	}
+	CHECK(ir_map_get(&mp, names[OUTER]) && !ir_map_get(&mp, names[OUTER + 1]));
+	ir_map_pop(&mp, mark);
+	CHECK(!ir_map_get(&mp, names[OUTER]) && mp.n == OUTER);
+	ir_arena_free(&a);
+}
+
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
               T(test_minifloats) T(test_broadcast) T(test_module_basics) T(test_verify_catches)
                       T(test_infer) T(test_fold) T(test_text_roundtrip) T(test_parse_errors)
                               T(test_parse_oom) T(test_oom_exits) T(test_diag_escapes)
-                                      T(test_arena_big_blocks))
+                                      T(test_arena_big_blocks) T(test_map_scopes))
