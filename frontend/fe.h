@@ -453,6 +453,7 @@ extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
 extern const struct fe_op fe_ops_transformer[];
 extern const struct fe_op fe_ops_attention[];
+extern const struct fe_op fe_ops_loop[]; /* ops_loop.c: Loop and Scan, unrolled */
 extern const struct fe_op fe_ops_dynamic[];
 extern const struct fe_op fe_ops_loss[];
 extern const struct fe_op fe_ops_signal[];

@@ -684,7 +684,7 @@ static const struct fe_op fe_ops_control[] = {
 const struct fe_op *const fe_op_tables[] = {
 	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape, fe_ops_transformer, fe_ops_dynamic,
 	fe_ops_loss,        fe_ops_signal,  fe_ops_quant, fe_ops_sample,      fe_ops_text,
-	fe_ops_attention,   fe_ops_control, NULL
+	fe_ops_attention,   fe_ops_control, fe_ops_loop, NULL
 };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }

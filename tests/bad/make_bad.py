@@ -1891,6 +1891,80 @@ def flex_heads_not_grouped(d):
     return flex(dims=((1, 3, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)))
 
 
+# --------------------------------------------------------------------------
+# Loop and Scan (frontend/ops_loop.c: unrolled, so their iterations must be known)
+
+def loop_model(body_nodes, trip=None, cond=True, trip_input=False, body_out_cond="cond_in",
+               y_dtype=F, y_input=False):
+    """y = Loop(trip, cond, y0) with body (i, cond_in, y_in) -> (cond_out, y_out); y0 a
+    constant, or a graph input with y_input."""
+    body = helper.make_graph(
+        list(body_nodes) + [helper.make_node("Identity", [body_out_cond], ["cond_out"],
+                                             name="c")],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL),
+                 vi("y_in", [2], F)], [vi("cond_out", [], TensorProto.BOOL),
+                                      vi("y_out", [2], y_dtype)])
+    inits, inputs = ([], [vi("y0", [2])]) if y_input else ([const("y0", np.zeros(2, np.float32))], [])
+    m_name = "" if trip is None and not trip_input else "m"
+    if trip_input:
+        inputs.append(vi("m", [], TensorProto.INT64))
+    elif trip is not None:
+        inits.append(const("m", np.int64(trip)))
+    c_name = ""
+    if cond is not None:
+        inits.append(const("c", np.bool_(cond)))
+        c_name = "c"
+    return model([helper.make_node("Loop", [m_name, c_name, "y0"], ["y"], name="loop",
+                                   body=body)], inputs, [vi("y", [2])], inits, opset=16)
+
+
+def add_one():
+    return [helper.make_node("Constant", [], ["one"], name="one",
+                             value=numpy_helper.from_array(np.ones(2, np.float32))),
+            helper.make_node("Add", ["y_in", "one"], ["y_out"], name="add")]
+
+
+@case
+def loop_runtime_trip_count(d):
+    return loop_model(add_one(), trip_input=True)
+
+
+@case
+def loop_runtime_condition(d):
+    nodes = add_one() + [helper.make_node("ReduceSum", ["y_out"], ["s"], name="sum", keepdims=0),
+                         helper.make_node("Constant", [], ["lim"], name="lim",
+                                          value=numpy_helper.from_array(np.float32(5))),
+                         helper.make_node("Less", ["s", "lim"], ["go"], name="less")]
+    return loop_model(nodes, trip=10, body_out_cond="go", y_input=True)
+
+
+@case
+def loop_too_many_iterations(d):
+    return loop_model(add_one(), trip=10 ** 9)
+
+
+@case
+def loop_never_ends(d):
+    return loop_model(add_one(), trip=None, cond=None)
+
+
+@case
+def loop_carried_changes_type(d):
+    nodes = [helper.make_node("Cast", ["y_in"], ["y_out"], name="cast", to=TensorProto.DOUBLE)]
+    return loop_model(nodes, trip=2, y_dtype=TensorProto.DOUBLE)
+
+
+@case
+def scan_lengths_differ(d):
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "a"], ["t"], name="add"),
+         helper.make_node("Add", ["t", "b"], ["s_out"], name="add2")],
+        "body", [vi("s_in", [2]), vi("a", [2]), vi("b", [2])], [vi("s_out", [2])])
+    return model([helper.make_node("Scan", ["s0", "xa", "xb"], ["s"], name="scan", body=body,
+                                   num_scan_inputs=2)],
+                 [vi("s0", [2]), vi("xa", [3, 2]), vi("xb", [4, 2])], [vi("s", [2])], opset=16)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_bad.py OUTDIR")

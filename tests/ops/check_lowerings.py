@@ -22,7 +22,6 @@ case is written as a backend test case and run with `onnxc check` (FP32
 tolerances) and, for a few, `--precision mixed`. Exits 1 on any failure.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +30,9 @@ import tempfile
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from backend_case import run_check, write_case  # noqa: E402
 
 MS = "com.microsoft"
 rng = np.random.default_rng(7)
@@ -58,21 +60,6 @@ def model(op, inputs, outputs, attrs=None, domain="", opset=23, consts=None):
     m = helper.make_model(g, opset_imports=imports)
     m.ir_version = 8
     return m
-
-
-def write_case(root, name, m, inputs, outputs):
-    d = os.path.join(root, name)
-    os.makedirs(os.path.join(d, "test_data_set_0"))
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    for i, (n, a) in enumerate(inputs):
-        t = numpy_helper.from_array(a, n)
-        open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb").write(
-            t.SerializeToString())
-    for i, (n, a) in enumerate(outputs):
-        t = numpy_helper.from_array(a, n)
-        open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb").write(
-            t.SerializeToString())
-    return d
 
 
 # ---------------------------------------------------------------- Einsum
@@ -813,16 +800,6 @@ ORT_CPU = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization"
 # the attention cases: against the references to 1e-5 (the FP32 kernels'
 # rounding), and onnxc's own outputs measured against ONNX Runtime's
 ATTENTION = ("mha", "attn", "gqa")
-
-
-def run_check(onnxc, d, extra=()):
-    p = subprocess.run([onnxc, "check", d, "--json"] + list(extra), capture_output=True,
-                       text=True)
-    try:
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        r = {"status": "error", "message": p.stderr.strip()[-300:]}
-    return p.returncode == 0, r
 
 
 def ort_outputs(ort_run, d, inputs, nout):

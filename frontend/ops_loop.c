@@ -1,0 +1,432 @@
+/*
+ * ops_loop.c - Loop and Scan, imported unrolled.
+ *
+ * onnxc compiles static graphs, so a loop becomes its iterations: the body
+ * (a sub-graph) is imported in place once per iteration by fe_import_graph,
+ * its inputs bound to that iteration's values, reading outer values
+ * directly, its nodes named "LOOP/iterN/NODE". Each iteration's ONNX names
+ * are its own (ir_map_mark / ir_map_pop around the import), so the body's
+ * names can be bound again by the next one. What the iterations compute is
+ * then optimized, planned and run like any other graph.
+ *
+ * That needs the number of iterations at compile time:
+ *  - Loop: the trip count and the condition must fold to constants (a graph
+ *    input can be bound with --const), and so must the condition each
+ *    iteration computes when the Loop has one;
+ *  - Scan: the scan axis has a static length.
+ * A loop whose iterations depend on run-time data is refused, naming what
+ * is not known. Unrolling is bounded by the input: at most FE_UNROLL_MAX
+ * body nodes are imported for one Loop or Scan (iterations x body nodes);
+ * past that the node is refused with both numbers.
+ *
+ * Loop's scan outputs are the iterations' values stacked on a new first
+ * axis; Scan's are stacked on scan_output_axes in the order
+ * scan_output_directions says. Scan-8 (a batch axis first, one scan per
+ * batch element) runs the same per batch element.
+ */
+#include "fe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FE_UNROLL_MAX 100000
+
+/* Refuses a loop that would import more than FE_UNROLL_MAX body nodes. */
+static bool within_budget(struct fe_node *nd, const Onnx__GraphProto *g, int64_t iterations)
+{
+	int64_t per = g->n_node > 0 ? (int64_t)g->n_node : 1;
+	if (iterations > FE_UNROLL_MAX / per)
+		return fe_fail(nd,
+		               "runs %lld iterations of a %lld-node body; onnxc unrolls loops and "
+		               "imports at most %d body nodes for one (a loop over run-time data "
+		               "is not compiled)",
+		               (long long)iterations, (long long)per, FE_UNROLL_MAX);
+	return true;
+}
+
+/* One more iteration: g imported with in[0..nin) bound to its inputs, its
+ * outputs in out; the names it binds are this iteration's only. */
+static bool iterate(struct fe_node *nd, const Onnx__GraphProto *g, int64_t i,
+                    struct ir_value *const *in, int nin, struct ir_value **out, int nout)
+{
+	struct ir_map *names = &nd->fe->values;
+	int mark = ir_map_mark(names);
+	const char *tag = ir_arena_printf(&nd->fe->m->arena, "iter%lld", (long long)i);
+	bool ok = fe_import_graph(nd, g, tag, in, nin, out, nout);
+	ir_map_pop(names, mark);
+	return ok;
+}
+
+/* xs[0..n) (one shape) stacked along a new axis, in reverse when asked,
+ * named after output k. */
+static struct ir_value *stack(struct fe_node *nd, struct ir_value **xs, int64_t n, int axis,
+                              bool reverse, int k)
+{
+	struct ir_arena *a = &nd->fe->m->arena;
+	struct ir_value **parts = ir_arena_alloc(a, sizeof *parts * (size_t)n);
+	const struct ir_type *t = &xs[0]->type;
+	int64_t dims[IR_MAX_RANK];
+	if (t->rank + 1 > IR_MAX_RANK || axis < 0 || axis > t->rank)
+		return fe_fail(nd, "a scan output of rank %d cannot be stacked on axis %d", t->rank,
+		               axis),
+		       NULL;
+	for (int d = 0, s = 0; d <= t->rank; d++)
+		dims[d] = d == axis ? 1 : t->dims[s++];
+	for (int64_t i = 0; i < n; i++) {
+		struct ir_value *x = xs[reverse ? n - 1 - i : i];
+		if (!ir_type_eq(&x->type, t)) {
+			char want[128], got[128];
+			ir_type_str(t, want, sizeof want);
+			ir_type_str(&x->type, got, sizeof got);
+			return fe_fail(nd,
+			               "the body's scan output is %s in one iteration and %s in "
+			               "another; the iterations are stacked, so they must agree",
+			               want, got),
+			       NULL;
+		}
+		parts[i] = fe_reshape(nd, x, dims, t->rank + 1, n == 1 ? k : -1);
+	}
+	return n == 1 ? parts[0] : fe_concat(nd, parts, (int)n, axis, k);
+}
+
+/* The one value of constant input i as an integer (i64 or bool). */
+static bool const_scalar(struct fe_node *nd, int i, const char *what, int64_t *v)
+{
+	struct ir_value *x = fe_in(nd, i);
+	if (!fe_need_const_value(nd, i, what))
+		return false;
+	if (ir_type_elems(&x->type) != 1)
+		return fe_fail(nd, "%s has %lld elements, not one", what,
+		               (long long)ir_type_elems(&x->type));
+	*v = (int64_t)ir_load_f64(x->type.dtype, x->data, 0);
+	return true;
+}
+
+/*
+ * Loop (M, cond, v_initial...) -> (v_final..., scan_outputs...), the body
+ * (iteration_num, cond, v...) -> (cond, v..., scans...). As ONNX defines
+ * it: without M the loop runs while cond holds; without cond, M times and
+ * the body's condition is ignored; without either it never ends.
+ */
+static bool imp_loop(struct fe_node *nd)
+{
+	struct ir_arena *a = &nd->fe->m->arena;
+	const Onnx__GraphProto *g;
+	struct ir_value **in, **out, **scans;
+	int64_t trip = INT64_MAX, go = 1, iters = 0, cap = 0;
+	int n, k;
+	if (!fe_inputs(nd, 0, -1))
+		return false;
+	if (nd->nin < 2)
+		return fe_fail(nd,
+		               "has %d inputs; Loop takes a trip count and a condition (either may "
+		               "be empty) before its loop-carried values",
+		               nd->nin);
+	if (!(g = fe_attr_graph(nd, "body")))
+		return fe_fail(nd, "attribute 'body' (a graph) is required");
+	n = nd->nin - 2;
+	k = (int)g->n_output - 1 - n;
+	if (k < 0 || nd->nout > n + k)
+		return fe_fail(nd,
+		               "has %d loop-carried values and %d outputs, but its body has %zu "
+		               "outputs (a condition, the loop-carried values, the scan outputs)",
+		               n, nd->nout, g->n_output);
+	if (!fe_in(nd, 0) && !fe_in(nd, 1))
+		return fe_fail(nd, "has neither a trip count nor a condition: it never ends");
+	if (fe_in(nd, 0) && !const_scalar(nd, 0, "the trip count", &trip))
+		return false;
+	if (fe_in(nd, 1) && !const_scalar(nd, 1, "the condition", &go))
+		return false;
+	if (fe_in(nd, 0) && !within_budget(nd, g, trip))
+		return false;
+	in = ir_arena_alloc(a, sizeof *in * (size_t)(n + 2));
+	out = ir_arena_alloc(a, sizeof *out * (size_t)(n + k + 1));
+	scans = NULL;
+	for (int j = 0; j < n; j++)
+		in[2 + j] = nd->in[2 + j];
+	for (; go && iters < trip; iters++) {
+		if (!fe_in(nd, 0) && !within_budget(nd, g, iters + 1))
+			return false;
+		in[0] = fe_scalar(nd, IR_I64, (double)iters);
+		in[1] = fe_scalar(nd, IR_BOOL, 1);
+		if (!in[0] || !in[1] || !iterate(nd, g, iters, in, n + 2, out, n + k + 1))
+			return false;
+		if (fe_in(nd, 1)) { /* without a condition input, the body's is ignored */
+			struct ir_value *c = out[0];
+			if (c->kind != IR_VAL_CONST || !c->data || ir_type_elems(&c->type) != 1)
+				return fe_fail(
+				        nd,
+				        "the condition its body computes in iteration %lld is "
+				        "known only at run time; onnxc unrolls a Loop, so its "
+				        "iterations must be known at compile time",
+				        (long long)iters);
+			go = ir_load_f64(c->type.dtype, c->data, 0) != 0;
+		}
+		for (int j = 0; j < n; j++) {
+			if (out[1 + j]->type.dtype != nd->in[2 + j]->type.dtype)
+				return fe_fail(
+				        nd,
+				        "loop-carried value %d starts as %s and the body makes it "
+				        "%s",
+				        j, ir_dtype_name(nd->in[2 + j]->type.dtype),
+				        ir_dtype_name(out[1 + j]->type.dtype));
+			in[2 + j] = out[1 + j];
+		}
+		if (k && iters == cap) { /* room for the iterations' scan outputs */
+			struct ir_value **more;
+			cap = cap ? 2 * cap : (trip < 64 ? trip : 64);
+			more = ir_arena_alloc(a, sizeof *more * (size_t)(cap * k));
+			for (int j = 0; j < k; j++)
+				if (iters)
+					memcpy(more + j * cap, scans + j * (cap / 2),
+					       sizeof *more * (size_t)iters);
+			scans = more;
+		}
+		for (int j = 0; j < k; j++)
+			scans[j * cap + iters] = out[1 + n + j];
+	}
+	for (int j = 0; j < n && j < nd->nout; j++)
+		fe_bind(nd, j, in[2 + j]);
+	for (int j = 0; j < k && n + j < nd->nout; j++) {
+		struct ir_value *v;
+		if (!nd->proto->output[n + j][0])
+			continue;
+		if (!iters)
+			return fe_fail(nd,
+			               "runs no iteration, so its scan output %d is empty; "
+			               "onnxc does not compile empty scan outputs",
+			               j);
+		if (!(v = stack(nd, scans + j * cap, iters, 0, false, n + j)))
+			return false;
+		fe_bind(nd, n + j, v);
+	}
+	return true;
+}
+
+/* Input x without axis, its position i along it (a slice, then a reshape). */
+static struct ir_value *take(struct fe_node *nd, struct ir_value *x, int axis, int64_t i)
+{
+	int64_t dims[IR_MAX_RANK];
+	int r = 0;
+	struct ir_value *s = fe_slice_axis(nd, x, axis, i, i + 1, 1, -1);
+	if (!s)
+		return NULL;
+	for (int d = 0; d < x->type.rank; d++)
+		if (d != axis)
+			dims[r++] = x->type.dims[d];
+	return fe_reshape(nd, s, dims, r, -1);
+}
+
+/* Scan's attributes and operands, once read. */
+struct scan {
+	const Onnx__GraphProto *g;
+	int n, m, k; /* states, scan inputs, scan outputs */
+	int64_t len; /* iterations */
+	int64_t in_axes[IR_MAX_RANK * 4], in_dirs[IR_MAX_RANK * 4];
+	int64_t out_axes[IR_MAX_RANK * 4], out_dirs[IR_MAX_RANK * 4];
+};
+
+/*
+ * One scan over states[0..n) and scan inputs xs[0..m) (sc's axes and
+ * directions): the final states in states, output j's per-iteration
+ * values in outs[j * len ...].
+ */
+static bool scan_once(struct fe_node *nd, const struct scan *sc, int64_t first,
+                      struct ir_value **states, struct ir_value *const *xs, struct ir_value **outs)
+{
+	struct ir_arena *a = &nd->fe->m->arena;
+	struct ir_value **in = ir_arena_alloc(a, sizeof *in * (size_t)(sc->n + sc->m));
+	struct ir_value **out = ir_arena_alloc(a, sizeof *out * (size_t)(sc->n + sc->k));
+	for (int64_t t = 0; t < sc->len; t++) {
+		memcpy(in, states, sizeof *in * (size_t)sc->n);
+		for (int j = 0; j < sc->m; j++)
+			if (!(in[sc->n + j] = take(nd, xs[j], (int)sc->in_axes[j],
+			                           sc->in_dirs[j] ? sc->len - 1 - t : t)))
+				return false;
+		if (!iterate(nd, sc->g, first + t, in, sc->n + sc->m, out, sc->n + sc->k))
+			return false;
+		for (int j = 0; j < sc->n; j++) {
+			if (out[j]->type.dtype != states[j]->type.dtype)
+				return fe_fail(nd, "state %d starts as %s and the body makes it %s",
+				               j, ir_dtype_name(states[j]->type.dtype),
+				               ir_dtype_name(out[j]->type.dtype));
+			states[j] = out[j];
+		}
+		for (int j = 0; j < sc->k; j++)
+			outs[j * sc->len + t] = out[sc->n + j];
+	}
+	return true;
+}
+
+/*
+ * Scan-8: axis 0 of every state and scan input is a batch, scanned one
+ * element at a time (the scan axis is 1), and every output gets the batch
+ * axis back. sequence_lens, when given, must be the full length.
+ */
+static bool scan8(struct fe_node *nd, struct scan *sc, struct ir_value **states,
+                  struct ir_value *const *xs)
+{
+	struct ir_arena *a = &nd->fe->m->arena;
+	int64_t batch = sc->n ? states[0]->type.dims[0] : xs[0]->type.dims[0];
+	int nio = sc->n + sc->m;
+	struct ir_value **st = ir_arena_alloc(a, sizeof *st * (size_t)(sc->n + 1));
+	struct ir_value **xb = ir_arena_alloc(a, sizeof *xb * (size_t)(sc->m + 1));
+	struct ir_value **outs = ir_arena_alloc(a, sizeof *outs * (size_t)(sc->k * sc->len + 1));
+	/* per output, per batch element: the final state or the stacked scan */
+	struct ir_value **res =
+	        ir_arena_alloc(a, sizeof *res * (size_t)((sc->n + sc->k) * batch + 1));
+	if (fe_in(nd, 0)) {
+		int64_t *lens;
+		int c = fe_const_ints(nd, 0, "sequence_lens", &lens);
+		if (c < 0)
+			return false;
+		for (int i = 0; i < c; i++)
+			if (lens[i] != sc->len)
+				return fe_fail(
+				        nd,
+				        "sequence_lens[%d] is %lld, not the %lld steps of the "
+				        "scan; onnxc scans whole sequences only",
+				        i, (long long)lens[i], (long long)sc->len);
+	}
+	for (int j = 0; j < nio; j++) {
+		struct ir_value *v = j < sc->n ? states[j] : xs[j - sc->n];
+		if (v->type.rank < 1 || v->type.dims[0] != batch)
+			return fe_fail(nd,
+			               "Scan-8's operands share a batch axis of %lld; input %d "
+			               "does not have it",
+			               (long long)batch, 1 + j);
+	}
+	if (batch < 1)
+		return fe_fail(nd, "has an empty batch; onnxc does not compile empty outputs");
+	if (!within_budget(nd, sc->g, sc->len * batch))
+		return false;
+	for (int64_t b = 0; b < batch; b++) {
+		for (int j = 0; j < sc->n; j++)
+			if (!(st[j] = take(nd, states[j], 0, b)))
+				return false;
+		for (int j = 0; j < sc->m; j++)
+			if (!(xb[j] = take(nd, xs[j], 0, b)))
+				return false;
+		if (!scan_once(nd, sc, b * sc->len, st, xb, outs))
+			return false;
+		for (int j = 0; j < sc->n; j++)
+			res[j * batch + b] = st[j];
+		for (int j = 0; j < sc->k; j++) {
+			if (!sc->len)
+				return fe_fail(nd,
+				               "scans no step, so its scan output %d is empty; "
+				               "onnxc does not compile empty scan outputs",
+				               j);
+			if (!(res[(sc->n + j) * batch + b] =
+			              stack(nd, outs + j * sc->len, sc->len, 0, false, -1)))
+				return false;
+		}
+	}
+	for (int j = 0; j < sc->n + sc->k && j < nd->nout; j++) {
+		struct ir_value *v;
+		if (!nd->proto->output[j][0])
+			continue;
+		if (!(v = stack(nd, res + j * batch, batch, 0, false, j)))
+			return false;
+		fe_bind(nd, j, v);
+	}
+	return true;
+}
+
+/* An INTS attribute of count entries (default 0 each), read into v. */
+static bool scan_ints(struct fe_node *nd, const char *name, int count, int64_t *v)
+{
+	return fe_ints_len(nd, name, count, 0, v);
+}
+
+/*
+ * Scan: states and scan inputs in, final states and scan outputs out.
+ * Scan-8 has a batch axis first (and optional sequence_lens, accepted when
+ * they are the full length); Scan-9 on scans any axis, either way.
+ */
+static bool imp_scan(struct fe_node *nd)
+{
+	struct ir_arena *a = &nd->fe->m->arena;
+	struct scan sc = { 0 };
+	int64_t m;
+	int off = nd->version == 8 ? 1 : 0, batch_rank = nd->version == 8 ? 1 : 0;
+	struct ir_value **states, **xs, **outs;
+	if (!fe_inputs(nd, 0, -1))
+		return false;
+	if (!(sc.g = fe_attr_graph(nd, "body")))
+		return fe_fail(nd, "attribute 'body' (a graph) is required");
+	if (!fe_req_int(nd, "num_scan_inputs", &m))
+		return false;
+	if (m < 1 || m > nd->nin - off)
+		return fe_fail(nd, "num_scan_inputs is %lld with %d inputs", (long long)m,
+		               nd->nin - off);
+	sc.m = (int)m;
+	sc.n = nd->nin - off - sc.m;
+	sc.k = (int)sc.g->n_output - sc.n;
+	if (sc.k < 0 || nd->nout > sc.n + sc.k || sc.m + sc.n > IR_MAX_RANK * 4 ||
+	    sc.k > IR_MAX_RANK * 4)
+		return fe_fail(nd, "has %d states and %d outputs, but its body has %zu outputs",
+		               sc.n, nd->nout, sc.g->n_output);
+	for (int j = 0; j < sc.n + sc.m; j++)
+		if (!fe_in(nd, off + j))
+			return fe_fail(nd, "input %d is empty", off + j);
+	if (nd->version == 8) {
+		if (!scan_ints(nd, "directions", sc.m, sc.in_dirs))
+			return false;
+	} else if (!scan_ints(nd, "scan_input_axes", sc.m, sc.in_axes) ||
+	           !scan_ints(nd, "scan_input_directions", sc.m, sc.in_dirs) ||
+	           !scan_ints(nd, "scan_output_axes", sc.k, sc.out_axes) ||
+	           !scan_ints(nd, "scan_output_directions", sc.k, sc.out_dirs))
+		return false;
+	xs = nd->in + off + sc.n;
+	for (int j = 0; j < sc.m; j++) {
+		int rank = xs[j]->type.rank - batch_rank;
+		int64_t ax = fe_axis(nd, sc.in_axes[j], rank, "scan_input_axes");
+		int64_t len;
+		if (ax < 0)
+			return false;
+		sc.in_axes[j] = ax;
+		len = xs[j]->type.dims[ax + batch_rank];
+		if (j && len != sc.len)
+			return fe_fail(nd, "scan input %d has %lld steps and scan input 0 has %lld",
+			               j, (long long)len, (long long)sc.len);
+		sc.len = len;
+	}
+	states = ir_arena_alloc(a, sizeof *states * (size_t)(sc.n + 1));
+	for (int j = 0; j < sc.n; j++)
+		states[j] = nd->in[off + j];
+	if (nd->version >= 9) {
+		if (!within_budget(nd, sc.g, sc.len))
+			return false;
+		outs = ir_arena_alloc(a, sizeof *outs * (size_t)(sc.k * sc.len + 1));
+		if (!scan_once(nd, &sc, 0, states, xs, outs))
+			return false;
+		for (int j = 0; j < sc.n && j < nd->nout; j++)
+			fe_bind(nd, j, states[j]);
+		for (int j = 0; j < sc.k && sc.n + j < nd->nout; j++) {
+			struct ir_value *v;
+			int64_t ax;
+			if (!nd->proto->output[sc.n + j][0])
+				continue;
+			if (!sc.len)
+				return fe_fail(nd,
+				               "scans no step, so its scan output %d is empty; "
+				               "onnxc does not compile empty scan outputs",
+				               j);
+			ax = fe_axis(nd, sc.out_axes[j], outs[j * sc.len]->type.rank + 1,
+			             "scan_output_axes");
+			if (ax < 0 || !(v = stack(nd, outs + j * sc.len, sc.len, (int)ax,
+			                          sc.out_dirs[j] != 0, sc.n + j)))
+				return false;
+			fe_bind(nd, sc.n + j, v);
+		}
+		return true;
+	}
+	return scan8(nd, &sc, states, xs);
+}
+
+const struct fe_op fe_ops_loop[] = {
+	{ "Loop", imp_loop, IR_OP_COUNT, { 1, 11, 13, 16, 19, 21, 23, 24, 25 } },
+	{ "Scan", imp_scan, IR_OP_COUNT, { 8, 9, 11, 16, 19, 21, 23, 24, 25 } },
+	{ NULL, NULL, 0, { 0 } },
+};
