@@ -7,7 +7,8 @@
  * softmax over the last axis, the pass walks back to the Q . K^T MatMul and
  * forward to the MatMul with V, accepting on the way:
  *   - Casts between float types around the softmax (FP32 softmax between
- *     half tensors): the fused op's statistics are FP32 anyway;
+ *     half tensors): the fused op's statistics are FP32 anyway; and P . V
+ *     in FP32 with V widened from half and the product narrowed back;
  *   - a scalar constant scale as Mul or Div after Q . K^T, on Q alone, on
  *     K^T alone, or split over both (torch's sqrt(scale) on each);
  *   - softcap, c * tanh(S / c) (Div by c or Mul by 1/c);
@@ -39,6 +40,7 @@ struct fuse {
 	struct ir_module *m;
 	struct ir_node *sm, *pv, *qk;
 	struct ir_value *q, *k, *kt, *v;
+	struct ir_value *out;         /* what the fused op replaces: P . V, or its narrowing cast */
 	struct ir_value *bias, *keep; /* an additive bias; a bool mask (true: attend) */
 	double scale, cap, fill;      /* fill: where keep is false (-inf or finite) */
 	bool negate;                  /* keep is false where keys are kept */
@@ -349,6 +351,16 @@ static bool match(struct fuse *f)
 	}
 	f->kt = f->k ? NULL : kt;
 	f->v = f->pv->in[1];
+	f->out = f->pv->out[0];
+	/* P . V in FP32 with V widened from half and the product narrowed back
+	 * (FlexAttention's import in half precision): V is read as it is, and
+	 * the fused op, FP32 inside, replaces the narrowing cast */
+	if (f->v->kind == IR_VAL_NODE && float_cast(f->v->def) && sole(f, f->v) &&
+	    f->v->type.dtype == IR_F32 && sole(f, f->out) && float_cast(f->out->uses[0].node) &&
+	    f->out->uses[0].node->out[0]->type.dtype == f->v->def->in[0]->type.dtype) {
+		f->out = f->out->uses[0].node->out[0];
+		f->v = f->v->def->in[0];
+	}
 	{
 		const struct ir_type *q = &f->q->type, *v = &f->v->type, *k = &kt->type;
 		if (q->rank != s->rank || !same_batch(q, s) || !same_batch(q, k) ||
@@ -452,12 +464,12 @@ static void rewrite(struct fuse *f)
 	y = finish(f, y);
 	if (rank != 4) {
 		y = emit(f, IR_OP_RESHAPE, "y", &y, 1);
-		ir_set_ints(f->m, y->def, "shape", f->pv->out[0]->type.dims, rank);
+		ir_set_ints(f->m, y->def, "shape", f->out->type.dims, rank);
 		y = finish(f, y);
 	}
-	if (y->type.dtype != f->pv->out[0]->type.dtype)
+	if (y->type.dtype != f->out->type.dtype)
 		ir_panic(__FILE__, __LINE__, "attention fusion at %s: result type", f->pv->name);
-	ir_replace_value(f->m, f->pv->out[0], y);
+	ir_replace_value(f->m, f->out, y);
 }
 
 /* Does v (through float casts) multiply something as a MatMul's left

@@ -559,6 +559,8 @@ def transformer_cases():
     #     with a finite fill: an FP32 bias), FP32 softmax between f16 casts
     #  e: GQA by unsqueeze-expand-reshape (K and V read in place) and a
     #     bottom-right causal bias of finfo.min (Lq 2 < Lk 4: offset 2)
+    #  f: f16 Q.K^T, an FP32 softmax and P.V in FP32 with V widened from f16,
+    #     the product narrowed back (FlexAttention's import in half precision)
     L, D = 4, 8
     tri = np.tril(np.ones((L, L), bool))
     br = np.where(np.tril(np.ones((2, 4), bool), k=2), 0, np.finfo(np.float32).min)
@@ -590,14 +592,19 @@ def transformer_cases():
          mk("Reshape", ["ve2", "heads4"], ["ve3"]),
          mk("Transpose", ["ke3"], ["ket"], perm=[0, 1, 3, 2]), mk("MatMul", ["qe", "ket"], ["se"]),
          mk("Mul", ["se", "invsqrtd"], ["se2"]), mk("Add", ["se2", "brc"], ["se3"]),
-         mk("Softmax", ["se3"], ["pe"], axis=-1), mk("MatMul", ["pe", "ve3"], ["ye"])],
+         mk("Softmax", ["se3"], ["pe"], axis=-1), mk("MatMul", ["pe", "ve3"], ["ye"]),
+         mk("MatMul", ["qd", "kdt"], ["sf"]), mk("Cast", ["sf"], ["sf1"], to=F),
+         mk("Mul", ["sf1", "invsqrtd"], ["sf2"]), mk("Softmax", ["sf2"], ["pf"], axis=-1),
+         mk("Cast", ["vd"], ["vf"], to=F), mk("MatMul", ["pf", "vf"], ["yf32"]),
+         mk("Cast", ["yf32"], ["yf16"], to=TensorProto.FLOAT16),
+         mk("Cast", ["yf16"], ["yf"], to=F)],
         [vi("qa", F, [2, 2, L, D]), vi("ka", F, [2, 2, L, D]), vi("va", F, [2, 2, L, D]),
          vi("biasa", F, [2, 1, 1, L]), vi("qb", F, [4, L, D]), vi("kb", F, [L, 4, D]),
          vi("vb", F, [4, L, 6]), vi("padc", F, [2, 1, 1, L]),
          vi("pad", TensorProto.BOOL, [2, 1, 1, L]), vi("qe", F, [1, 4, 2, D]),
          vi("ke", F, [1, 2, 4, D]), vi("ve", F, [1, 2, 4, D])],
         [vi("ya", F, [2, 2, L, D]), vi("yb", F, [4, L, 6]), vi("yc", F, [2, 2, L, D]),
-         vi("yd", F, [2, 2, L, D]), vi("ye", F, [1, 4, 2, D])],
+         vi("yd", F, [2, 2, L, D]), vi("ye", F, [1, 4, 2, D]), vi("yf", F, [2, 2, L, D])],
         [const("sqrtd", np.float32(np.sqrt(D))), const("invsqrtd", np.float32(1 / np.sqrt(D))),
          const("qrt", np.float32(D ** -0.25)), const("tri", tri),
          const("ninf", np.float32(-np.inf)), const("scale16", np.float16(1 / np.sqrt(D))),
