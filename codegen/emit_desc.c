@@ -252,6 +252,32 @@ static void desc_linattn(FILE *f, const struct rt_linattn_desc *d)
 	fputs(" }", f);
 }
 
+static void desc_rnn(FILE *f, const struct rt_rnn_desc *d)
+{
+	fprintf(f,
+	        "{ .dtype = %d, .cell = %d, .dirs = %d, .reverse = %d, .seq = %lld, .batch = %lld, "
+	        ".input = %lld, .hidden = %lld, .act = { ",
+	        d->dtype, d->cell, d->dirs, d->reverse, (long long)d->seq, (long long)d->batch,
+	        (long long)d->input, (long long)d->hidden);
+	for (int i = 0; i < 2; i++)
+		fprintf(f, "{ %d, %d, %d }%s", d->act[i][0], d->act[i][1], d->act[i][2],
+		        i ? " }" : ", ");
+	for (int a = 0; a < 2; a++) {
+		const float(*v)[3] = a ? d->beta : d->alpha;
+		fputs(a ? ", .beta = { " : ", .alpha = { ", f);
+		for (int i = 0; i < 6; i++) {
+			fputs(i % 3 ? ", " : i ? " }, { " : "{ ", f);
+			flt(f, v[i / 3][i % 3]);
+		}
+		fputs(" } }", f);
+	}
+	fputs(", .clip = ", f);
+	flt(f, d->clip);
+	fprintf(f, ", .input_forget = %d, .linear_before_reset = %d", d->input_forget,
+	        d->linear_before_reset);
+	fputs(" }", f);
+}
+
 static void desc_attention(FILE *f, const struct rt_attention_desc *d)
 {
 	fprintf(f,

@@ -577,6 +577,46 @@ static bool lower_linear_attention(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+_Static_assert((int)IR_RNN_RELU == (int)RT_RNN_RELU && (int)IR_RNN_AFFINE == (int)RT_RNN_AFFINE &&
+                       (int)IR_RNN_SOFTPLUS == (int)RT_RNN_SOFTPLUS &&
+                       (int)IR_RNN_ACT_COUNT == (int)RT_RNN_ACT_COUNT,
+               "ir_rnn_act and rt_rnn_act differ");
+
+/* LSTM, GRU, RNN: every input present (the importer fills the defaults);
+ * GRU's and RNN's missing c0, p and yc are NULL. */
+static bool lower_rnn(struct lower *l, struct ir_node *n)
+{
+	struct ir_rnn c;
+	char err[160];
+	bool lstm = n->op == IR_OP_LSTM;
+	const int64_t *x = n->in[0]->type.dims;
+	struct cg_step *s;
+	struct rt_rnn_desc *d;
+	if (!ir_rnn_cell(n, &c, err, sizeof err))
+		ir_panic(__FILE__, __LINE__, "node '%s': %s", n->name, err); /* verified */
+	s = lib_step(l, n, CG_LIB_RNN, lstm ? 3 : 2, 11, n->out[0], n->out[1],
+	             lstm ? n->out[2] : NULL, n->in[0], n->in[1], n->in[2], n->in[3], n->in[4],
+	             n->in[5], in(n, 6), in(n, 7));
+	d = &s->d.rnn;
+	d->dtype = rt_dtype(n->in[0]->type.dtype);
+	d->cell = lstm ? RT_RNN_LSTM : n->op == IR_OP_GRU ? RT_RNN_GRU : RT_RNN_RNN;
+	d->dirs = c.dirs;
+	d->reverse = c.reverse;
+	d->seq = x[0];
+	d->batch = x[1];
+	d->input = x[2];
+	d->hidden = n->in[2]->type.dims[2];
+	/* enum ir_rnn_act and enum rt_rnn_act are one list */
+	memcpy(d->act, c.act, sizeof d->act);
+	memcpy(d->alpha, c.alpha, sizeof d->alpha);
+	memcpy(d->beta, c.beta, sizeof d->beta);
+	d->clip = ir_attr_f(n, "clip");
+	d->input_forget = lstm && ir_attr_i(n, "input_forget");
+	d->linear_before_reset = n->op == IR_OP_GRU && ir_attr_i(n, "linear_before_reset");
+	s->ws_bytes = (int64_t)rt_rnn_workspace(d);
+	return true;
+}
+
 /* The descriptor of attention or attention_grad node n, whose q, k, v are
  * its inputs 0-2 and mask (NULL: none) its last optional input. */
 static void attention_desc(struct lower *l, const struct ir_node *n, const struct ir_value *mask,

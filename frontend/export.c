@@ -890,6 +890,54 @@ static bool ex_attention(struct ex *ex, const struct ir_node *n)
 	return true;
 }
 
+/*
+ * LSTM, GRU, RNN: the IR's form is ONNX's layout 0 with every input (the
+ * importer filled the defaults); hidden_size from r, the activations by
+ * name with alphas and betas only for those that take them (the order
+ * ONNX Runtime reads them in), clip only when set.
+ */
+static bool ex_rnn(struct ex *ex, const struct ir_node *n)
+{
+	struct ir_rnn c;
+	char err[160];
+	struct ex_node *en;
+	Onnx__AttributeProto *a;
+	ProtobufCBinaryData *names = ir_arena_alloc(&ex->arena, sizeof *names * 6);
+	float *al = ir_arena_alloc(&ex->arena, sizeof *al * 6);
+	float *be = ir_arena_alloc(&ex->arena, sizeof *be * 6);
+	int na = 0, nb = 0, k = 0;
+	if (!ir_rnn_cell(n, &c, err, sizeof err))
+		return ex_node_error(ex, n, "%s", err);
+	en = ex_std(ex, n, 0);
+	ex_ir_inputs(en);
+	for (int d = 0; d < c.dirs; d++)
+		for (int i = 0; i < c.nact; i++, k++) {
+			const struct ir_rnn_act_def *def = &ir_rnn_acts[c.act[d][i]];
+			names[k].data = (uint8_t *)def->name;
+			names[k].len = strlen(def->name);
+			if (def->alpha)
+				al[na++] = c.alpha[d][i];
+			if (def->beta)
+				be[nb++] = c.beta[d][i];
+		}
+	ex_attr_s(en, "direction", ir_attr_s(n, "direction"));
+	ex_attr_i(en, "hidden_size", n->in[2]->type.dims[2]);
+	a = ex_attr(en, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+	a->n_strings = (size_t)k;
+	a->strings = names;
+	if (na)
+		ex_attr_floats(en, "activation_alpha", al, na);
+	if (nb)
+		ex_attr_floats(en, "activation_beta", be, nb);
+	if (ir_attr_f(n, "clip") > 0)
+		ex_attr_f(en, "clip", ir_attr_f(n, "clip"));
+	if (n->op == IR_OP_LSTM && ir_attr_i(n, "input_forget"))
+		ex_attr_i(en, "input_forget", 1);
+	if (n->op == IR_OP_GRU)
+		ex_attr_i(en, "linear_before_reset", ir_attr_i(n, "linear_before_reset"));
+	return true;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The op table: one entry per IR op                                        */
 /* ------------------------------------------------------------------------ */
@@ -925,6 +973,7 @@ static const struct ex_op ex_op_topk = { ex_topk };
  * MatMul takes. */
 static const struct ex_op ex_op_attention = { ex_attention, "MatMul" };
 static const struct ex_op ex_op_trilu = { ex_trilu };
+static const struct ex_op ex_op_rnn = { ex_rnn };
 /* Before opset 18 Mish is written as its definition and takes what
  * Softplus takes. */
 static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };

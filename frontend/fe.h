@@ -268,6 +268,7 @@ const char *fe_str(struct fe_node *nd, const char *name, const char *def);
 /* Returns the count, or -1 if absent; *v points into the proto. */
 int fe_ints(struct fe_node *nd, const char *name, const int64_t **v);
 int fe_floats(struct fe_node *nd, const char *name, const float **v);
+int fe_strs(struct fe_node *nd, const char *name, const ProtobufCBinaryData **v);
 /* An INTS attribute of exactly len values into out, or len copies of fill
  * when absent; false after reporting a wrong length. */
 bool fe_ints_len(struct fe_node *nd, const char *name, int len, int64_t fill, int64_t *out);
@@ -453,6 +454,7 @@ extern const struct fe_op fe_ops_nn[];
 extern const struct fe_op fe_ops_shape[];
 extern const struct fe_op fe_ops_transformer[];
 extern const struct fe_op fe_ops_attention[];
+extern const struct fe_op fe_ops_recurrent[];
 extern const struct fe_op fe_ops_loop[]; /* ops_loop.c: Loop and Scan, unrolled */
 extern const struct fe_op fe_ops_dynamic[];
 extern const struct fe_op fe_ops_loss[];

@@ -162,6 +162,18 @@ int fe_ints(struct fe_node *nd, const char *name, const int64_t **v)
 	return (int)a->n_ints;
 }
 
+int fe_strs(struct fe_node *nd, const char *name, const ProtobufCBinaryData **v)
+{
+	const Onnx__AttributeProto *a =
+	        find_attr(nd, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+	if (!a)
+		return -1;
+	if (a->n_strings > (1u << 24))
+		return fe_fail(nd, "attribute '%s' has %zu values", name, a->n_strings), -1;
+	*v = a->strings;
+	return (int)a->n_strings;
+}
+
 int fe_floats(struct fe_node *nd, const char *name, const float **v)
 {
 	const Onnx__AttributeProto *a =
@@ -681,11 +693,11 @@ static const struct fe_op fe_ops_control[] = {
 	{ NULL, NULL, 0, { 0 } },
 };
 
-const struct fe_op *const fe_op_tables[] = {
-	fe_ops_elementwise, fe_ops_nn,      fe_ops_shape, fe_ops_transformer, fe_ops_dynamic,
-	fe_ops_loss,        fe_ops_signal,  fe_ops_quant, fe_ops_sample,      fe_ops_text,
-	fe_ops_attention,   fe_ops_control, fe_ops_loop, NULL
-};
+const struct fe_op *const fe_op_tables[] = { fe_ops_elementwise, fe_ops_nn,        fe_ops_shape,
+	                                     fe_ops_transformer, fe_ops_dynamic,   fe_ops_loss,
+	                                     fe_ops_signal,      fe_ops_quant,     fe_ops_sample,
+	                                     fe_ops_text,        fe_ops_attention, fe_ops_recurrent,
+	                                     fe_ops_control,     fe_ops_loop,      NULL };
 
 static bool default_domain(const char *d) { return !d || !d[0] || !strcmp(d, "ai.onnx"); }
 

@@ -4,8 +4,8 @@
  * The interpreter is one evaluator per op family, spread over fold.c (the
  * driver and elementwise ops), eval_move.c (data movement), eval_reduce.c
  * (reductions and the softmax family), eval_linear.c (matmul, gemm),
- * eval_nn.c (convolutions and pooling), eval_norm.c (normalizations) and
- * eval_resize.c. An evaluator
+ * eval_nn.c (convolutions and pooling), eval_norm.c (normalizations),
+ * eval_rnn.c (LSTM, GRU and RNN) and eval_resize.c. An evaluator
  * reads the node's constant inputs and writes its results into buffers the
  * driver allocated, zeroed, in the results' dtypes. It computes floats in
  * double and rounds once on store, integers in int64; it returns false with
@@ -134,6 +134,7 @@ bool eval_conv(struct fold *f);
 bool eval_linear_attention(struct fold *f);
 bool eval_attention(struct fold *f);
 bool eval_attention_grad(struct fold *f);
+bool eval_rnn(struct fold *f);
 
 bool eval_pool(struct fold *f);
 bool eval_global_pool(struct fold *f);

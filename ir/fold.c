@@ -509,6 +509,14 @@ int64_t ir_fold_work(const struct ir_node *n)
 		w = (double)ir_type_elems(&n->out[1]->type) * (double)q->dims[1] * (3 + group);
 		break;
 	}
+	case IR_OP_LSTM: /* per step, direction and batch row: every gate of x W^T and h R^T */
+	case IR_OP_GRU:
+	case IR_OP_RNN: {
+		const int64_t *x = n->in[0]->type.dims, *r = n->in[2]->type.dims;
+		w = (double)x[0] * (double)x[1] * (double)r[0] * (double)r[1] *
+		    (double)(x[2] + r[2] + 1);
+		break;
+	}
 	case IR_OP_ATTENTION:        /* a multiply-add per score and head dim, both products */
 	case IR_OP_ATTENTION_GRAD: { /* the scores again, then four more products */
 		const struct ir_type *q = &n->in[0]->type;

@@ -733,6 +733,123 @@ bool ir_infer_linear_attention(const struct ir_node *n, struct ir_type *out, cha
 	return true;
 }
 
+const struct ir_rnn_act_def ir_rnn_acts[IR_RNN_ACT_COUNT] = {
+	[IR_RNN_RELU] = { "Relu", false, false, 0, 0 },
+	[IR_RNN_TANH] = { "Tanh", false, false, 0, 0 },
+	[IR_RNN_SIGMOID] = { "Sigmoid", false, false, 0, 0 },
+	[IR_RNN_AFFINE] = { "Affine", true, true, 1, 0 },
+	[IR_RNN_LEAKY_RELU] = { "LeakyRelu", true, false, 0.01f, 0 },
+	[IR_RNN_THRESHOLDED_RELU] = { "ThresholdedRelu", true, false, 1, 0 },
+	[IR_RNN_SCALED_TANH] = { "ScaledTanh", true, true, 1, 1 },
+	[IR_RNN_HARD_SIGMOID] = { "HardSigmoid", true, true, 0.2f, 0.5f },
+	[IR_RNN_ELU] = { "Elu", true, false, 1, 0 },
+	[IR_RNN_SOFTSIGN] = { "Softsign", false, false, 0, 0 },
+	[IR_RNN_SOFTPLUS] = { "Softplus", false, false, 0, 0 },
+};
+
+bool ir_rnn_cell(const struct ir_node *n, struct ir_rnn *c, char *err, size_t errlen)
+{
+	const char *dir = ir_attr_s(n, "direction"), *a = ir_attr_s(n, "activations");
+	const float *al, *be;
+	int nal, nbe, k = 0;
+	memset(c, 0, sizeof *c);
+	c->gates = n->op == IR_OP_LSTM ? 4 : n->op == IR_OP_GRU ? 3 : 1;
+	c->nact = n->op == IR_OP_LSTM ? 3 : n->op == IR_OP_GRU ? 2 : 1;
+	c->dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+	c->reverse = !strcmp(dir, "reverse");
+	if (c->dirs == 1 && !c->reverse && strcmp(dir, "forward"))
+		FAIL("direction '%s' is not one of forward, reverse and bidirectional", dir);
+	al = ir_attr_floats(n, "alphas", &nal);
+	be = ir_attr_floats(n, "betas", &nbe);
+	if (nal != c->dirs * c->nact || nbe != nal)
+		FAIL("alphas and betas have %d and %d values, not one per activation (%d)", nal,
+		     nbe, c->dirs * c->nact);
+	while (*a) {
+		size_t len = strcspn(a, ",");
+		int act = 0;
+		while (act < IR_RNN_ACT_COUNT && (strlen(ir_rnn_acts[act].name) != len ||
+		                                  strncmp(a, ir_rnn_acts[act].name, len)))
+			act++;
+		if (act == IR_RNN_ACT_COUNT)
+			FAIL("activation '%.*s' is not one of ONNX's", (int)len, a);
+		if (k == c->dirs * c->nact)
+			break;
+		c->act[k / c->nact][k % c->nact] = act;
+		c->alpha[k / c->nact][k % c->nact] = al[k];
+		c->beta[k / c->nact][k % c->nact] = be[k];
+		k++;
+		a += len + (a[len] == ',');
+	}
+	if (k != c->dirs * c->nact || *a)
+		FAIL("activations '%s' must name %d functions", ir_attr_s(n, "activations"),
+		     c->dirs * c->nact);
+	if (!(ir_attr_f(n, "clip") >= 0))
+		FAIL("clip %g must be positive (0: none)", (double)ir_attr_f(n, "clip"));
+	if (n->op == IR_OP_LSTM && (ir_attr_i(n, "input_forget") & ~(int64_t)1))
+		FAIL("input_forget must be 0 or 1");
+	if (n->op == IR_OP_GRU && (ir_attr_i(n, "linear_before_reset") & ~(int64_t)1))
+		FAIL("linear_before_reset must be 0 or 1");
+	return true;
+}
+
+/* Is input i of n of type dt and shape dims? */
+static bool rnn_shape(const struct ir_node *n, int i, enum ir_dtype dt, int rank,
+                      const int64_t *dims)
+{
+	struct ir_type t = { .dtype = dt, .rank = rank };
+	memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
+	return ir_type_eq(T(i), &t);
+}
+
+/*
+ * lstm, gru, rnn: x [T, B, I] of f32, f16 or bf16, every other float input
+ * of its type and the shapes of ops.h's comment (H from r), sequence_lens
+ * i32 [B]. Results in x's type.
+ */
+bool ir_infer_rnn(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	static const char *const names[] = { "x",         "w",         "r", "b", "sequence_lens",
+		                             "initial_h", "initial_c", "p" };
+	struct ir_rnn c;
+	const struct ir_type *x = T(0), *r = T(2);
+	int64_t t, b, in, h, d, g, want[8][3];
+	int ranks[8] = { 3, 3, 3, 2, 1, 3, 3, 2 };
+	tbuf s1, s2;
+	if (!ir_rnn_cell(n, &c, err, errlen))
+		return false;
+	if (x->dtype != IR_F32 && x->dtype != IR_F16 && x->dtype != IR_BF16)
+		FAIL("type %s is not supported (needs f32, f16 or bf16)", ir_dtype_name(x->dtype));
+	if (x->rank != 3 || r->rank != 3)
+		FAIL("x %s and r %s must be [seq, batch, input] and [directions, gates * hidden, "
+		     "hidden]",
+		     TS(x, s1), TS(r, s2));
+	t = x->dims[0], b = x->dims[1], in = x->dims[2], h = r->dims[2], d = c.dirs, g = c.gates;
+	if (h <= 0)
+		FAIL("hidden size %lld must be positive", (long long)h);
+	memcpy(want,
+	       (int64_t[8][3]){ { t, b, in },
+	                        { d, g * h, in },
+	                        { d, g * h, h },
+	                        { d, 2 * g * h },
+	                        { b },
+	                        { d, b, h },
+	                        { d, b, h },
+	                        { d, 3 * h } },
+	       sizeof want);
+	for (int i = 1; i < n->nin; i++) {
+		enum ir_dtype dt = i == 4 ? IR_I32 : x->dtype;
+		if (!rnn_shape(n, i, dt, ranks[i], want[i])) {
+			struct ir_type w = { .dtype = dt, .rank = ranks[i] };
+			memcpy(w.dims, want[i], sizeof(int64_t) * (size_t)ranks[i]);
+			FAIL("%s %s must be %s", names[i], TS(T(i), s1), TS(&w, s2));
+		}
+	}
+	out[0] = (struct ir_type){ .dtype = x->dtype, .rank = 4, .dims = { t, d, b, h } };
+	for (int k = 1; k < n->nout; k++)
+		out[k] = (struct ir_type){ .dtype = x->dtype, .rank = 3, .dims = { d, b, h } };
+	return true;
+}
+
 /* q, k, v and the mask (NULL: none) of an attention or attention_grad node. */
 static bool attention_operands(const struct ir_node *n, const struct ir_type *q,
                                const struct ir_type *k, const struct ir_type *v,

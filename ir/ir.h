@@ -421,6 +421,42 @@ struct ir_linattn_inputs {
 };
 struct ir_linattn_inputs ir_linear_attention_inputs(const struct ir_node *n);
 
+/* A recurrent node's cell (lstm, gru, rnn; ir/infer.c): what its op and
+ * attributes say, read once for every layer. The activations are ONNX's,
+ * in this order (runtime/onnxc_rt.h's RT_RNN_* follow it). */
+enum ir_rnn_act {
+	IR_RNN_RELU,
+	IR_RNN_TANH,
+	IR_RNN_SIGMOID,
+	IR_RNN_AFFINE,
+	IR_RNN_LEAKY_RELU,
+	IR_RNN_THRESHOLDED_RELU,
+	IR_RNN_SCALED_TANH,
+	IR_RNN_HARD_SIGMOID,
+	IR_RNN_ELU,
+	IR_RNN_SOFTSIGN,
+	IR_RNN_SOFTPLUS,
+	IR_RNN_ACT_COUNT
+};
+/* Each activation's ONNX name and the parameters it takes, with ONNX
+ * Runtime's defaults (ONNX leaves them to the ops of the same names). */
+struct ir_rnn_act_def {
+	const char *name;
+	bool alpha, beta;
+	float alpha_def, beta_def;
+};
+extern const struct ir_rnn_act_def ir_rnn_acts[IR_RNN_ACT_COUNT];
+struct ir_rnn {
+	int gates;     /* G: 4 (lstm: i o f c), 3 (gru: z r h), 1 (rnn) */
+	int nact;      /* activations per direction: 3 (f g h), 2 (f g), 1 (f) */
+	int dirs;      /* D: 1, or 2 (bidirectional: forward, then reverse) */
+	bool reverse;  /* the one direction runs backwards */
+	int act[2][3]; /* enum ir_rnn_act, per direction */
+	float alpha[2][3], beta[2][3];
+};
+/* false with a message in err when n's attributes say no valid cell. */
+bool ir_rnn_cell(const struct ir_node *n, struct ir_rnn *c, char *err, size_t errlen);
+
 /* Resize's taps (ir/eval_resize.c): output coordinate x of dimension d of
  * resize node n reads inputs at[0..count) with weights w; count 0 where
  * tf_crop_and_resize extrapolates. Returns count (at most 4). */

@@ -125,6 +125,17 @@ IR_OP(CONV_TRANSPOSE,     "conv_transpose",     "ConvTranspose",         2, 3,  
  * decay, beta and erase_gate follow q, k, v in that order where present
  * (past, update_rule and erase say which: ir_linear_attention_inputs) */
 IR_OP(LINEAR_ATTENTION,   "linear_attention",   "LinearAttention",       3, 7,  2, 2,  COMPUTE, DENY,    recurrent,     linear_attention, linear_attention, plain,             none,             linear_attention, "q_num_heads:i kv_num_heads:i scale:f update_rule:s past:i erase:i")
+/* recurrent networks (ONNX LSTM, GRU and RNN in layout 0, every optional
+ * input present: the importer fills ONNX's defaults): x [T, B, I], w
+ * [D, G*H, I], r [D, G*H, H], b [D, 2*G*H], sequence_lens i32 [B],
+ * initial_h [D, B, H], and for lstm initial_c [D, B, H] and p [D, 3*H];
+ * y [T, D, B, H], y_h [D, B, H] and lstm's y_c [D, B, H]. G is 4, 3, 1;
+ * D 2 for direction bidirectional. activations: ONNX's names, comma
+ * separated, each direction's in turn; alphas and betas one per activation
+ * (ir_rnn_cell); clip 0: none */
+IR_OP(LSTM,               "lstm",               "LSTM",                  8, 8,  3, 3,  COMPUTE, DENY,    recurrent,     rnn,              rnn,              rnn,               none,             rnn,              "direction:s activations:s alphas:F betas:F clip:f input_forget:i")
+IR_OP(GRU,                "gru",                "GRU",                   6, 6,  2, 2,  COMPUTE, DENY,    recurrent,     rnn,              rnn,              rnn,               none,             rnn,              "direction:s activations:s alphas:F betas:F clip:f linear_before_reset:i")
+IR_OP(RNN,                "rnn",                "RNN",                   6, 6,  2, 2,  COMPUTE, DENY,    recurrent,     rnn,              rnn,              rnn,               none,             rnn,              "direction:s activations:s alphas:F betas:F clip:f")
 /* fused scaled dot-product attention (ONNX Attention-23's semantics):
  * q [B, Hq, Lq, dk], k [B, Hkv, Lk, dk], v [B, Hkv, Lk, dv] and an
  * optional mask (bool, true = attend) or bias (q's type or f32)

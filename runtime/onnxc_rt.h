@@ -315,6 +315,50 @@ int rt_linear_attention(struct rt_ctx *ctx, const struct rt_linattn_desc *d, con
                         const void *beta, const void *erase, void *y, void *state);
 
 /*
+ * Recurrent networks (ONNX LSTM, GRU and RNN, layout 0): cell RT_RNN_LSTM
+ * (gates i o f c, peepholes p [dirs, 3 * hidden], c0 and yc), RT_RNN_GRU
+ * (gates z r h; linear_before_reset) or RT_RNN_RNN (one gate). x [seq,
+ * batch, input], w [dirs, gates * hidden, input], r [dirs, gates * hidden,
+ * hidden], b [dirs, 2 * gates * hidden] (w's biases, then r's), seq_lens
+ * int32 [batch] (each in [0, seq], RT_ERR_INDEX otherwise), h0 and c0
+ * [dirs, batch, hidden]; y [seq, dirs, batch, hidden] (zeros past a
+ * sequence's length), yh and yc [dirs, batch, hidden]. dirs 2 runs the
+ * second direction backwards; reverse runs the only one backwards. act[d]
+ * are direction d's activations (f, g, h; enum rt_rnn_act) with their alpha
+ * and beta; clip 0: none. f32; ws of rt_rnn_workspace(d) bytes.
+ */
+enum rt_rnn_cell { RT_RNN_LSTM = 1, RT_RNN_GRU = 2, RT_RNN_RNN = 3 };
+enum rt_rnn_act {
+	RT_RNN_RELU,
+	RT_RNN_TANH,
+	RT_RNN_SIGMOID,
+	RT_RNN_AFFINE,
+	RT_RNN_LEAKY_RELU,
+	RT_RNN_THRESHOLDED_RELU,
+	RT_RNN_SCALED_TANH,
+	RT_RNN_HARD_SIGMOID,
+	RT_RNN_ELU,
+	RT_RNN_SOFTSIGN,
+	RT_RNN_SOFTPLUS,
+	RT_RNN_ACT_COUNT
+};
+struct rt_rnn_desc {
+	int dtype;
+	int cell;
+	int dirs, reverse;
+	int64_t seq, batch, input, hidden;
+	int act[2][3];
+	float alpha[2][3], beta[2][3];
+	float clip;
+	int input_forget, linear_before_reset;
+	int ydtype; /* the result's dtype, 0: dtype (the CPU stages) */
+};
+size_t rt_rnn_workspace(const struct rt_rnn_desc *d);
+int rt_rnn(struct rt_ctx *ctx, const struct rt_rnn_desc *d, const void *x, const void *w,
+           const void *r, const void *b, const void *seq_lens, const void *h0, const void *c0,
+           const void *p, void *y, void *yh, void *yc, void *ws);
+
+/*
  * Scaled dot-product attention (ONNX Attention-23's semantics, fused):
  * for batch b, query head h (reading kv head h / (q_heads / kv_heads)),
  * query row i and key j,

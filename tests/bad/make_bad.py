@@ -1005,6 +1005,65 @@ def linear_attention_past_shape(d):
     return linear_attention(QKV[0] + ["p"], QKV[1] + [[1, 2, 4, 5]], update_rule="linear")
 
 
+def lstm(inputs=("x", "w", "r"), dims=([2, 1, 3], [1, 16, 3], [1, 16, 4]), opset=14,
+         op="LSTM", outs=("y", "y_h"), dtype=F, **attrs):
+    """An LSTM (GRU, RNN) node 'rnn' over inputs named as in inputs with the
+    shapes dims (a missing name: an omitted input)."""
+    node = helper.make_node(op, list(inputs), list(outs), name="rnn", **attrs)
+    return model([node], [vi(n, s, dtype) for n, s in zip(inputs, dims) if n],
+                 [vi(o, None, dtype) for o in outs], opset=opset)
+
+
+@case
+def lstm_bad_direction(d):
+    return lstm(direction="sideways")
+
+
+@case
+def lstm_bad_activation(d):
+    return lstm(activations=["Sigmoid", "Tanh", "Swish"])
+
+
+@case
+def lstm_activation_count(d):
+    return lstm(activations=["Sigmoid", "Tanh"])
+
+
+@case
+def lstm_alpha_left_over(d):
+    return lstm(activations=["Sigmoid", "Tanh", "Tanh"], activation_alpha=[0.5])
+
+
+@case
+def lstm_hidden_size(d):
+    return lstm(hidden_size=5)
+
+
+@case
+def lstm_clip(d):
+    return lstm(clip=-1.0)
+
+
+@case
+def lstm_w_shape(d):
+    return lstm(dims=([2, 1, 3], [1, 12, 3], [1, 16, 4]))
+
+
+@case
+def gru_layout(d):
+    return lstm(op="GRU", dims=([2, 1, 3], [1, 12, 3], [1, 12, 4]), layout=2)
+
+
+@case
+def rnn_double(d):
+    return lstm(op="RNN", dims=([2, 1, 3], [1, 4, 3], [1, 4, 4]), dtype=TensorProto.DOUBLE)
+
+
+@case
+def rnn_bidirectional_w(d):
+    return lstm(op="RNN", dims=([2, 1, 3], [1, 4, 3], [1, 4, 4]), direction="bidirectional")
+
+
 # com.microsoft attention ops: what onnxc refuses, by name
 I32 = TensorProto.INT32
 MS = "com.microsoft"

@@ -527,6 +527,31 @@ def transformer_cases():
          vi("g", F, [1, 3, 2]), vi("b", F, [1, 3, 1]), vi("e", F, [1, 3, 8]),
          vi("p", F, [1, 2, 4, 3])],
         [vi("y", F, [1, 3, 12]), vi("s", F, [1, 2, 4, 3]), vi("y2", F, [1, 3, 6])], opset=27)
+    # LSTM, GRU and RNN in the IR's one form: an LSTM of layout 1 (x, its
+    # initial states and results transposed) with sequence_lens and only
+    # Y_h and Y_c used; a bidirectional GRU with linear_before_reset, one
+    # direction's activations given (repeated for the other) and their
+    # alphas; a reverse RNN with every optional input absent (zero
+    # biases and state, full lengths), a clip and only Y used
+    rng = np.random.default_rng(11)
+    c["rnn_forms"] = model(
+        [helper.make_node("LSTM", ["x", "lw", "lr", "lb", "sl", "h0", "c0"], ["", "lh", "lc"],
+                          hidden_size=3, layout=1, direction="forward"),
+         helper.make_node("GRU", ["xs", "gw", "gr"], ["gy", "gh"], direction="bidirectional",
+                          linear_before_reset=1, activations=["HardSigmoid", "LeakyRelu"],
+                          activation_alpha=[0.25, 0.1]),
+         helper.make_node("RNN", ["xs", "rw", "rr"], ["ry"], direction="reverse", clip=2.5)],
+        [vi("x", F, [2, 4, 5]), vi("sl", TensorProto.INT32, [2]), vi("h0", F, [2, 1, 3]),
+         vi("c0", F, [2, 1, 3]), vi("xs", F, [4, 2, 5])],
+        [vi("lh", F, [2, 1, 3]), vi("lc", F, [2, 1, 3]), vi("gy", F, [4, 2, 2, 3]),
+         vi("gh", F, [2, 2, 3]), vi("ry", F, [4, 1, 2, 3])],
+        [const("lw", rng.standard_normal((1, 12, 5)).astype(np.float32)),
+         const("lr", rng.standard_normal((1, 12, 3)).astype(np.float32)),
+         const("lb", rng.standard_normal((1, 24)).astype(np.float32)),
+         const("gw", rng.standard_normal((2, 9, 5)).astype(np.float32)),
+         const("gr", rng.standard_normal((2, 9, 3)).astype(np.float32)),
+         const("rw", rng.standard_normal((1, 3, 5)).astype(np.float32)),
+         const("rr", rng.standard_normal((1, 3, 3)).astype(np.float32))], opset=14)
     # Attention (23/24) as the fused IR op: 4-D GQA, causal, softcap and a
     # bool mask shorter than the keys (padded with false); 3-D with a past
     # (concatenated), a float mask and the present outputs (not causal: an

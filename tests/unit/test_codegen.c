@@ -608,6 +608,23 @@ static void test_linear_attention_limit(void)
 	                  "head size 1025 is above 1024");
 }
 
+/* LSTM, GRU and RNN: one library call with its workspace on the CPU; CUDA
+ * has no kernel for them and refuses the node, naming it. */
+static void test_rnn(void)
+{
+	static const char text[] =
+	        "onnxc-ir 1\nmodule \"t\"\ninput %x : f32[3,2,4]\ninput %l : i32[2]\n"
+	        "input %h : f32[1,2,5]\ninput %w : f32[1,15,4]\ninput %r : f32[1,15,5]\n"
+	        "input %b : f32[1,30]\n"
+	        "%y : f32[3,1,2,5], %yh : f32[1,2,5] = gru(%x, %w, %r, %b, %l, %h) "
+	        "{direction=\"forward\", activations=\"Sigmoid,Tanh\", alphas=[0,0], "
+	        "betas=[0,0], clip=0, linear_before_reset=0} @g\noutput %y\noutput %yh\n";
+	struct diag_buf d;
+	CHECK(lower_text(text, sizeof text - 1, false, &d, NULL));
+	CHECK(!lower_text(text, sizeof text - 1, true, &d, NULL));
+	CHECK_STR(d.text, "node 'g' (gru): the cuda target has no library call for it");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -634,6 +651,8 @@ int main(int argc, char **argv)
 		test_linear_attention();
 		test_current = "linear attention limit";
 		test_linear_attention_limit();
+		test_current = "rnn";
+		test_rnn();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
