@@ -353,8 +353,14 @@ static void flash_items(void *arg, int64_t begin, int64_t end)
 			          d->scale, 0, jb->kp ? jb->kp + blk * jb->ksz : NULL);
 			finish_scores(jb, b, h, i0, br, j0, bc, s, NULL, lim);
 			online_softmax(jb->isa, s, lim, br, bc, m, l, o, dv);
+			/* V's panels were packed for the whole block: a block the causal
+			 * limit cuts short multiplies V as it is */
 			tile_gemm(jb->isa, br, dv, bc, s, RT_FLASH_BC, 1, v + j0 * dv, dv, 1, o, dv,
-			          1, 1, jb->vp ? jb->vp + blk * jb->vsz : NULL);
+			          1, 1,
+			          jb->vp && bc == (d->lk - j0 < RT_FLASH_BC ? d->lk - j0
+			                                                    : RT_FLASH_BC)
+			                  ? jb->vp + blk * jb->vsz
+			                  : NULL);
 		}
 		for (int64_t r = 0; r < br; r++) {
 			float inv = l[r] > 0 ? 1 / l[r] : 0;

@@ -238,6 +238,9 @@ static void test_attention(void)
 		{ 1, 6, 2, 257, 257, 16, 16, 1, 0, RT_ATTN_BOOL, 4, 1, 0, true },
 		{ 1, 2, 1, 140, 150, 40, 8, 1, 10, RT_ATTN_BIAS, 2, 0, 3.0f, true },
 		{ 1, 1, 1, 200, 130, 260, 300, 0, 0, RT_ATTN_NONE, 0, 0, 0, true },
+		/* the causal limit cuts a packed key block short, V of several panels */
+		{ 1, 4, 2, 130, 600, 32, 72, 1, 470, RT_ATTN_NONE, 0, 0, 0, true },
+		{ 1, 2, 1, 1, 44, 54, 252, 1, 40, RT_ATTN_BOOL, 4, 0, 0, true },
 		{ 3, 2, 2, 1, 5, 3, 1, 0, 0, RT_ATTN_BOOL, 1, 0, 0, true },
 	};
 	struct rt_ctx *one, *three;
