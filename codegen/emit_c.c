@@ -344,11 +344,39 @@ void cg_c_banner(FILE *f, const struct cg_plan *p, const char *n, const char *wh
 
 /* The calls of steps [from, to) (the same for every target; the macros
  * and the calls' heads differ). */
+/* Opens the block of a run of steps under guard st->guard: each guard of
+ * the chain, outermost first, read only while those before it held
+ * (GUARD(g, ptr): the target's read of a bool, host or device). */
+static void open_guard(FILE *f, const struct cg_plan *p, const struct cg_step *st)
+{
+	struct ir_value *g[CG_MAX_GUARDS];
+	int n = cg_step_guards(st, g);
+	fputs("\n\t{ /* under guard", f);
+	for (int i = 0; i < n; i++) {
+		fputs(i ? " and " : " ", f);
+		cg_print_comment_text(f, g[i]->name);
+	}
+	fputs(" */\n\t\tint g_ = 1;\n", f);
+	for (int i = 0; i < n; i++) {
+		fputs("\t\tGUARD(g_, ", f);
+		ref(f, p, g[i]);
+		fputs(");\n", f);
+	}
+	fputs("\t\tif (g_) {\n", f);
+}
+
 static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 {
+	const struct ir_value *guard = NULL; /* of the run of steps being written */
 	for (int s = from; s < to; s++) {
 		const struct cg_step *st = &p->steps[s];
 		char what[1024];
+		if (st->guard != guard) {
+			if (guard)
+				fputs("\t\t}\n\t}\n", f);
+			if ((guard = st->guard))
+				open_guard(f, p, st);
+		}
 		step_label(p, s, what, sizeof what);
 		fputc('\n', f);
 		comment(f, "\t", what);
@@ -365,6 +393,8 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 		}
 		fprintf(f, "\tEND(%d);\n", s);
 	}
+	if (guard)
+		fputs("\t\t}\n\t}\n", f);
 }
 
 int cg_c_nparts(const struct cg_plan *p)

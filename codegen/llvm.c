@@ -918,7 +918,8 @@ static LLVMValueRef emit_op(struct gen *g, const struct cg_kx *x)
 	case IR_OP_AND: return LLVMBuildAnd(g->b, a, bv, "");
 	case IR_OP_OR: return LLVMBuildOr(g->b, a, bv, "");
 	case IR_OP_XOR: return LLVMBuildXor(g->b, a, bv, "");
-	case IR_OP_WHERE: return sel(g, a, bv, g->xv[x->in[2]]);
+	case IR_OP_WHERE:
+	case IR_OP_PHI: return sel(g, a, bv, g->xv[x->in[2]]);
 	case IR_OP_DROPOUT: return round_to(g, emit_dropout(g, x, a, bv), x->dtype);
 	case IR_OP_ISNAN: return fcmp(g, LLVMRealUNO, a, a);
 	case IR_OP_ISINF: {

@@ -78,12 +78,30 @@ static int64_t prod(const int64_t *d, int from, int to)
 	return n;
 }
 
-/* The single node using v, if v has exactly one use and is not an output. */
+/* The single node using v, if v has exactly one use, as an operand of a
+ * node under the guard of v's node, and is not an output: a step never
+ * covers nodes of different guards (docs/ir.md, Guards). */
 static struct ir_node *sole_user(const struct lower *l, const struct ir_value *v)
 {
-	if (v->nuses != 1 || ir_is_output(l->p->m, v))
+	if (v->nuses != 1 || ir_is_output(l->p->m, v) || v->uses[0].index == IR_USE_GUARD ||
+	    v->uses[0].node->guard != (v->kind == IR_VAL_NODE ? v->def->guard : NULL))
 		return NULL;
 	return v->uses[0].node;
+}
+
+int cg_step_guards(const struct cg_step *s, struct ir_value **g)
+{
+	int n = 0;
+	for (struct ir_value *v = s->guard; v; v = v->kind == IR_VAL_NODE ? v->def->guard : NULL) {
+		IR_ASSERT(n < CG_MAX_GUARDS);
+		g[n++] = v;
+	}
+	for (int i = 0; i < n / 2; i++) { /* outermost first */
+		struct ir_value *t = g[i];
+		g[i] = g[n - 1 - i];
+		g[n - 1 - i] = t;
+	}
+	return n;
 }
 
 static struct cg_step *new_step(struct lower *l, const struct ir_node *n)
@@ -101,6 +119,7 @@ static struct cg_step *new_step(struct lower *l, const struct ir_node *n)
 	s = &p->steps[p->nsteps++];
 	memset(s, 0, sizeof *s);
 	s->node = n;
+	s->guard = n->guard;
 	s->covers = n->name;
 	return s;
 }

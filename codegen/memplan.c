@@ -334,6 +334,19 @@ bool cg_plan_memory(struct cg_plan *p)
 			if (s > p->vals[r->id].last)
 				p->vals[r->id].last = s;
 		}
+		/* a guarded step reads its guards (and the outer ones) */
+		{
+			struct ir_value *g[CG_MAX_GUARDS];
+			int ng = cg_step_guards(st, g);
+			for (int i = 0; i < ng; i++) {
+				struct ir_value *r = cg_root(p, g[i]);
+				p->vals[r->id].needed = true;
+				if (s < p->vals[r->id].first)
+					p->vals[r->id].first = s;
+				if (s > p->vals[r->id].last)
+					p->vals[r->id].last = s;
+			}
+		}
 	}
 	for (int i = 0; i < m->noutputs; i++)
 		p->vals[cg_root(p, m->outputs[i])->id].needed = true;

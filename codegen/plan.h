@@ -100,7 +100,12 @@ union cg_desc {
 struct cg_step {
 	bool is_kernel;
 	const struct ir_node *node; /* the node it stands for (names, comments) */
-	const char *covers;         /* the ONNX node names it covers */
+	/* its node's guard (docs/ir.md, Guards), NULL: always runs. Every node
+	 * a step covers has the same guard (fusion, epilogues and output casts
+	 * never join nodes of different guards); the step runs when its guard
+	 * and those of the guards' own nodes, outermost first, are true. */
+	struct ir_value *guard;
+	const char *covers; /* the ONNX node names it covers */
 	/* library steps */
 	enum cg_lib lib;
 	union cg_desc d;
@@ -185,6 +190,11 @@ struct ir_value *cg_root(const struct cg_plan *p, struct ir_value *v);
 void cg_share_kernels(struct cg_plan *p);
 /* The output whose storage argument a of k shares (in place), or -1. */
 int cg_inplace_output(const struct cg_plan *p, const struct cg_kernel *k, int a);
+
+/* The guards step s runs under, outermost first, into g (at most
+ * CG_MAX_GUARDS); returns how many. */
+#define CG_MAX_GUARDS 64
+int cg_step_guards(const struct cg_step *s, struct ir_value **g);
 
 /* memplan.c */
 bool cg_plan_memory(struct cg_plan *p);

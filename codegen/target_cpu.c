@@ -111,7 +111,9 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	           "#define A(off) ((void *)(model->m.arena + (off)))\n"
 	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n"
 	           "#define BEGIN(s) (t0 = rt_step_begin(&model->m))\n"
-	           "#define END(s) rt_step_end(&model->m, (s), t0)\n\n");
+	           "#define END(s) rt_step_end(&model->m, (s), t0)\n"
+	           "/* a run-time If's guard: g stays true while the bool at p is */\n"
+	           "#define GUARD(g, p) ((g) = (g) && *(const unsigned char *)(p) != 0)\n\n");
 	cg_c_descriptors(f, p);
 	cg_c_step_names(f, p);
 	{

@@ -145,6 +145,17 @@ static bool prepare_step(FILE *f, const struct cg_plan *p, const char *n, int s)
 	return true;
 }
 
+/* Does a step run under a guard (a run-time If)? Then every run reads the
+ * guards back to the host, which a CUDA Graph cannot replay: the instance
+ * runs its steps directly (docs/cuda.md). */
+static bool guarded(const struct cg_plan *p)
+{
+	for (int s = 0; s < p->nsteps; s++)
+		if (p->steps[s].guard)
+			return true;
+	return false;
+}
+
 /*
  * The CUDA flavour: the same steps as a function NAME_steps over device
  * pointers, run once under capture at create time (a CUDA Graph replayed by
@@ -180,13 +191,16 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	fprintf(f, "extern const unsigned char %s_ptx[];\n", n);
 	if (p->opt->embed_weights)
 		fprintf(f, "extern const unsigned char %s_weights_blob[];\n", n);
-	fprintf(f, "\n#define M (model->m)\n"
-	           "#define IN(i) rtc_input(M, (i))\n#define OUT(i) rtc_output(M, (i))\n"
-	           "#define W(off) ((void *)(rtc_weights(M) + (off)))\n"
-	           "#define A(off) ((void *)(rtc_arena(M) + (off)))\n"
-	           "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n"
-	           "#define BEGIN(s) rtc_step_begin(M, (s))\n"
-	           "#define END(s) rtc_step_end(M, (s))\n\n");
+	fprintf(f,
+	        "\n#define M (model->m)\n"
+	        "#define IN(i) rtc_input(M, (i))\n#define OUT(i) rtc_output(M, (i))\n"
+	        "#define W(off) ((void *)(rtc_weights(M) + (off)))\n"
+	        "#define A(off) ((void *)(rtc_arena(M) + (off)))\n"
+	        "#define CALL(x) do { int st_ = (x); if (st_) return st_; } while (0)\n"
+	        "#define BEGIN(s) rtc_step_begin(M, (s))\n"
+	        "#define END(s) rtc_step_end(M, (s))\n"
+	        "/* a run-time If's guard, read back from the device */\n"
+	        "#define GUARD(g, p) do { if (g) CALL(rtc_guard(M, (p), &(g))); } while (0)\n\n");
 	cg_c_descriptors(f, p);
 	cg_c_step_names(f, p);
 	if (m->ninputs) {
@@ -270,13 +284,16 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	        "\tinfo.ninputs = %d;\n\tinfo.noutputs = %d;\n"
 	        "\tinfo.input_bytes = %s;\n\tinfo.output_bytes = %s;\n"
 	        "\tinfo.nsteps = %d;\n\tinfo.step_names = step_names;\n"
-	        "\t(void)path;\n",
+	        "\t(void)path;\n%s",
 	        N,
 	        p->opt->embed_weights ? ir_arena_printf(&p->m->arena, "%s_weights_blob", n)
 	                              : "NULL",
 	        N, N, n, p->kernel_bytes, m->ninputs, m->noutputs,
 	        m->ninputs ? "input_sizes" : "NULL", m->noutputs ? "output_sizes" : "NULL",
-	        p->nsteps);
+	        p->nsteps,
+	        guarded(p) ? "\tinfo.direct = 1; /* guarded steps read guards back: no CUDA "
+	                     "Graph */\n"
+	                   : "");
 	fprintf(f,
 	        "\tif ((st = rtc_model_open(&model->m, &info)) || (st = %s_prepare(model))) {\n"
 	        "\t\trtc_model_close(model->m);\n\t\tfree(model);\n\t\treturn st;\n\t}\n"

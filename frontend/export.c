@@ -980,6 +980,11 @@ static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };
 static const struct ex_op ex_op_refuse_backward = {
 	NULL, NULL, "a training step's backward op has no ONNX form"
 };
+static const struct ex_op ex_op_refuse_guard = {
+	NULL, NULL,
+	"the merge of an If whose condition is known only at run time cannot be exported yet "
+	"(the writer does not rebuild If)"
+};
 static const struct ex_op ex_op_refuse_dropout = {
 	NULL, NULL,
 	"training-mode dropout draws its mask from onnxc's own random stream, which ONNX's "
@@ -1118,6 +1123,12 @@ static bool ex_write_node(struct ex *ex, const struct ir_node *n)
 {
 	if (ex_ops[n->op]->refuse)
 		return ex_node_error(ex, n, "%s", ex_ops[n->op]->refuse);
+	if (n->guard)
+		return ex_node_error(ex, n,
+		                     "the node runs under guard '%s' (a branch of an If whose "
+		                     "condition is known only at run time), which cannot be "
+		                     "exported yet (the writer does not rebuild If)",
+		                     n->guard->name);
 	return ex_check_op(ex, n) && ex_ops[n->op]->write(ex, n);
 }
 

@@ -177,6 +177,9 @@ struct fe {
 	Onnx__NodeProto **saved_node;
 	size_t saved_n_node;
 	int ndropout; /* training-mode Dropouts so far: the next one's salt */
+	/* the guard of every node fe_emit creates (NULL: unguarded): set while
+	 * the branches of an If with a run-time condition are imported */
+	struct ir_value *guard;
 };
 
 /* One ONNX node being imported. */

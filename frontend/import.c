@@ -409,13 +409,17 @@ struct ir_node *fe_emit(struct fe_node *nd, enum ir_op op, struct ir_value *cons
                         const char *const *names, int nout)
 {
 	const char *nm[64];
+	struct ir_node *n;
 	IR_ASSERT(nout <= 64 || names);
 	if (!names) {
 		for (int i = 0; i < nout; i++)
 			nm[i] = fe_tmp_name(nd, ir_ops[op].name);
 		names = nm;
 	}
-	return ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
+	n = ir_add_node(nd->fe->m, op, nd->name, in, nin, names, nout);
+	if (nd->fe->guard)
+		ir_set_guard(nd->fe->m, n, nd->fe->guard);
+	return n;
 }
 
 static bool has_subgraphs(const Onnx__NodeProto *p)
@@ -524,6 +528,8 @@ bool fe_finish(struct fe_node *nd, struct ir_node *n)
 	if (!ir_fold_ready(n) || !fe_fold_ok(nd->fe, ir_fold_work(n)))
 		return true; /* left to run time */
 	r = ir_fold_node(m, n, limit, err, sizeof err);
+	if (r < 0 && n->guard)
+		return true; /* perhaps a branch not taken: the node runs only if it is */
 	if (r < 0) {
 		fe_fail(nd, "%s", err);
 		ir_remove_node(m, n);
@@ -1513,36 +1519,79 @@ const Onnx__GraphProto *fe_attr_graph(struct fe_node *nd, const char *name)
 }
 
 /*
- * If whose condition is a constant (exporters leave many: a shape test
- * folded at import): the branch taken is imported in place, its nodes named
+ * If. A condition that is a constant (exporters leave many: a shape test
+ * folded at import) imports the branch taken in place, its nodes named
  * "IF/then/NODE" or "IF/else/NODE", reading outer values directly; its
- * outputs are the If's. A condition known only at run time is refused.
+ * outputs are the If's. A condition known only at run time imports both
+ * branches in place, every node of the then branch guarded by the
+ * condition and every node of the else branch by its negation (inside an
+ * outer branch: and-ed with the outer guard, by nodes under the outer
+ * guard), and each output becomes phi(cond, then, else) (docs/ir.md,
+ * Guards). Both branches' outputs must then have one type.
  */
 static bool imp_if(struct fe_node *nd)
 {
+	struct fe *fe = nd->fe;
 	const Onnx__GraphProto *then_g, *else_g, *g;
-	struct ir_value *out[64];
-	bool cond;
+	struct ir_value *out[64], *eout[64], *c, *outer = fe->guard, *g_then, *g_else;
+	bool cond, ok;
 	if (!fe_inputs(nd, 1, 1))
 		return false;
-	if (!fe_is_const(nd, 0))
-		return fe_fail(nd, "If with a condition known only at run time is not supported "
-		                   "(only a condition that folds to a constant at import)");
-	if (ir_type_elems(&nd->in[0]->type) != 1)
+	c = nd->in[0];
+	if (ir_type_elems(&c->type) != 1)
 		return fe_fail(nd, "the condition has %lld elements, not one",
-		               (long long)ir_type_elems(&nd->in[0]->type));
-	cond = ir_load_f64(nd->in[0]->type.dtype, nd->in[0]->data, 0) != 0;
+		               (long long)ir_type_elems(&c->type));
 	then_g = fe_attr_graph(nd, "then_branch");
 	else_g = fe_attr_graph(nd, "else_branch");
-	if (!(g = cond ? then_g : else_g))
-		return fe_fail(nd, "attribute '%s' (a graph) is required",
-		               cond ? "then_branch" : "else_branch");
 	if (nd->nout > 64)
 		return fe_fail(nd, "has %d outputs; onnxc takes at most 64", nd->nout);
-	if (!fe_import_graph(nd, g, cond ? "then" : "else", NULL, 0, out, nd->nout))
+	if (fe_is_const(nd, 0)) {
+		cond = ir_load_f64(c->type.dtype, c->data, 0) != 0;
+		if (!(g = cond ? then_g : else_g))
+			return fe_fail(nd, "attribute '%s' (a graph) is required",
+			               cond ? "then_branch" : "else_branch");
+		if (!fe_import_graph(nd, g, cond ? "then" : "else", NULL, 0, out, nd->nout))
+			return false;
+		for (int k = 0; k < nd->nout; k++)
+			fe_bind(nd, k, out[k]);
+		return true;
+	}
+	if (!then_g || !else_g)
+		return fe_fail(nd, "attribute '%s' (a graph) is required",
+		               then_g ? "else_branch" : "then_branch");
+	if (c->type.dtype != IR_BOOL)
+		return fe_fail(nd, "the condition is %s, not bool", ir_dtype_name(c->type.dtype));
+	/* guards and the phis' condition: a scalar (a view of c) */
+	if (c->type.rank && !(c = fe_reshape(nd, c, (const int64_t[]){ 0 }, 0, -1)))
 		return false;
-	for (int k = 0; k < nd->nout; k++)
-		fe_bind(nd, k, out[k]);
+	g_then = outer ? fe_binary(nd, IR_OP_AND, outer, c, -1) : c;
+	g_else = fe_unary(nd, IR_OP_NOT, c, -1);
+	if (outer && g_else)
+		g_else = fe_binary(nd, IR_OP_AND, outer, g_else, -1);
+	if (!g_then || !g_else)
+		return false;
+	fe->guard = g_then;
+	ok = fe_import_graph(nd, then_g, "then", NULL, 0, out, nd->nout);
+	fe->guard = g_else;
+	ok = ok && fe_import_graph(nd, else_g, "else", NULL, 0, eout, nd->nout);
+	fe->guard = outer;
+	if (!ok)
+		return false;
+	for (int k = 0; k < nd->nout; k++) {
+		char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+		struct ir_value *v;
+		if (!ir_type_eq(&out[k]->type, &eout[k]->type))
+			return fe_fail(nd,
+			               "output %d is %s in the then branch and %s in the else "
+			               "branch; with a condition known only at run time both "
+			               "branches must give one type",
+			               k, ir_type_str(&out[k]->type, a, sizeof a),
+			               ir_type_str(&eout[k]->type, b, sizeof b));
+		if (!(v = fe_simple(nd, IR_OP_PHI, (struct ir_value *[]){ c, out[k], eout[k] }, 3,
+		                    k)))
+			return false;
+		fe_bind(nd, k, v);
+	}
 	return true;
 }
 

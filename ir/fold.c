@@ -290,8 +290,14 @@ static bool eval_eltwise(struct fold *f)
 	const struct ir_type *o = &OUT(0)->type;
 	int64_t st[3][IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
 	int64_t total = ir_type_elems(o);
-	enum ir_dtype ti = IN(n->op == IR_OP_WHERE ? 1 : 0)->type.dtype, to = o->dtype;
+	enum ir_dtype ti = IN(n->op == IR_OP_WHERE || n->op == IR_OP_PHI ? 1 : 0)->type.dtype,
+	              to = o->dtype;
 	bool flt = isf(ti);
+	if (n->op == IR_OP_PHI) { /* the chosen operand as it is (the other may have no data) */
+		const struct ir_value *v = IN(*(const uint8_t *)IN(0)->data ? 1 : 2);
+		memcpy(f->out[0], v->data, (size_t)total * (size_t)ir_dtype_size(to));
+		return true;
+	}
 	for (int i = 0; i < n->nin; i++)
 		eval_bcast_strides(&IN(i)->type, o, st[i]);
 	for (int64_t k = 0; k < total; k++) {
@@ -420,11 +426,20 @@ static const eval_fn evaluators[IR_OP_COUNT] = {
 
 bool ir_can_fold(enum ir_op op) { return evaluators[op] != NULL; }
 
-/* Can n be evaluated now: an evaluator, and data for every input? */
+static bool has_data(const struct ir_value *v) { return v->kind == IR_VAL_CONST && v->data; }
+
+/* Can n be evaluated now: an evaluator, and data for every input (a phi:
+ * for its condition and the operand it chooses)? A guarded node's guard
+ * does not matter here: its results are unspecified when the guard is
+ * false, so any value, the one it computes included, is right (ir_fold_all
+ * skips it to avoid errors a branch not taken would report). */
 bool ir_fold_ready(const struct ir_node *n)
 {
 	if (!evaluators[n->op])
 		return false;
+	if (n->op == IR_OP_PHI)
+		return has_data(n->in[0]) &&
+		       has_data(n->in[*(const uint8_t *)n->in[0]->data ? 1 : 2]);
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i]->kind != IR_VAL_CONST || !n->in[i]->data)
 			return false;
@@ -568,7 +583,10 @@ int ir_fold_all(struct ir_module *m, char *err, size_t errlen)
 	for (struct ir_node *n = m->first; n; n = next) {
 		char msg[512];
 		next = n->next;
-		if (!ir_fold_ready(n)) {
+		/* a guarded node runs only where its guard was computed and is
+		 * true (a nested guard is not computed when the outer is false) */
+		if (!ir_fold_ready(n) ||
+		    (n->guard && (!has_data(n->guard) || !*(const uint8_t *)n->guard->data))) {
 			left++;
 			continue;
 		}

@@ -219,6 +219,20 @@ bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return true;
 }
 
+bool ir_infer_phi(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	char a[96], b[96];
+	if (T(0)->dtype != IR_BOOL || ir_type_elems(T(0)) != 1 || T(0)->rank > T(1)->rank)
+		FAIL("the condition must be a bool of one element and rank at most the "
+		     "operands', not %s",
+		     ir_type_str(T(0), a, sizeof a));
+	if (!ir_type_eq(T(1), T(2)))
+		FAIL("the two operands must have one type, not %s and %s",
+		     ir_type_str(T(1), a, sizeof a), ir_type_str(T(2), b, sizeof b));
+	out[0] = *T(1);
+	return true;
+}
+
 bool ir_infer_dropout(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	float ratio = ir_attr_f(n, "ratio");

@@ -814,19 +814,25 @@ struct ir_value *ir_const_to_input(struct ir_module *m, struct ir_value *v)
 	return v;
 }
 
+/* Where use i of n (IR_USE_GUARD: its guard) sits in the value's uses. */
+static int *use_slot(struct ir_node *n, int i)
+{
+	return i == IR_USE_GUARD ? &n->guard_use_at : &n->use_at[i];
+}
+
 static void add_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, int i)
 {
 	v->uses = grow(&m->arena, v->uses, v->nuses, &v->cap_uses, sizeof *v->uses);
 	v->uses[v->nuses].node = n;
 	v->uses[v->nuses].index = i;
-	n->use_at[i] = v->nuses++;
+	*use_slot(n, i) = v->nuses++;
 }
 
 /* Constant time: the last use fills the hole (a value read by 20,000 nodes
  * loses them one by one when they fold). */
 static void drop_use(struct ir_module *m, struct ir_value *v, struct ir_node *n, int i)
 {
-	int k = n->use_at[i];
+	int k = *use_slot(n, i);
 	struct ir_use last;
 	m->ctx->probes++;
 	if (k < 0 || k >= v->nuses || v->uses[k].node != n || v->uses[k].index != i)
@@ -834,7 +840,7 @@ static void drop_use(struct ir_module *m, struct ir_value *v, struct ir_node *n,
 		         n->name);
 	last = v->uses[--v->nuses];
 	v->uses[k] = last;
-	last.node->use_at[last.index] = k;
+	*use_slot(last.node, last.index) = k;
 }
 
 void ir_kill_value(struct ir_module *m, struct ir_value *v)
@@ -942,6 +948,7 @@ void ir_remove_node(struct ir_module *m, struct ir_node *n)
 	}
 	for (int i = 0; i < n->nin; i++)
 		drop_use(m, n->in[i], n, i);
+	ir_set_guard(m, n, NULL);
 	unlink_node(m, n);
 	m->nnodes--;
 }
@@ -950,12 +957,53 @@ void ir_detach_node(struct ir_module *m, struct ir_node *n)
 {
 	for (int i = 0; i < n->nin; i++)
 		drop_use(m, n->in[i], n, i);
+	ir_set_guard(m, n, NULL);
 	unlink_node(m, n);
 	m->nnodes--;
 }
 
+void ir_set_guard(struct ir_module *m, struct ir_node *n, struct ir_value *g)
+{
+	if (n->guard)
+		drop_use(m, n->guard, n, IR_USE_GUARD);
+	n->guard = g;
+	if (g) {
+		IR_ASSERT(g->kind != IR_VAL_DEAD);
+		add_use(m, g, n, IR_USE_GUARD);
+	}
+}
+
+bool ir_guard_implies(const struct ir_value *a, const struct ir_value *b)
+{
+	for (; a; a = a->kind == IR_VAL_NODE ? a->def->guard : NULL)
+		if (a == b)
+			return true;
+	return !b;
+}
+
+struct ir_value *ir_operand_guard(struct ir_value *const *in, int nin)
+{
+	struct ir_value *g = NULL;
+	for (int i = 0; i < nin; i++) {
+		struct ir_value *h = in[i] && in[i]->kind == IR_VAL_NODE ? in[i]->def->guard : NULL;
+		if (ir_guard_implies(g, h))
+			continue;
+		if (!ir_guard_implies(h, g))
+			ir_panic(__FILE__, __LINE__,
+			         "operands of one node come from exclusive guards '%s' and '%s'",
+			         g->name, h->name);
+		g = h;
+	}
+	return g;
+}
+
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v)
 {
+	if (i == IR_USE_GUARD) {
+		IR_ASSERT(v);
+		ir_set_guard(m, n, v);
+		return;
+	}
 	IR_ASSERT(i >= 0 && i < n->nin && v);
 	drop_use(m, n->in[i], n, i);
 	n->in[i] = v;
@@ -1015,7 +1063,8 @@ static bool narrow_ok(const struct ir_node *n)
 {
 	switch (n->op) {
 	case IR_OP_CAST:
-	case IR_OP_WHERE: return true;
+	case IR_OP_WHERE:
+	case IR_OP_PHI: return true;
 	case IR_OP_PAD:
 	case IR_OP_SCATTER_ELEMENTS:
 	case IR_OP_TRILU: return false;

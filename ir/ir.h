@@ -274,8 +274,9 @@ enum ir_value_kind { IR_VAL_INPUT, IR_VAL_CONST, IR_VAL_NODE, IR_VAL_DEAD };
 
 struct ir_use {
 	struct ir_node *node;
-	int index; /* which input of node */
+	int index; /* which input of node; IR_USE_GUARD: node's guard */
 };
+#define IR_USE_GUARD (-1)
 
 struct ir_value {
 	int id; /* index in module->values */
@@ -303,6 +304,14 @@ struct ir_node {
 	int nout;
 	struct ir_attr *attrs; /* in schema order, all present */
 	int nattrs;
+	/* NULL: the node always runs. Else a bool value of one element: the
+	 * node runs only when it is true (and, nested, when the guard of the
+	 * guard's own node holds: ir_guard_implies); when it does not run its
+	 * results are unspecified and only a phi may read them (docs/ir.md,
+	 * Guards). The guard is a use of the value (index IR_USE_GUARD), so
+	 * DCE and ir_replace_uses see it; set it with ir_set_guard. */
+	struct ir_value *guard;
+	int guard_use_at; /* where the guard sits in guard->uses */
 	struct ir_node *prev, *next;
 };
 
@@ -374,7 +383,18 @@ void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value
  * does. A graph output's name is the compiled model's API and survives
  * every rewrite; pass_pipeline checks it (docs/ir.md). */
 void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_value *to);
+/* i may be IR_USE_GUARD: sets n's guard (ir_set_guard). */
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
+/* Sets (g non-NULL) or clears n's guard. */
+void ir_set_guard(struct ir_module *m, struct ir_node *n, struct ir_value *g);
+/* Does guard a imply guard b: b is NULL, or a is b, or a's defining node
+ * is guarded by a guard that implies b (nested Ifs)? */
+bool ir_guard_implies(const struct ir_value *a, const struct ir_value *b);
+/* The guard a node reading operands in[0..nin) needs: the strongest guard
+ * among the producers of those operands (the one implying the others), or
+ * NULL when none is guarded. Panics when two are unrelated (no pass may
+ * combine values of exclusive branches outside a phi). */
+struct ir_value *ir_operand_guard(struct ir_value *const *in, int nin);
 /* Marks an unused input/constant value dead. */
 void ir_kill_value(struct ir_module *m, struct ir_value *v);
 /* Runs the op's inference into out[0..nout). false: message in err. */
@@ -542,7 +562,7 @@ bool ir_can_fold(enum ir_op op);
  * m->inputs; false if v is not a graph input of m. ir_fold_all then folds
  * every node in list order with no size or cost limit and returns the number
  * of nodes left unfolded (those with an input that is not a constant with
- * data), or -1 with a message naming the node in err when evaluation finds an
+ * data, and guarded nodes whose guard is not a constant true), or -1 with a message naming the node in err when evaluation finds an
  * error in the constants. Graph outputs whose nodes folded become constants
  * with data.
  */

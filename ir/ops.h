@@ -113,6 +113,11 @@ IR_OP(BIT_OR,             "bit_or",             "BitwiseOr",             2, 2,  
 IR_OP(BIT_XOR,            "bit_xor",            "BitwiseXor",            2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          plain,             none,             fused,            "")
 IR_OP(BIT_SHIFT,          "bit_shift",          "BitShift",              2, 2,  1, 1,  ELTWISE, CLEAR,   bits,          bitwise,          eltwise,          bit_shift,         none,             fused,            "left:i")
 IR_OP(WHERE,              "where",              "Where",                 3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         where,            eltwise,          plain,             where,            fused,            "")
+/* the merge of a run-time If (docs/ir.md, Guards): cond (bool, one element,
+ * rank at most the operands'), then, else of one type; the result is then
+ * where cond holds, else else. The operand not chosen may be unspecified
+ * (the result of a node whose guard is false) */
+IR_OP(PHI,                "phi",                "If",                    3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         phi,              eltwise,          refuse_guard,      none,             fused,            "")
 /* dropout in training: x, seed (i64 scalar); the mask is drawn from the
  * seed, the salt and the element's index (docs/ir.md#dropout) */
 IR_OP(DROPOUT,            "dropout",            "Dropout",               2, 2,  1, 1,  ELTWISE, CLEAR,   dropout,       dropout,          eltwise,          refuse_dropout,    again,            fused,            "ratio:f salt:i")

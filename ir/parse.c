@@ -566,6 +566,13 @@ static bool parse_node(struct parser *ps)
 			perr(ps, "%s needs attribute '%s'", ir_ops[op].name, n->attrs[i].name);
 			return false;
 		}
+	if (is_word(ps, "if")) { /* its guard (docs/ir.md, Guards) */
+		struct ir_value *g;
+		next(ps);
+		if (!(g = parse_ref(ps)))
+			return false;
+		ir_set_guard(m, n, g);
+	}
 	if (!expect(ps, '@'))
 		return false;
 	{

@@ -210,6 +210,10 @@ static void print_node(const struct ir_node *n, FILE *f)
 		}
 		fputc('}', f);
 	}
+	if (n->guard) {
+		fputs(" if ", f);
+		print_value_ref(n->guard, f);
+	}
 	fputs(" @", f);
 	ir_print_name(n->name, f);
 	fputc('\n', f);

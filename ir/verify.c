@@ -61,13 +61,60 @@ static int check_values(struct ir_module *m)
 		}
 		for (int k = 0; k < v->nuses; k++) {
 			struct ir_use u = v->uses[k];
-			if (!u.node || u.index < 0 || u.index >= u.node->nin ||
-			    u.node->in[u.index] != v) {
+			if (!u.node ||
+			    (u.index == IR_USE_GUARD ? u.node->guard != v
+			                             : u.index < 0 || u.index >= u.node->nin ||
+			                                       u.node->in[u.index] != v)) {
 				ir_error(m->ctx, "use list of '%s' is stale", v->name);
 				errs++;
 				break;
 			}
 		}
+	}
+	return errs;
+}
+
+static const char *guard_name(const struct ir_value *g) { return g ? g->name : "(none)"; }
+
+/* n's guard is a defined one-element bool, in its use list; every operand
+ * that is a guarded result is read under a guard implying the producer's
+ * (a phi's operands 1 and 2 excepted: they are what it merges). */
+static int check_guard(struct ir_module *m, struct ir_node *n, const char *defined)
+{
+	struct ir_value *g = n->guard;
+	int errs = 0;
+	if (g) {
+		int k = n->guard_use_at;
+		if (g->kind == IR_VAL_DEAD || g->id >= m->nvalues || m->values[g->id] != g) {
+			VERR(n, "guard is not a live value of the module");
+			return 1;
+		}
+		if (!defined[g->id]) {
+			VERR(n, "guard '%s' is used before it is defined", g->name);
+			errs++;
+		}
+		if (g->type.dtype != IR_BOOL || ir_type_elems(&g->type) != 1) {
+			char tb[IR_TYPE_STR_MAX];
+			VERR(n, "guard '%s' is %s, not a bool of one element", g->name,
+			     ir_type_str(&g->type, tb, sizeof tb));
+			errs++;
+		}
+		if (k < 0 || k >= g->nuses || g->uses[k].node != n ||
+		    g->uses[k].index != IR_USE_GUARD) {
+			VERR(n, "guard '%s' is missing from its use list", g->name);
+			errs++;
+		}
+	}
+	for (int i = 0; i < n->nin; i++) {
+		struct ir_value *v = n->in[i];
+		struct ir_value *h = v->kind == IR_VAL_NODE && v->def ? v->def->guard : NULL;
+		if ((n->op == IR_OP_PHI && i > 0) || ir_guard_implies(g, h))
+			continue;
+		VERR(n,
+		     "input %d '%s' is a result of a node guarded by '%s', read under guard "
+		     "'%s', which does not imply it",
+		     i, v->name, h->name, guard_name(g));
+		errs++;
 	}
 	return errs;
 }
@@ -104,6 +151,7 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 			errs++;
 		}
 	}
+	errs += check_guard(m, n, defined);
 	for (int i = 0; i < n->nout; i++) {
 		struct ir_value *v = n->out[i];
 		if (v->kind != IR_VAL_NODE || v->def != n || v->def_index != i) {
@@ -193,6 +241,11 @@ int ir_verify(struct ir_module *m)
 		struct ir_value *v = m->outputs[i];
 		if (!v || v->kind == IR_VAL_DEAD || v->id >= m->nvalues || !defined[v->id]) {
 			ir_error(m->ctx, "graph output %d is not a defined value", i);
+			errs++;
+		} else if (v->kind == IR_VAL_NODE && v->def->guard) {
+			ir_error(m->ctx,
+			         "graph output '%s' is a result of node '%s', guarded by '%s'",
+			         v->name, v->def->name, v->def->guard->name);
 			errs++;
 		}
 	}

@@ -55,10 +55,12 @@ static bool refuse(struct fuse *f, const char *why)
 	return false;
 }
 
-/* v has one reader and is no graph output. */
+/* v has one reader, under v's node's guard, and is no graph output: the
+ * fused op replaces only nodes of one guard (one branch of a run-time If). */
 static bool sole(const struct fuse *f, const struct ir_value *v)
 {
-	return v->kind == IR_VAL_NODE && v->nuses == 1 && !ir_is_output(f->m, v);
+	return v->kind == IR_VAL_NODE && v->nuses == 1 && !ir_is_output(f->m, v) &&
+	       v->uses[0].index != IR_USE_GUARD && v->uses[0].node->guard == v->def->guard;
 }
 
 static bool float_cast(const struct ir_node *n)
@@ -379,6 +381,8 @@ static bool match(struct fuse *f)
 	}
 	if (f->bias && f->bias->type.dtype != f->q->type.dtype && f->bias->type.dtype != IR_F32)
 		return refuse(f, "a bias of another type than Q's");
+	if (f->qk->guard != f->sm->guard || f->pv->guard != f->sm->guard)
+		return refuse(f, "its nodes lie in different branches of a run-time If");
 	return true;
 }
 
@@ -390,6 +394,8 @@ static struct ir_value *emit(struct fuse *f, enum ir_op op, const char *what,
 	        f->m, ir_arena_printf(&f->m->arena, "%s.%s", f->pv->out[0]->name, what));
 	struct ir_node *n = ir_add_node(f->m, op, name, in, nin, &out, 1);
 	ir_move_before(f->m, n, f->pv);
+	if (f->pv->guard) /* the fused nodes' branch (docs/ir.md, Guards) */
+		ir_set_guard(f->m, n, f->pv->guard);
 	return n->out[0];
 }
 

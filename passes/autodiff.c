@@ -472,7 +472,15 @@ bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *s
 			on = on || on_path(&a, n->out[i]);
 		for (int i = 0; i < n->nin; i++)
 			in = in || ad_wants(&a, n, i);
-		if (on && in && !rules[n->op]) {
+		if (on && in && (n->guard || n->op == IR_OP_PHI)) {
+			/* the node's name is the ONNX If's: "IF/then/NODE" */
+			ir_node_error(m->ctx, n->name, ir_ops[n->op].name,
+			              "no gradient through an If whose condition is known only at "
+			              "run time (it lies between the loss '%s' and a value "
+			              "differentiated)",
+			              loss->name);
+			ok = false;
+		} else if (on && in && !rules[n->op]) {
 			ir_node_error(
 			        m->ctx, n->name, ir_ops[n->op].name,
 			        "no gradient for %s (it lies between the loss '%s' and a value "

@@ -36,6 +36,8 @@ static struct ir_node *add_before(struct ir_module *m, struct ir_node *at, enum 
 	        ir_unique_name(m, ir_arena_printf(&m->arena, "%s.%s", at->out[0]->name, suffix));
 	struct ir_node *n = ir_add_node(m, op, at->name, in, b ? 2 : 1, &name, 1);
 	ir_move_before(m, n, at);
+	if (at->guard) /* the batch normalization's branch (docs/ir.md, Guards) */
+		ir_set_guard(m, n, at->guard);
 	return n;
 }
 
@@ -91,7 +93,8 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 	struct ir_value *w, *b;
 	int64_t C, per;
 	double *wv, *bv;
-	if (!conv || conv->op != IR_OP_CONV || x->nuses != 1 || ir_is_output(m, x))
+	if (!conv || conv->op != IR_OP_CONV || x->nuses != 1 || ir_is_output(m, x) ||
+	    conv->guard != bn->guard) /* not across branches of a run-time If */
 		return false;
 	w = conv->in[1];
 	b = conv->nin > 2 ? conv->in[2] : NULL;
@@ -128,6 +131,8 @@ static bool fold_into_conv(struct ir_module *m, struct ir_node *bn, const double
 			for (int i = 0; i < conv->nattrs; i++)
 				nc->attrs[i] = conv->attrs[i];
 			ir_move_before(m, nc, conv);
+			if (conv->guard)
+				ir_set_guard(m, nc, conv->guard);
 			IR_ASSERT(ir_infer_node(m, nc, err, sizeof err));
 			ir_replace_uses(m, old, nc->out[0]);
 			ir_remove_node(m, conv);

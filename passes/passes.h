@@ -76,6 +76,9 @@ struct pass {
 
 /* The passes. */
 bool pass_dce(struct ir_module *m, const struct pass_options *opt);
+/* guard.c: after every pass, each node reading a guarded result gets the
+ * strongest guard among its operands' producers (docs/ir.md, Guards). */
+void pass_guards(struct ir_module *m);
 bool pass_batchnorm(struct ir_module *m, const struct pass_options *opt);
 /* attention.c: decomposed attention becomes the fused attention op */
 bool pass_attention(struct ir_module *m, const struct pass_options *opt);

@@ -87,6 +87,7 @@ static bool after_pass(struct ir_module *m, const struct pass *p, const char *co
 #else
 	const bool verify = opt->verify || p->verify;
 #endif
+	pass_guards(m); /* before the verifier: passes need not know guards */
 	if (!p->new_outputs)
 		check_output_names(m, names, p->name);
 	if (verify && ir_verify(m)) {

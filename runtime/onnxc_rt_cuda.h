@@ -56,6 +56,9 @@ struct rtc_model_info {
 	const size_t *input_bytes, *output_bytes;
 	int nsteps; /* for ONNXC_PROFILE=1 (per-step times) */
 	const char *const *step_names;
+	/* nonzero: never capture a CUDA Graph, every run is direct (a model
+	 * with run-time Ifs, whose steps read their guards back: rtc_guard) */
+	int direct;
 };
 
 /*
@@ -92,6 +95,9 @@ int rtc_capture_begin(struct rtc_model *m);
 int rtc_capture_end(struct rtc_model *m);
 /* Whether NAME_run must call its steps function itself (no graph). */
 int rtc_direct(const struct rtc_model *m);
+/* The bool at device address p (a run-time If's guard), read back to the
+ * host once the steps before it on the stream are done: *value 0 or 1. */
+int rtc_guard(struct rtc_model *m, const void *p, int *value);
 
 /*
  * A run: rtc_run_begin copies the inputs (host) into the device input

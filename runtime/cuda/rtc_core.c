@@ -162,6 +162,18 @@ int *rtc_index_error(const struct rtc_model *m) { return (int *)(void *)(m->io +
 unsigned char *rtc_arena(struct rtc_model *m) { return m->arena; }
 const unsigned char *rtc_weights(struct rtc_model *m) { return m->weights; }
 int rtc_direct(const struct rtc_model *m) { return m->direct; }
+
+int rtc_guard(struct rtc_model *m, const void *p, int *value)
+{
+	unsigned char b = 0;
+	int status;
+	if ((status = rtc_check(m, cudaMemcpyAsync(&b, p, 1, cudaMemcpyDeviceToHost, m->stream),
+	                        "cudaMemcpyAsync (guard)")) ||
+	    (status = rtc_check(m, cudaStreamSynchronize(m->stream), "cudaStreamSynchronize")))
+		return status;
+	*value = b != 0;
+	return RT_OK;
+}
 int rtc_dtype_size(int dtype) { return rt_dtype_size(dtype); }
 size_t rtc_workspace_limit(const struct rtc_model *m) { return m->ws_limit; }
 void *rtc_workspace(const struct rtc_model *m) { return m->ws; }
@@ -390,6 +402,8 @@ int rtc_model_open(struct rtc_model **out, const struct rtc_model_info *info)
 	if (!(m = calloc(1, sizeof *m)))
 		return RT_ERR_NO_MEMORY;
 	read_settings(m);
+	if (info && info->direct) /* run-time Ifs: guards read back, no graph */
+		m->direct = 1;
 	if (!info_ok(info)) {
 		status = rtc_fail(m, RT_ERR_ARGUMENT, "rtc_model_open: invalid model info");
 		goto fail;

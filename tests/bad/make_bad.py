@@ -415,15 +415,28 @@ def function_unsupported_inside(d):
 
 
 @case
-def if_runtime_condition(d):
+def if_runtime_shapes_differ(d):
+    # a run-time condition needs one type from both branches (docs/ir.md, Guards)
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
                                [vi("t", [2])])
-    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
-                               [vi("e", [2])])
+    else_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["e"], axis=0)],
+                               "else", [], [vi("e", [4])])
     c = vi("c", [], TensorProto.BOOL)
     return model([helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
                                    else_branch=else_g)],
-                 [vi("x", [2]), c], [vi("y", [2])], opset=18)
+                 [vi("x", [2]), c], [vi("y", None)], opset=18)
+
+
+@case
+def if_runtime_dtypes_differ(d):
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                               [vi("t", [2])])
+    else_g = helper.make_graph([helper.make_node("Cast", ["x"], ["e"], to=TensorProto.INT64)],
+                               "else", [], [vi("e", [2], TensorProto.INT64)])
+    c = vi("c", [1], TensorProto.BOOL)
+    return model([helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
+                                   else_branch=else_g)],
+                 [vi("x", [2]), c], [vi("y", None)], opset=18)
 
 
 @case

@@ -386,6 +386,27 @@ def function_cases():
     m.ir_version = 9
     c["if_constant"] = m
 
+    # If on a run-time condition (docs/ir.md, Guards): both branches are
+    # imported, each node guarded; the then branch nests an If on a second
+    # run-time condition (its guards and-ed with the outer one), the else
+    # branch gives an outer value as it is; phis merge the outputs
+    inner = helper.make_node(
+        "If", ["c2"], ["z"], name="inner",
+        then_branch=helper.make_graph([helper.make_node("Neg", ["r"], ["z1"])], "t2", [],
+                                      [vi("z1", F, [2, 3])]),
+        else_branch=helper.make_graph([helper.make_node("Mul", ["r", "x"], ["z2"])], "e2",
+                                      [], [vi("z2", F, [2, 3])]))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), inner], "then", [],
+                               [vi("z", F, [2, 3])])
+    else_g = helper.make_graph([], "else", [], [vi("x", F, [2, 3])])
+    m = model([helper.make_node("If", ["c1"], ["y0"], name="outer", then_branch=then_g,
+                                else_branch=else_g),
+               helper.make_node("Sigmoid", ["y0"], ["y"])],
+              [vi("x", F, [2, 3]), vi("c1", TensorProto.BOOL, []),
+               vi("c2", TensorProto.BOOL, [1])], [vi("y", F, [2, 3])], opset=18)
+    m.ir_version = 9
+    c["if_runtime"] = m
+
     # Resize-18 antialias: 4 -> 2 by 0.5 along H and W, a MatMul by the
     # filter's weights per dimension (H moved last and back); by hand, the
     # stretched triangle at 0.5 gives output 0 taps -1..2 weighted

@@ -273,6 +273,138 @@ static void test_verify_catches(void)
 	ir_module_free(m);
 }
 
+/* Guards (docs/ir.md, Guards): a valid nested module, each violation the
+ * verifier must catch, and the reference evaluator taking each branch. */
+static struct ir_node *node1(struct ir_module *m, enum ir_op op, const char *name,
+                             struct ir_value *const *in, int nin, struct ir_value *guard)
+{
+	char err[256];
+	struct ir_node *n = ir_add_node(m, op, name, in, nin, (const char *[]){ name }, 1);
+	if (guard)
+		ir_set_guard(m, n, guard);
+	CHECK(ir_infer_node(m, n, err, sizeof err));
+	return n;
+}
+
+static void test_verify_guards(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_type t = ty(IR_F32, 1, (int64_t[]){ 2 }), b = ty(IR_BOOL, 0, NULL);
+	struct ir_value *x, *c1, *c2, *g2, *nc1;
+	struct ir_node *r, *z, *e, *phi, *phi2, *bad;
+	char err[256];
+
+	ctx_collect(&ctx, &d);
+	m = ir_module_new(&ctx, "t");
+	x = ir_add_input(m, "x", &t);
+	c1 = ir_add_input(m, "c1", &b);
+	c2 = ir_add_input(m, "c2", &b);
+	r = node1(m, IR_OP_RELU, "r", &x, 1, c1); /* then */
+	g2 = node1(m, IR_OP_AND, "g2", (struct ir_value *[]){ c1, c2 }, 2, c1)->out[0];
+	z = node1(m, IR_OP_NEG, "z", &r->out[0], 1, g2); /* nested */
+	phi2 = node1(m, IR_OP_PHI, "p2", (struct ir_value *[]){ c2, z->out[0], r->out[0] }, 3, c1);
+	nc1 = node1(m, IR_OP_NOT, "nc1", &c1, 1, NULL)->out[0];
+	e = node1(m, IR_OP_ABS, "e", &x, 1, nc1); /* else */
+	phi = node1(m, IR_OP_PHI, "p", (struct ir_value *[]){ c1, phi2->out[0], e->out[0] }, 3,
+	            NULL);
+	ir_add_output(m, phi->out[0]);
+	CHECK_EQ(ir_verify(m), 0);
+	/* the text form carries the guards and reads them back */
+	{
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		struct ir_module *back;
+		ir_print(m, f);
+		fclose(f);
+		CHECK_STR(text, "%z : f32[2] = neg(%r) if %g2 @z");
+		back = ir_parse(&ctx, text, len);
+		CHECK(back != NULL);
+		if (back) {
+			CHECK(ir_find_value(back, "z")->def->guard == ir_find_value(back, "g2"));
+			ir_module_free(back);
+		}
+		free(text);
+	}
+	/* an unguarded node reading a guarded result */
+	bad = node1(m, IR_OP_SIGMOID, "bad", &z->out[0], 1, NULL);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "input 0 'z' is a result of a node guarded by 'g2', read under guard "
+	                  "'(none)'");
+	/* ... under a weaker guard (the outer one): still wrong */
+	ir_set_guard(m, bad, c1);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "read under guard 'c1', which does not imply it");
+	/* ... under the other branch's guard */
+	ir_set_guard(m, bad, nc1);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "read under guard 'nc1'");
+	/* under the same guard: fine */
+	ir_set_guard(m, bad, g2);
+	CHECK_EQ(ir_verify(m), 0);
+	ir_remove_node(m, bad);
+	/* a guard that is not a one-element bool */
+	ir_set_guard(m, e, x);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "guard 'x' is f32[2], not a bool of one element");
+	ir_set_guard(m, e, nc1);
+	/* a guard defined after the node */
+	ir_move_before(m, nc1->def, phi);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "guard 'nc1' is used before it is defined");
+	ir_move_before(m, nc1->def, e);
+	/* a stale guard use */
+	e->guard_use_at = 7;
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "guard 'nc1' is missing from its use list");
+	e->guard_use_at = 0;
+	CHECK_EQ(ir_verify(m), 0);
+	/* a graph output that is a guarded result */
+	ir_add_output(m, e->out[0]);
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "graph output 'e' is a result of node 'e', guarded by 'nc1'");
+	m->noutputs--;
+	CHECK_EQ(ir_verify(m), 0);
+	/* the reference evaluator takes each branch: x = [-1, 2] */
+	for (int k = 0; k < 3; k++) {
+		static const bool conds[3][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
+		static const float want[3][2] = { { -0.0f, -2 }, { 0, 2 }, { 1, 2 } };
+		struct ir_ctx c;
+		struct ir_module *mm;
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		const float xv[2] = { -1, 2 };
+		ir_print(m, f);
+		fclose(f);
+		ir_ctx_init(&c);
+		mm = ir_parse(&c, text, len);
+		free(text);
+		CHECK(mm != NULL);
+		if (!mm)
+			continue;
+		CHECK(ir_input_to_const(mm, ir_find_value(mm, "x"), xv));
+		CHECK(ir_input_to_const(mm, ir_find_value(mm, "c1"), &conds[k][0]));
+		CHECK(ir_input_to_const(mm, ir_find_value(mm, "c2"), &conds[k][1]));
+		CHECK(ir_fold_all(mm, err, sizeof err) >= 0);
+		CHECK(mm->outputs[0]->kind == IR_VAL_CONST && mm->outputs[0]->data);
+		if (mm->outputs[0]->data)
+			for (int i = 0; i < 2; i++)
+				CHECK(((const float *)mm->outputs[0]->data)[i] == want[k][i]);
+		ir_module_free(mm);
+	}
+	ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Inference                                                                */
 /* ------------------------------------------------------------------------ */
@@ -790,6 +922,7 @@ static void test_map_scopes(void)
 
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
               T(test_minifloats) T(test_broadcast) T(test_module_basics) T(test_verify_catches)
-                      T(test_infer) T(test_fold) T(test_text_roundtrip) T(test_parse_errors)
-                              T(test_parse_oom) T(test_oom_exits) T(test_diag_escapes)
-                                      T(test_arena_big_blocks) T(test_map_scopes))
+                      T(test_verify_guards) T(test_infer) T(test_fold) T(test_text_roundtrip)
+                              T(test_parse_errors) T(test_parse_oom) T(test_oom_exits)
+                                      T(test_diag_escapes) T(test_arena_big_blocks)
+                                              T(test_map_scopes))

@@ -151,8 +151,8 @@ static struct ir_node *one_node(struct ir_module *m, enum ir_op op, const enum i
 	for (int i = 0; i < ir_ops[op].min_in; i++) {
 		struct ir_type t = { .dtype = dt[i], .rank = 1, .dims = { 2 } };
 		char name[16];
-		if (op == IR_OP_DROPOUT && i == 1)
-			t.rank = 0; /* the seed */
+		if ((op == IR_OP_DROPOUT && i == 1) || (op == IR_OP_PHI && i == 0))
+			t.rank = 0; /* the seed; phi's condition */
 		snprintf(name, sizeof name, "x%d", i);
 		if (consts) {
 			void *data = ir_arena_alloc(&m->arena, 16);
@@ -172,7 +172,7 @@ static struct ir_node *one_node(struct ir_module *m, enum ir_op op, const enum i
 static void input_types(enum ir_op op, enum ir_dtype t, enum ir_dtype *dt)
 {
 	dt[0] = dt[1] = dt[2] = t;
-	if (op == IR_OP_WHERE)
+	if (op == IR_OP_WHERE || op == IR_OP_PHI)
 		dt[0] = IR_BOOL;
 	if (op == IR_OP_DROPOUT)
 		dt[1] = IR_I64;
