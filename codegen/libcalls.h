@@ -23,8 +23,10 @@
  *          bytes); NONE: the CPU target cannot run it
  *   cuda   the CUDA runtime: RTC: rtc_<fn>(M, &desc, tensors...);
  *          RTC_PLAN(p): create makes a struct rtc_<p> with rtc_<fn>_plan,
- *          which the call takes instead of the descriptor; NONE: the CUDA
- *          target cannot run it
+ *          which the call takes instead of the descriptor; RTC_PLAN_WS(p):
+ *          the same with the step's workspace last (sized by the cpu
+ *          column's rt_<fn>_workspace, which covers both runtimes); NONE:
+ *          the CUDA target cannot run it
  */
 
 /*     id                desc                 fn                 args                 elems   cpu    cuda */
@@ -48,7 +50,7 @@ CG_LIB(PAD,              D(pad),              pad,               (1, 0),        
 CG_LIB(TILE,             D(tile),             tile,              (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(TRILU,            D(trilu),            trilu,             (1, 0),              BYTES,  RT,    RTC)
 CG_LIB(LINATTN,          D(linattn),          linear_attention,  (2, 3, 4, 5, 6, 7, 8, 0, 1), YDTYPE, RT, RTC)
-CG_LIB(RNN,              D(rnn),              rnn,               (3, 4, 5, 6, 7, 8, 9, 10, 0, 1, 2), YDTYPE, RT_WS, NONE)
+CG_LIB(RNN,              D(rnn),              rnn,               (3, 4, 5, 6, 7, 8, 9, 10, 0, 1, 2), YDTYPE, RT_WS, RTC_PLAN_WS(rnn))
 CG_LIB(ATTENTION,        D(attention),        attention,         (2, 3, 4, 5, 0, 1),  YDTYPE, RT,    RTC_PLAN(attention))
 CG_LIB(ATTENTION_GRAD,   AS(attention),       attention_grad,    (3, 4, 5, 6, 7, 8, 9, 0, 1, 2), YDTYPE, RT, RTC_PLAN(attention))
 CG_LIB(RESIZE,           D(resize),           resize,            (1, 0),              YDTYPE, RT,    RTC)

@@ -17,24 +17,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The CUDA column of libcalls.h: does libonnxc_rt_cuda have the call, and
- * the plan (struct rtc_<plan>, made by rtc_<fn>_plan at create time) the
- * call takes instead of its descriptor, if any. */
-#define CG_CUDA_RTC        \
-	{                  \
-		true, NULL \
+/* The CUDA column of libcalls.h: does libonnxc_rt_cuda have the call, the
+ * plan (struct rtc_<plan>, made by rtc_<fn>_plan at create time) the call
+ * takes instead of its descriptor, if any, and does it take the step's
+ * workspace (planned in the arena) last? */
+#define CG_CUDA_RTC               \
+	{                         \
+		true, NULL, false \
 	}
-#define CG_CUDA_RTC_PLAN(x) \
-	{                   \
-		true, #x    \
+#define CG_CUDA_RTC_PLAN(x)     \
+	{                       \
+		true, #x, false \
 	}
-#define CG_CUDA_NONE        \
-	{                   \
-		false, NULL \
+#define CG_CUDA_RTC_PLAN_WS(x) \
+	{                      \
+		true, #x, true \
+	}
+#define CG_CUDA_NONE               \
+	{                          \
+		false, NULL, false \
 	}
 static const struct {
 	bool runs;
 	const char *plan;
+	bool workspace;
 } calls[CG_LIB_COUNT] = {
 #define CG_LIB(id, desc, fn, args, elems, cpu, cuda) [CG_LIB_##id] = CG_CUDA_##cuda,
 #include "libcalls.h"
@@ -120,6 +126,8 @@ static void emit_lib_args(FILE *f, const struct cg_plan *p, const struct cg_step
 {
 	fprintf(f, calls[s->lib].plan ? "model->p%d" : "&d%d", index);
 	cg_c_tensor_args(f, p, s);
+	if (calls[s->lib].workspace)
+		fprintf(f, ", A(%lld)", (long long)s->ws_offset);
 }
 
 static void emit_launch(FILE *f, const struct cg_plan *p, const struct cg_step *s)

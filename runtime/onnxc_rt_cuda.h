@@ -179,6 +179,20 @@ int rtc_linear_attention(struct rtc_model *m, const struct rt_linattn_desc *d, c
                          const void *k, const void *v, const void *past, const void *decay,
                          const void *beta, const void *erase, void *y, void *state);
 /*
+ * LSTM, GRU and RNN (rt_rnn's semantics) through a plan made at create
+ * time: the input projection of every step as one cuBLASLt GEMM, then per
+ * step one GEMM H R^T (two for a GRU without linear_before_reset) and a
+ * kernel for the gates, the state and y (runtime/cuda/rtc_rnn.cu). FP32
+ * state and arithmetic; the tensors in FP32, FP16 or BF16 (y, yh, yc in
+ * ydtype). ws: the step's workspace, rt_rnn_workspace(d) bytes. A sequence
+ * length out of [0, seq] sets the index error flag (RT_ERR_INDEX).
+ */
+struct rtc_rnn;
+int rtc_rnn_plan(struct rtc_model *m, const struct rt_rnn_desc *d, struct rtc_rnn **plan);
+int rtc_rnn(struct rtc_model *m, const struct rtc_rnn *plan, const void *x, const void *w,
+            const void *r, const void *b, const void *seq_lens, const void *h0, const void *c0,
+            const void *p, void *y, void *yh, void *yc, void *ws);
+/*
  * Scaled dot-product attention, fused (nothing lq x lk in memory), through a
  * plan made at create time: cuDNN's fused flash attention where it computes
  * exactly rt_attention's semantics (FP16/BF16 in and out, head sizes that

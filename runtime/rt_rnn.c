@@ -24,6 +24,7 @@
  * stages half tensors.
  */
 #include "onnxc_rt.h"
+#include "rt_index_rnn.h"
 #include "rt_sgemm.h"
 
 #include <cblas.h>
@@ -34,7 +35,7 @@
 
 #define RT_RNN_ROWS 16 /* batch rows per item */
 
-static int gates_of(int cell) { return cell == RT_RNN_LSTM ? 4 : cell == RT_RNN_GRU ? 3 : 1; }
+static int gates_of(int cell) { return rt_rnn_gates(cell); }
 
 /* The workspace in floats: the projection, then per item h, c, r . h and Q. */
 static bool ws_floats(const struct rt_rnn_desc *d, uint64_t *n)
@@ -54,12 +55,17 @@ static bool ws_floats(const struct rt_rnn_desc *d, uint64_t *n)
 	return *n < UINT64_MAX / 64;
 }
 
+/* What either runtime needs: this file's layout, or the CUDA runtime's
+ * (rt_index_rnn.h), whichever is larger. */
 size_t rt_rnn_workspace(const struct rt_rnn_desc *d)
 {
 	uint64_t n;
-	if (d->seq == 0 || !ws_floats(d, &n))
-		return d->seq == 0 ? 0 : SIZE_MAX / 2;
-	return (size_t)n * sizeof(float);
+	struct rt_rnn_layout l;
+	if (d->seq == 0)
+		return 0;
+	if (!ws_floats(d, &n) || !rt_rnn_layout(d, &l))
+		return SIZE_MAX / 2;
+	return (size_t)(n > l.total ? n : l.total) * sizeof(float);
 }
 
 /* C (m x n, ldc) = A B (+ C when beta), A(i, p) = a[i a_rs + p], B(p, j) = b[p + j b_cs] */
@@ -97,23 +103,6 @@ static void gemm(int isa, int64_t m, int64_t n, int64_t k, const float *a, int64
 		            a, (int)a_rs, b, (int)b_cs, 0.0f, c, (int)ldc);
 }
 
-static inline float act(int a, float x, float al, float be)
-{
-	switch (a) {
-	case RT_RNN_RELU: return x > 0 ? x : 0;
-	case RT_RNN_TANH: return tanhf(x);
-	case RT_RNN_SIGMOID: return 1 / (1 + expf(-x));
-	case RT_RNN_AFFINE: return al * x + be;
-	case RT_RNN_LEAKY_RELU: return x >= 0 ? x : al * x;
-	case RT_RNN_THRESHOLDED_RELU: return x > al ? x : 0;
-	case RT_RNN_SCALED_TANH: return al * tanhf(be * x);
-	case RT_RNN_HARD_SIGMOID: return fminf(fmaxf(al * x + be, 0), 1);
-	case RT_RNN_ELU: return x >= 0 ? x : al * expm1f(x);
-	case RT_RNN_SOFTSIGN: return x / (1 + fabsf(x));
-	default: return log1pf(expf(-fabsf(x))) + fmaxf(x, 0); /* RT_RNN_SOFTPLUS */
-	}
-}
-
 struct rnn_job {
 	const struct rt_rnn_desc *d;
 	const float *w, *r, *b, *h0, *c0, *p;
@@ -128,15 +117,11 @@ struct rnn_dir {
 	const struct rnn_job *jb;
 	int d;
 	const float *wb, *rb, *p;
-	float clip;
 };
 
 static inline float dact(const struct rnn_dir *v, int k, float x)
 {
-	const struct rt_rnn_desc *d = v->jb->d;
-	if (v->clip > 0)
-		x = fminf(fmaxf(x, -v->clip), v->clip);
-	return act(d->act[v->d][k], x, d->alpha[v->d][k], d->beta[v->d][k]);
+	return rt_rnn_dact(v->jb->d, v->d, k, x);
 }
 
 /* gate k, unit j of one row: x's part, h's part (q) and both biases */
@@ -151,15 +136,11 @@ static inline float pre(const struct rnn_dir *v, const float *px, const float *q
 static void lstm_row(const struct rnn_dir *v, const float *px, const float *q, float *h, float *c)
 {
 	int64_t H = v->jb->d->hidden;
-	bool coupled = v->jb->d->input_forget != 0;
 	for (int64_t j = 0; j < H; j++) {
-		float i = dact(v, 0, pre(v, px, q, 0, j) + v->p[j] * c[j]);
-		float f =
-		        coupled ? 1 - i : dact(v, 0, pre(v, px, q, 2, j) + v->p[2 * H + j] * c[j]);
-		float cn = f * c[j] + i * dact(v, 1, pre(v, px, q, 3, j));
-		float o = dact(v, 0, pre(v, px, q, 1, j) + v->p[H + j] * cn);
-		c[j] = cn;
-		h[j] = o * dact(v, 2, cn);
+		float g[4];
+		for (int k = 0; k < 4; k++)
+			g[k] = pre(v, px, q, k, j);
+		h[j] = rt_rnn_lstm(v->jb->d, v->d, g, v->p[j], v->p[H + j], v->p[2 * H + j], &c[j]);
 	}
 }
 
@@ -170,12 +151,14 @@ static void gru_gates(const struct rnn_dir *v, const float *px, float *q, float 
 	int64_t H = v->jb->d->hidden;
 	bool lbr = v->jb->d->linear_before_reset != 0;
 	for (int64_t j = 0; j < H; j++) {
-		float z = dact(v, 0, pre(v, px, q, 0, j)), r = dact(v, 0, pre(v, px, q, 1, j));
 		if (lbr) {
 			int64_t at = 2 * H + j;
-			float hh = dact(v, 1, px[at] + v->wb[at] + r * (q[at] + v->rb[at]));
-			h[j] = (1 - z) * hh + z * h[j];
+			h[j] = rt_rnn_gru_lbr(v->jb->d, v->d, pre(v, px, q, 0, j),
+			                      pre(v, px, q, 1, j), px[at] + v->wb[at],
+			                      q[at] + v->rb[at], h[j]);
 		} else {
+			float z = dact(v, 0, pre(v, px, q, 0, j)),
+			      r = dact(v, 0, pre(v, px, q, 1, j));
 			q[j] = z;
 			rh[j] = r * h[j];
 		}
@@ -186,10 +169,8 @@ static void gru_gates(const struct rnn_dir *v, const float *px, float *q, float 
 static void gru_finish(const struct rnn_dir *v, const float *px, const float *q, float *h)
 {
 	int64_t H = v->jb->d->hidden;
-	for (int64_t j = 0; j < H; j++) {
-		float hh = dact(v, 1, pre(v, px, q, 2, j));
-		h[j] = (1 - q[j]) * hh + q[j] * h[j];
-	}
+	for (int64_t j = 0; j < H; j++)
+		h[j] = rt_rnn_gru_finish(v->jb->d, v->d, q[j], pre(v, px, q, 2, j), h[j]);
 }
 
 static void rnn_item(const struct rnn_job *jb, int64_t it)
@@ -201,12 +182,8 @@ static void rnn_item(const struct rnn_job *jb, int64_t it)
 	int64_t nr = B - b0 < RT_RNN_ROWS ? B - b0 : RT_RNN_ROWS, maxlen = 0;
 	float *h = jb->scratch + it * jb->per, *c = h + nr * H, *rh = c + nr * H, *q = rh + nr * H;
 	const float *rw = jb->r + dir * GH * H, *px0 = jb->proj + dir * T * B * GH;
-	struct rnn_dir v = { jb,
-		             dir,
-		             jb->b + dir * 2 * GH,
-		             jb->b + dir * 2 * GH + GH,
-		             jb->p ? jb->p + dir * 3 * H : NULL,
-		             d->clip };
+	struct rnn_dir v = { jb, dir, jb->b + dir * 2 * GH, jb->b + dir * 2 * GH + GH,
+		             jb->p ? jb->p + dir * 3 * H : NULL };
 	bool back = dir == 1 || d->reverse, lbr = d->linear_before_reset != 0;
 	int64_t n1 = d->cell == RT_RNN_GRU && !lbr ? 2 * H : GH;
 	memcpy(h, jb->h0 + (dir * B + b0) * H, sizeof *h * (size_t)(nr * H));

@@ -17,7 +17,8 @@
  *
  * The kernels are linked without rtc_core.c: a stand-in below provides the
  * stream, the multiprocessor count, the error flag, the error strings, a
- * cuDNN handle on the stream, the shared workspace and the plans'
+ * cuDNN handle on the stream, a cuBLASLt handle (rtc_rnn's GEMMs, through
+ * rtc_blas.c), the shared workspace and the plans'
  * destructors (run after each test).
  *
  * Attention runs through plans (rtc_sdpa.c): the kernel tests force the
@@ -30,13 +31,15 @@
  *
  * Exit status: 0 passed, 1 failed, 77 no CUDA device (ctest: skipped).
  * `test_rtc_kernels NAME` runs the tests whose name contains NAME;
- * `test_rtc_kernels --attention-speed` times attention (scripts/gpu-check).
+ * `test_rtc_kernels --attention-speed` times attention, `--rnn-speed` LSTM
+ * (scripts/gpu-check).
  */
 #include "onnxc_rt.h"
 #include "rtc_internal.h"
 #include "rtc_sdpa.h"
 
 #include <algorithm>
+#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -59,6 +62,7 @@ struct rtc_model {
 	int sm_count;
 	int *flag; /* device */
 	cudnnHandle_t dnn;
+	cublasLtHandle_t lt;
 	void *ws; /* the workspace: ensure_workspace() allocates the largest request */
 	size_t ws_size, ws_need;
 	std::vector<std::pair<void (*)(void *), void *>> closers;
@@ -70,6 +74,7 @@ int rtc_sm_count(const struct rtc_model *m) { return m->sm_count; }
 int *rtc_index_error(const struct rtc_model *m) { return m->flag; }
 int rtc_dtype_size(int dtype) { return rt_dtype_size(dtype); }
 void *rtc_cudnn(const struct rtc_model *m) { return m->dnn; }
+void *rtc_cublaslt(const struct rtc_model *m) { return m->lt; }
 void *rtc_workspace(const struct rtc_model *m) { return m->ws; }
 size_t rtc_workspace_limit(const struct rtc_model *m) { return (size_t)256 << 20; }
 
@@ -1033,6 +1038,180 @@ template <class T> static T *nonnull(std::vector<T> &v)
 {
 	static T one[1];
 	return v.empty() ? one : v.data();
+}
+
+/* ------------------------------------------------------------------------ */
+/* LSTM, GRU, RNN                                                           */
+/* ------------------------------------------------------------------------ */
+
+struct rnn_spec {
+	int cell, dirs, reverse;
+	int64_t seq, batch, input, hidden;
+	int acts[3]; /* -1: the cell's defaults (sigmoid, tanh, tanh) */
+	float clip;
+	int input_forget, lbr;
+	bool short_lens; /* sequence lengths from 0 to seq, else all seq */
+};
+
+static struct rt_rnn_desc rnn_desc(const rnn_spec &c)
+{
+	struct rt_rnn_desc d;
+	memset(&d, 0, sizeof d);
+	d.dtype = RT_F32;
+	d.cell = c.cell;
+	d.dirs = c.dirs;
+	d.reverse = c.reverse;
+	d.seq = c.seq;
+	d.batch = c.batch;
+	d.input = c.input;
+	d.hidden = c.hidden;
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 3; k++) {
+			d.act[i][k] =
+			        c.acts[0] < 0 ? (k ? RT_RNN_TANH : RT_RNN_SIGMOID) : c.acts[k];
+			d.alpha[i][k] = 0.5f + 0.25f * (float)k;
+			d.beta[i][k] = 0.1f * (float)(i + 1);
+		}
+	d.clip = c.clip;
+	d.input_forget = c.input_forget;
+	d.linear_before_reset = c.lbr;
+	return d;
+}
+
+/* rtc_rnn against rt_rnn on the same inputs rounded through dt; the result
+ * in yt; captured into a CUDA Graph and replayed when graph. */
+static void rnn_case(const rnn_spec &c, int dt, int yt, bool graph)
+{
+	struct rt_rnn_desc d = rnn_desc(c);
+	int64_t G = c.cell == RT_RNN_LSTM  ? 4
+	            : c.cell == RT_RNN_GRU ? 3
+	                                   : 1,
+	        H = c.hidden, D = c.dirs, B = c.batch, T = c.seq, ny = T * D * B * H,
+	        ns = D * B * H;
+	float scale = (float)(1 / sqrt((double)(c.input + H)));
+	std::vector<float> x = rounded(rnd_floats(T * B * c.input, -1, 1), dt),
+	                   w = rounded(rnd_floats(D * G * H * c.input, -scale, scale), dt),
+	                   r = rounded(rnd_floats(D * G * H * H, -scale, scale), dt),
+	                   b = rounded(rnd_floats(D * 2 * G * H, -0.5, 0.5), dt),
+	                   h0 = rounded(rnd_floats(ns, -1, 1), dt),
+	                   c0 = rounded(rnd_floats(ns, -1, 1), dt),
+	                   p = rounded(rnd_floats(D * 3 * H, -0.5, 0.5), dt), wy((size_t)ny),
+	                   wh((size_t)ns), wc((size_t)ns);
+	std::vector<int32_t> lens((size_t)B);
+	for (int64_t i = 0; i < B; i++)
+		lens[(size_t)i] = (int32_t)(c.short_lens ? (i * 7 + 3) % (T + 1) : T);
+	bool lstm = c.cell == RT_RNN_LSTM;
+	std::vector<unsigned char> ws(rt_rnn_workspace(&d) + 1);
+	EXPECT(rt_rnn(ctx, &d, x.data(), w.data(), r.data(), b.data(), lens.data(), h0.data(),
+	              lstm ? c0.data() : NULL, lstm ? p.data() : NULL, nonnull(wy), wh.data(),
+	              lstm ? wc.data() : NULL, ws.data()) == RT_OK);
+	d.dtype = dt;
+	d.ydtype = yt;
+	struct rtc_rnn *plan;
+	if (!ran(rtc_rnn_plan(&M, &d, &plan), "rtc_rnn_plan"))
+		return;
+	ensure_workspace();
+	bytes lb((size_t)B * 4);
+	memcpy(lb.data(), lens.data(), lb.size());
+	void *dx = up(pack(x, dt)), *dw = up(pack(w, dt)), *dr = up(pack(r, dt)),
+	     *db = up(pack(b, dt)), *dl = up(lb), *dh0 = up(pack(h0, dt)), *dc0 = up(pack(c0, dt)),
+	     *dp = up(pack(p, dt)), *dy = dev((size_t)ny * esize(yt)),
+	     *dyh = dev((size_t)ns * esize(yt)), *dyc = dev((size_t)ns * esize(yt)),
+	     *dws = dev(rt_rnn_workspace(&d));
+	auto call = [&] {
+		return rtc_rnn(&M, plan, dx, dw, dr, db, dl, dh0, lstm ? dc0 : NULL,
+		               lstm ? dp : NULL, dy, dyh, lstm ? dyc : NULL, dws);
+	};
+	if (graph) {
+		cudaGraph_t g;
+		cudaGraphExec_t ge;
+		CUDA_OK(cudaStreamBeginCapture(M.stream, cudaStreamCaptureModeGlobal));
+		int st = call();
+		CUDA_OK(cudaStreamEndCapture(M.stream, &g));
+		if (!ran(st, "rtc_rnn captured"))
+			return;
+		CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+		for (int i = 0; i < 2; i++)
+			CUDA_OK(cudaGraphLaunch(ge, M.stream));
+		CUDA_OK(cudaStreamSynchronize(M.stream));
+		CUDA_OK(cudaGraphExecDestroy(ge));
+		CUDA_OK(cudaGraphDestroy(g));
+	} else if (!ran(call(), "rtc_rnn"))
+		return;
+	EXPECT(take_flag() == 0);
+	/* summation order differs (cuBLASLt, the CPU's GEMM) and the
+	 * recurrence carries it along: within 1e-4 of values near 1 */
+	double sc = yt == RT_F32 ? 100 : 1;
+	compare("rnn y", unpack(down(dy, (size_t)ny * esize(yt)), yt), wy, yt, sc);
+	compare("rnn y_h", unpack(down(dyh, (size_t)ns * esize(yt)), yt), wh, yt, sc);
+	if (lstm)
+		compare("rnn y_c", unpack(down(dyc, (size_t)ns * esize(yt)), yt), wc, yt, sc);
+}
+
+static void test_rnn(void)
+{
+	static const int others[][3] = {
+		{ RT_RNN_HARD_SIGMOID, RT_RNN_LEAKY_RELU, RT_RNN_SOFTSIGN },
+		{ RT_RNN_AFFINE, RT_RNN_SCALED_TANH, RT_RNN_ELU },
+		{ RT_RNN_SIGMOID, RT_RNN_SOFTPLUS, RT_RNN_THRESHOLDED_RELU },
+		{ RT_RNN_SIGMOID, RT_RNN_RELU, RT_RNN_TANH },
+	};
+	for (int cell = RT_RNN_LSTM; cell <= RT_RNN_RNN; cell++)
+		for (int dirs = 1; dirs <= 2; dirs++)
+			for (int rev = 0; rev <= (dirs == 1); rev++)
+				for (int lbr = 0; lbr <= (cell == RT_RNN_GRU); lbr++) {
+					rnn_spec c = { cell, dirs,   rev, 7, 5,   6,
+						       9,    { -1 }, 0,   0, lbr, true };
+					rnn_case(c, RT_F32, RT_F32, false);
+					c.short_lens = false;
+					c.seq = 40, c.batch = 33, c.input = 70, c.hidden = 130;
+					rnn_case(c, RT_F32, RT_F32, false);
+				}
+	for (const auto &a : others)
+		for (int cell = RT_RNN_LSTM; cell <= RT_RNN_RNN; cell++) {
+			rnn_spec c = {
+				cell, 2, 0, 6, 4, 3, 5, { a[0], a[1], a[2] }, 0, 0, 0, true
+			};
+			rnn_case(c, RT_F32, RT_F32, false);
+			c.clip = 0.75f; /* clip on every activation's input */
+			rnn_case(c, RT_F32, RT_F32, false);
+		}
+	rnn_spec coupled = { RT_RNN_LSTM, 1, 0, 5, 3, 4, 6, { -1 }, 0, 1, 0, true };
+	rnn_case(coupled, RT_F32, RT_F32, false);
+	rnn_spec empty = { RT_RNN_LSTM, 2, 0, 0, 3, 4, 6, { -1 }, 0, 0, 0, false };
+	rnn_case(empty, RT_F32, RT_F32, false); /* no steps: y_h = h0 */
+	rnn_spec noin = { RT_RNN_GRU, 1, 1, 4, 3, 0, 6, { -1 }, 0, 0, 0, true };
+	rnn_case(noin, RT_F32, RT_F32, false); /* input size 0: a k = 0 projection */
+	/* half storage, FP32 state and arithmetic */
+	for (int cell = RT_RNN_LSTM; cell <= RT_RNN_RNN; cell++) {
+		rnn_spec c = { cell, 2, 0, 9, 6, 8, 16, { -1 }, 0, 0, 0, true };
+		rnn_case(c, RT_F16, RT_F16, false);
+		rnn_case(c, RT_BF16, RT_BF16, false);
+		rnn_case(c, RT_F16, RT_F32, false);
+	}
+	/* captured into a CUDA Graph and replayed twice: the same results */
+	rnn_spec gc = { RT_RNN_GRU, 2, 0, 12, 9, 10, 33, { -1 }, 0, 0, 0, true };
+	rnn_case(gc, RT_F32, RT_F32, true);
+	rnn_spec lc = { RT_RNN_LSTM, 1, 1, 12, 9, 10, 33, { -1 }, 0.5f, 0, 0, true };
+	rnn_case(lc, RT_F32, RT_F32, true);
+	/* a sequence length past seq: the index error flag */
+	{
+		rnn_spec c = { RT_RNN_RNN, 1, 0, 3, 2, 2, 4, { -1 }, 0, 0, 0, false };
+		struct rt_rnn_desc d = rnn_desc(c);
+		struct rtc_rnn *plan;
+		int32_t bad[2] = { 2, 4 };
+		bytes lb(8);
+		memcpy(lb.data(), bad, 8);
+		if (ran(rtc_rnn_plan(&M, &d, &plan), "rtc_rnn_plan")) {
+			ensure_workspace();
+			EXPECT(rtc_rnn(&M, plan, dev(64), dev(64), dev(64), dev(64), up(lb),
+			               dev(64), NULL, NULL, dev(256), dev(64), NULL,
+			               dev(rt_rnn_workspace(&d))) == RT_OK);
+			EXPECT(take_flag() == 1);
+		}
+		d.dirs = 3;
+		EXPECT(rtc_rnn_plan(&M, &d, &plan) == RT_ERR_ARGUMENT);
+	}
 }
 
 /* One case's inputs: the CPU's descriptor (FP32), q, k, v rounded through
@@ -2465,6 +2644,71 @@ static int attention_speed(void)
 	return 0;
 }
 
+/* --rnn-speed (scripts/gpu-check): an FP32 LSTM forward (one direction,
+ * full lengths) at a few sizes, the whole sequence captured into a CUDA
+ * Graph and replayed: the median of 5 replays after one warm-up, one JSON
+ * object per size; us_per_step is the time over seq. Inputs are zeros:
+ * speed only. */
+static int rnn_speed(void)
+{
+	static const int64_t sizes[][4] = { /* seq, batch, input, hidden */
+		                            { 100, 1, 128, 128 },
+		                            { 100, 16, 256, 256 },
+		                            { 100, 64, 512, 512 },
+		                            { 50, 64, 1024, 1024 },
+		                            { 200, 256, 256, 256 }
+	};
+	for (const auto &z : sizes) {
+		rnn_spec c = { RT_RNN_LSTM, 1, 0, z[0], z[1], z[2], z[3], { -1 }, 0, 0, 0, false };
+		struct rt_rnn_desc d = rnn_desc(c);
+		struct rtc_rnn *plan;
+		int64_t H = z[3], T = z[0], B = z[1], I = z[2];
+		if (rtc_rnn_plan(&M, &d, &plan) != RT_OK) {
+			printf("rnn speed: %s\n", M.err);
+			return 1;
+		}
+		ensure_workspace();
+		void *x = dev((size_t)(T * B * I) * 4), *w = dev((size_t)(4 * H * I) * 4),
+		     *r = dev((size_t)(4 * H * H) * 4), *b = dev((size_t)(8 * H) * 4),
+		     *l = dev((size_t)B * 4), *h0 = dev((size_t)(B * H) * 4),
+		     *c0 = dev((size_t)(B * H) * 4), *p = dev((size_t)(3 * H) * 4),
+		     *y = dev((size_t)(T * B * H) * 4), *yh = dev((size_t)(B * H) * 4),
+		     *yc = dev((size_t)(B * H) * 4), *ws = dev(rt_rnn_workspace(&d));
+		std::vector<int32_t> lens((size_t)B, (int32_t)T);
+		CUDA_OK(cudaMemcpy(l, lens.data(), (size_t)B * 4, cudaMemcpyHostToDevice));
+		cudaGraph_t g;
+		cudaGraphExec_t ge;
+		CUDA_OK(cudaStreamBeginCapture(M.stream, cudaStreamCaptureModeGlobal));
+		int st = rtc_rnn(&M, plan, x, w, r, b, l, h0, c0, p, y, yh, yc, ws);
+		CUDA_OK(cudaStreamEndCapture(M.stream, &g));
+		if (st != RT_OK) {
+			printf("rnn speed: status %d: %s\n", st, M.err);
+			return 1;
+		}
+		CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+		bool slow = false;
+		float ms = median_ms(
+		        [&] {
+			        return (int)cudaGraphLaunch(ge, M.stream) == 0 ? RT_OK
+			                                                       : RT_ERR_DEVICE;
+		        },
+		        &slow);
+		double flops = 2.0 * 4 * H * (double)T * B * (I + H);
+		printf("{\"seq\": %lld, \"batch\": %lld, \"input\": %lld, \"hidden\": %lld",
+		       (long long)T, (long long)B, (long long)I, (long long)H);
+		json_ms("lstm_fwd", ms, flops);
+		printf(", \"us_per_step\": %.2f}\n", ms > 0 ? 1000.0 * ms / (double)T : -1.0);
+		fflush(stdout);
+		CUDA_OK(cudaGraphExecDestroy(ge));
+		CUDA_OK(cudaGraphDestroy(g));
+		close_plans();
+		for (void *q : allocations)
+			CUDA_OK(cudaFree(q));
+		allocations.clear();
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const test tests[] = { { "pool", test_pool },
@@ -2484,6 +2728,7 @@ int main(int argc, char **argv)
 		                      { "scatter", test_scatter },
 		                      { "topk", test_topk },
 		                      { "linattn", test_linattn },
+		                      { "rnn", test_rnn },
 		                      { "attention", test_attention },
 		                      { "attention_grad", test_attention_grad },
 		                      { "attention_cudnn", test_attention_cudnn },
@@ -2509,8 +2754,14 @@ int main(int argc, char **argv)
 		printf("cuDNN %zu\n", cudnnGetVersion());
 	if (rt_ctx_create(&ctx, 0) != RT_OK)
 		return 1;
+	if (cublasLtCreate(&M.lt) != CUBLAS_STATUS_SUCCESS) {
+		printf("cublasLtCreate failed\n");
+		return 1;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--attention-speed"))
 		return attention_speed();
+	if (argc > 1 && !strcmp(argv[1], "--rnn-speed"))
+		return rnn_speed();
 	for (const test &t : tests) {
 		if (argc > 1 && !strstr(t.name, argv[1]))
 			continue;
@@ -2527,6 +2778,7 @@ int main(int argc, char **argv)
 	rt_ctx_destroy(ctx);
 	if (M.dnn)
 		cudnnDestroy(M.dnn);
+	cublasLtDestroy(M.lt);
 	CUDA_OK(cudaFree(M.ws));
 	CUDA_OK(cudaFree(M.flag));
 	CUDA_OK(cudaStreamDestroy(M.stream));

@@ -21,6 +21,7 @@
 #include "codegen/emit.h"
 #include "frontend/fe.h"
 #include "passes/passes.h"
+#include "runtime/rt_index_rnn.h"
 #include "testutil.h"
 
 #include <unistd.h>
@@ -608,21 +609,41 @@ static void test_linear_attention_limit(void)
 	                  "head size 1025 is above 1024");
 }
 
-/* LSTM, GRU and RNN: one library call with its workspace on the CPU; CUDA
- * has no kernel for them and refuses the node, naming it. */
+static void rnn_plan(const struct cg_plan *p, bool cuda)
+{
+	const struct cg_step *s = &p->steps[p->nsteps - 1];
+	struct rt_rnn_layout l;
+	CHECK(s->lib == CG_LIB_RNN && s->d.rnn.cell == RT_RNN_GRU && s->d.rnn.hidden == 5);
+	CHECK(rt_rnn_layout(&s->d.rnn, &l));
+	/* the workspace holds the CUDA runtime's layout too */
+	CHECK(s->ws_bytes >= (int64_t)(l.total * sizeof(float)) && l.total > 0);
+	/* half tensors: staged through FP32 on the CPU, read as they are on
+	 * CUDA (FP32 copies of r, b and y in the workspace) */
+	CHECK_EQ(s->d.rnn.dtype, cuda && s->args[0]->type.dtype == IR_F16 ? RT_F16 : RT_F32);
+	CHECK(!cuda || s->d.rnn.dtype == RT_F32 || l.r > 0);
+}
+
+/* LSTM, GRU and RNN: one library call with its workspace on both targets
+ * (CUDA: a plan, rtc_rnn_plan), in FP32 and FP16. */
 static void test_rnn(void)
 {
-	static const char text[] =
-	        "onnxc-ir 1\nmodule \"t\"\ninput %x : f32[3,2,4]\ninput %l : i32[2]\n"
-	        "input %h : f32[1,2,5]\ninput %w : f32[1,15,4]\ninput %r : f32[1,15,5]\n"
-	        "input %b : f32[1,30]\n"
-	        "%y : f32[3,1,2,5], %yh : f32[1,2,5] = gru(%x, %w, %r, %b, %l, %h) "
-	        "{direction=\"forward\", activations=\"Sigmoid,Tanh\", alphas=[0,0], "
-	        "betas=[0,0], clip=0, linear_before_reset=0} @g\noutput %y\noutput %yh\n";
-	struct diag_buf d;
-	CHECK(lower_text(text, sizeof text - 1, false, &d, NULL));
-	CHECK(!lower_text(text, sizeof text - 1, true, &d, NULL));
-	CHECK_STR(d.text, "node 'g' (gru): the cuda target has no library call for it");
+	static const char *const types[] = { "f32", "f16" };
+	for (int i = 0; i < 2; i++) {
+		const char *t = types[i];
+		char text[1024];
+		int n = snprintf(
+		        text, sizeof text,
+		        "onnxc-ir 1\nmodule \"t\"\ninput %%x : %s[3,2,4]\ninput %%l : i32[2]\n"
+		        "input %%h : %s[1,2,5]\ninput %%w : %s[1,15,4]\ninput %%r : %s[1,15,5]\n"
+		        "input %%b : %s[1,30]\n"
+		        "%%y : %s[3,1,2,5], %%yh : %s[1,2,5] = gru(%%x, %%w, %%r, %%b, %%l, %%h) "
+		        "{direction=\"forward\", activations=\"Sigmoid,Tanh\", alphas=[0,0], "
+		        "betas=[0,0], clip=0, linear_before_reset=0} @g\noutput %%y\noutput "
+		        "%%yh\n",
+		        t, t, t, t, t, t, t);
+		CHECK(n > 0 && n < (int)sizeof text);
+		lowers_on_both(text, (size_t)n, rnn_plan);
+	}
 }
 
 int main(int argc, char **argv)

@@ -18,6 +18,7 @@
  * where there is a GPU.
  */
 #include "onnxc_rt.h"
+#include "rt_index_rnn.h"
 #include "rtc_index.h"
 #include "rtc_index_attention.h"
 #include "rtc_index_move.h"
@@ -2441,6 +2442,136 @@ static void test_resize(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* LSTM, GRU, RNN: rtc_rnn.cu's sequence of GEMMs and rt_rnn_unit passes    */
+/* ------------------------------------------------------------------------ */
+
+/* y[dir] = a[dir] b[dir]^T (m x n from k), a's and b's directions a_st and
+ * b_st apart, y dense; the GEMMs rtc_rnn makes cuBLASLt do. */
+static void rnn_gemm(int64_t dirs, int64_t m, int64_t n, int64_t k, const float *a, int64_t a_st,
+                     const float *b, int64_t b_st, float *y)
+{
+	for (int64_t d = 0; d < dirs; d++)
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				float acc = 0;
+				for (int64_t p = 0; p < k; p++)
+					acc += a[d * a_st + i * k + p] * b[d * b_st + j * k + p];
+				y[(d * m + i) * n + j] = acc;
+			}
+}
+
+/* rtc_rnn's run on the host through the workspace layout rt_rnn_layout
+ * gives (FP32), against rt_rnn: y, y_h and y_c within rounding (the GEMMs
+ * sum in another order). lens: the batch rows' lengths, one out of range
+ * when bad (the unit reports it). */
+static void rnn_emulated(struct rt_rnn_desc d, const int32_t *lens, bool bad)
+{
+	int64_t G = rt_rnn_gates(d.cell), H = d.hidden, GH = G * H, D = d.dirs, B = d.batch,
+	        T = d.seq, I = d.input, ns = D * B * H, ny = T * ns;
+	bool lstm = d.cell == RT_RNN_LSTM;
+	struct rt_rnn_layout l;
+	float *x = alloc(sizeof(float) * (size_t)(T * B * I)),
+	      *w = alloc(sizeof(float) * (size_t)(D * GH * I)),
+	      *r = alloc(sizeof(float) * (size_t)(D * GH * H)),
+	      *b = alloc(sizeof(float) * (size_t)(D * 2 * GH)),
+	      *h0 = alloc(sizeof(float) * (size_t)ns), *c0 = alloc(sizeof(float) * (size_t)ns),
+	      *p = alloc(sizeof(float) * (size_t)(D * 3 * H)),
+	      *wy = alloc(sizeof(float) * (size_t)ny), *wh = alloc(sizeof(float) * (size_t)ns),
+	      *wc = alloc(sizeof(float) * (size_t)ns), *y = alloc(sizeof(float) * (size_t)ny);
+	void *ws = alloc(rt_rnn_workspace(&d)), *cws = alloc(rt_rnn_workspace(&d));
+	float *f = cws;
+	int bad_units = 0, wrong = 0;
+	float *arrays[] = { x, w, r, b, h0, c0, p };
+	int64_t sizes[] = { T * B * I, D * GH * I, D * GH * H, D * 2 * GH, ns, ns, D * 3 * H };
+	for (int i = 0; i < 7; i++)
+		for (int64_t k = 0; k < sizes[i]; k++)
+			arrays[i][k] = (float)(rnd_unit() - 0.5) * (i == 1 || i == 2 ? 0.8f : 2.0f);
+	CHECK(rt_rnn_layout(&d, &l));
+	CHECK(rt_rnn_workspace(&d) >= l.total * sizeof(float));
+	if (!bad)
+		CHECK_EQ(rt_rnn(ctx, &d, x, w, r, b, lens, h0, c0, p, wy, wh, wc, ws), RT_OK);
+	else
+		CHECK_EQ(rt_rnn(ctx, &d, x, w, r, b, lens, h0, c0, p, wy, wh, wc, ws),
+		         RT_ERR_INDEX);
+	/* rtc_rnn: state, projection, then per step the GEMM(s) and the units */
+	memcpy(f + l.h, h0, sizeof(float) * (size_t)ns);
+	if (lstm)
+		memcpy(f + l.c, c0, sizeof(float) * (size_t)ns);
+	rnn_gemm(D, T * B, GH, I, x, 0, w, GH * I, f + l.proj);
+	for (int64_t s = 0; s < T; s++) {
+		struct rt_rnn_step st = { f + l.proj, b,       p, lens, f + l.h, f + l.c,
+			                  f + l.rh,   f + l.q, y, s,    0 };
+		rnn_gemm(D, B, GH, H, f + l.h, B * H, r, GH * H, f + l.q);
+		for (int64_t u = 0; u < ns; u++)
+			bad_units += !rt_rnn_unit(&d, &st, u);
+		if (rt_rnn_phases(&d) == 2) {
+			st.phase = 1;
+			/* Rh: r's rows 2H..3H of each direction, GH * H apart */
+			rnn_gemm(D, B, H, H, f + l.rh, B * H, r + 2 * H * H, GH * H, f + l.c);
+			for (int64_t u = 0; u < ns; u++)
+				bad_units += !rt_rnn_unit(&d, &st, u);
+		}
+	}
+	if (bad) {
+		CHECK(bad_units > 0);
+	} else {
+		CHECK_EQ(bad_units, 0);
+		for (int64_t i = 0; i < ny; i++)
+			wrong += !close_to(y[i], wy[i], 2e-5);
+		for (int64_t i = 0; i < ns; i++)
+			wrong += !close_to(f[l.h + i], wh[i], 2e-5) +
+			         (lstm && !close_to(f[l.c + i], wc[i], 2e-5));
+		CHECK_EQ(wrong, 0);
+	}
+	for (int i = 0; i < 7; i++)
+		free(arrays[i]);
+	free(wy), free(wh), free(wc), free(y), free(ws), free(cws);
+}
+
+static void test_rnn(void)
+{
+	static const int acts[][3] = {
+		{ RT_RNN_SIGMOID, RT_RNN_TANH, RT_RNN_TANH },
+		{ RT_RNN_HARD_SIGMOID, RT_RNN_LEAKY_RELU, RT_RNN_SOFTSIGN },
+		{ RT_RNN_AFFINE, RT_RNN_SCALED_TANH, RT_RNN_ELU },
+		{ RT_RNN_SIGMOID, RT_RNN_SOFTPLUS, RT_RNN_THRESHOLDED_RELU },
+		{ RT_RNN_SIGMOID, RT_RNN_RELU, RT_RNN_TANH },
+	};
+	int32_t lens[5] = { 6, 0, 3, 6, 1 }, full[5] = { 6, 6, 6, 6, 6 },
+	        over[5] = { 6, 7, 0, 1, 2 };
+	setup();
+	for (int cell = RT_RNN_LSTM; cell <= RT_RNN_RNN; cell++)
+		for (int dirs = 1; dirs <= 2; dirs++)
+			for (int rev = 0; rev <= (dirs == 1); rev++)
+				for (int opt = 0; opt < 2; opt++)
+					for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+						struct rt_rnn_desc d = { RT_F32, cell, dirs, rev,
+							                 6,      5,    4,    7 };
+						for (int i = 0; i < 2; i++)
+							for (int k = 0; k < 3; k++) {
+								d.act[i][k] =
+								        acts[(a + (size_t)i) %
+								             (sizeof acts /
+								              sizeof acts[0])][k];
+								d.alpha[i][k] =
+								        0.5f + 0.25f * (float)k;
+								d.beta[i][k] =
+								        0.1f * (float)(i + 1);
+							}
+						d.clip = a == 1 ? 0.75f : 0;
+						d.input_forget = cell == RT_RNN_LSTM && opt;
+						d.linear_before_reset = cell == RT_RNN_GRU && opt;
+						rnn_emulated(d, a % 2 ? lens : full, false);
+					}
+	{
+		struct rt_rnn_desc d = { RT_F32, RT_RNN_GRU, 2, 0, 6, 5, 4, 7 };
+		rnn_emulated(d, over, true);
+		d.input = 0; /* no input: a k = 0 projection */
+		rnn_emulated(d, lens, false);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Bad descriptors: refused where the CPU refuses them                      */
 /* ------------------------------------------------------------------------ */
 
@@ -2473,4 +2604,4 @@ TESTS(T(test_div) T(test_launch) T(test_dtypes) T(test_pool) T(test_reduce) T(te
                       T(test_gather) T(test_gather_elements) T(test_scatter_elements) T(test_pad)
                               T(test_trilu) T(test_resize) T(test_refusals) T(test_topk)
                                       T(test_linear_attention) T(test_attention)
-                                              T(test_attention_grad))
+                                              T(test_attention_grad) T(test_rnn))
