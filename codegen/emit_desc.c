@@ -130,6 +130,11 @@ static void desc_reduce(FILE *f, const struct rt_reduce_desc *d)
 	fprintf(f, ", .axes_mask = 0x%xu }", d->axes_mask);
 }
 
+static void desc_trap(FILE *f, const struct rt_trap_desc *d)
+{
+	fprintf(f, "{ .bytes = %lld }", (long long)d->bytes);
+}
+
 static void desc_copy(FILE *f, const struct rt_copy_desc *d)
 {
 	fprintf(f, "{ .esize = %d, .rank = %d, .dims = ", d->esize, d->rank);

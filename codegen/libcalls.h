@@ -43,6 +43,7 @@ CG_LIB(ARG,              D(arg),              arg,               (1, 0),        
 CG_LIB(TOPK,             D(topk),             topk,              (2, 0, 1),           DTYPE,  RT,    RTC)
 CG_LIB(CUMSUM,           D(cumsum),           cumsum,            (1, 0),              YDTYPE, RT,    RTC)
 CG_LIB(COPY,             D(copy),             copy,              (1, 0),              BYTES,  RT,    RTC)
+CG_LIB(TRAP,             D(trap),             trap,              (0),                 BYTES,  RT,    RTC)
 CG_LIB(GATHER,           D(gather),           gather,            (1, 2, 0),           BYTES,  RT,    RTC)
 CG_LIB(GATHER_ELEMENTS,  D(gather_elements),  gather_elements,   (1, 2, 0),           BYTES,  RT,    RTC)
 CG_LIB(SCATTER_ELEMENTS, D(scatter_elements), scatter_elements,  (1, 2, 3, 0),        BYTES,  RT,    RTC)

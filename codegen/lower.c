@@ -696,6 +696,14 @@ static bool lower_attention_grad(struct lower *l, struct ir_node *n)
 }
 
 /* CumSum, CumProd */
+/* A branch that cannot run: the step fails the run when its guard holds */
+static bool lower_trap(struct lower *l, struct ir_node *n)
+{
+	struct cg_step *s = lib_step(l, n, CG_LIB_TRAP, 1, 1, n->out[0]);
+	s->d.trap.bytes = (int64_t)ir_type_bytes(&n->out[0]->type);
+	return true;
+}
+
 static bool lower_cumsum(struct lower *l, struct ir_node *n)
 {
 	struct cg_step *s = lib_step(l, n, CG_LIB_CUMSUM, 1, 2, n->out[0], n->in[0]);

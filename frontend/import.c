@@ -1518,6 +1518,67 @@ const Onnx__GraphProto *fe_attr_graph(struct fe_node *nd, const char *name)
 	return NULL;
 }
 
+/* runtime/onnxc_rt.h's RT_ERR_BRANCH, which the frontend does not include
+ * (it depends on the IR alone); docs/api.md lists the codes */
+#define RT_ERR_BRANCH_CODE 11
+
+/* A branch imported on trial: its diagnostics kept, not reported. */
+struct trial {
+	char first[1024]; /* the first line */
+	int lines;
+};
+
+static void trial_diag(void *ud, const char *line)
+{
+	struct trial *t = ud;
+	if (!t->lines++)
+		snprintf(t->first, sizeof t->first, "%s", line);
+}
+
+/*
+ * Branch g imported under the current guard. When it cannot be (a branch
+ * valid only for other shapes than the compiled ones, as Silero VAD's
+ * 8 kHz network is for 512-sample chunks), nothing is reported and the
+ * error count is as it was; false, with its diagnostics in t.
+ */
+static bool try_branch(struct fe_node *nd, const Onnx__GraphProto *g, const char *tag,
+                       struct ir_value **out, struct trial *t)
+{
+	struct ir_ctx *ctx = nd->fe->ctx;
+	ir_diag_fn diag = ctx->diag;
+	void *ud = ctx->diag_ud;
+	int errors = ctx->nerrors, warnings = ctx->nwarnings;
+	bool ok;
+	ctx->diag = trial_diag;
+	ctx->diag_ud = t;
+	ok = fe_import_graph(nd, g, tag, NULL, 0, out, nd->nout);
+	ctx->diag = diag;
+	ctx->diag_ud = ud;
+	if (ok && ctx->nerrors == errors)
+		return true;
+	ctx->nerrors = errors;
+	ctx->nwarnings = warnings;
+	nd->failed = false;
+	return false;
+}
+
+/* A trial's first diagnostic reported after all, and counted. */
+static void report_trial(struct ir_ctx *ctx, const struct trial *t)
+{
+	if (ctx->diag)
+		ctx->diag(ctx->diag_ud, t->first);
+	else
+		fprintf(stderr, "%s\n", t->first);
+	ctx->nerrors++;
+}
+
+/* What a trial's first diagnostic says, without "FILE: error: ". */
+static const char *trial_reason(const struct trial *t)
+{
+	const char *s = strstr(t->first, "error: ");
+	return s ? s + 7 : t->first;
+}
+
 /*
  * If. A condition that is a constant (exporters leave many: a shape test
  * folded at import) imports the branch taken in place, its nodes named
@@ -1527,14 +1588,18 @@ const Onnx__GraphProto *fe_attr_graph(struct fe_node *nd, const char *name)
  * condition and every node of the else branch by its negation (inside an
  * outer branch: and-ed with the outer guard, by nodes under the outer
  * guard), and each output becomes phi(cond, then, else) (docs/ir.md,
- * Guards). Both branches' outputs must then have one type.
+ * Guards). Both branches' outputs must then have one type. A branch that
+ * cannot be imported with the compiled shapes becomes a trap: the model
+ * compiles (with a warning naming the reason), and a run that takes the
+ * branch fails with RT_ERR_BRANCH.
  */
 static bool imp_if(struct fe_node *nd)
 {
 	struct fe *fe = nd->fe;
 	const Onnx__GraphProto *then_g, *else_g, *g;
 	struct ir_value *out[64], *eout[64], *c, *outer = fe->guard, *g_then, *g_else;
-	bool cond, ok;
+	struct trial t_then = { .lines = 0 }, t_else = { .lines = 0 };
+	bool cond, ok, ok_else;
 	if (!fe_inputs(nd, 1, 1))
 		return false;
 	c = nd->in[0];
@@ -1571,12 +1636,38 @@ static bool imp_if(struct fe_node *nd)
 	if (!g_then || !g_else)
 		return false;
 	fe->guard = g_then;
-	ok = fe_import_graph(nd, then_g, "then", NULL, 0, out, nd->nout);
+	ok = try_branch(nd, then_g, "then", out, &t_then);
 	fe->guard = g_else;
-	ok = ok && fe_import_graph(nd, else_g, "else", NULL, 0, eout, nd->nout);
+	ok_else = try_branch(nd, else_g, "else", eout, &t_else);
+	if (!ok && !ok_else) {
+		fe->guard = outer;
+		report_trial(fe->ctx, &t_then);
+		report_trial(fe->ctx, &t_else);
+		return fe_fail(nd, "neither branch can be compiled (above)");
+	}
+	if (!ok || !ok_else) { /* the other branch's outputs, from a trap */
+		const struct trial *t = ok ? &t_else : &t_then;
+		struct ir_value **bad = ok ? eout : out, **good = ok ? out : eout;
+		fe->guard = ok ? g_else : g_then;
+		for (int k = 0; k < nd->nout; k++) {
+			const char *name = fe_tmp_name(nd, "trap");
+			struct ir_node *n = fe_emit(nd, IR_OP_TRAP, NULL, 0, &name, 1);
+			ir_set_t(fe->m, n, "dtype", good[k]->type.dtype);
+			ir_set_ints(fe->m, n, "shape", good[k]->type.dims, good[k]->type.rank);
+			ir_set_s(fe->m, n, "message",
+			         ir_arena_printf(&fe->m->arena, "the %s branch cannot run: %s",
+			                         ok ? "else" : "then", trial_reason(t)));
+			if (!fe_finish(nd, n))
+				return false;
+			bad[k] = n->out[0];
+		}
+		ir_warning(
+		        fe->ctx,
+		        "node '%s' (If): the %s branch cannot be compiled for these shapes (%s); "
+		        "a run that takes it fails with status %d (RT_ERR_BRANCH)",
+		        nd->name, ok ? "else" : "then", trial_reason(t), RT_ERR_BRANCH_CODE);
+	}
 	fe->guard = outer;
-	if (!ok)
-		return false;
 	for (int k = 0; k < nd->nout; k++) {
 		char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
 		struct ir_value *v;

@@ -415,6 +415,9 @@ static bool eval_eltwise(struct fold *f)
 /* Driver                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* A branch that cannot run (trap): evaluating it is its error. */
+static bool eval_trap(struct fold *f) { FAIL("%s", ir_attr_s(f->n, "message")); }
+
 /* Every op's evaluator, named by the fold column of its row (ops.h):
  * elementwise ops and copy share eval_eltwise. */
 static const eval_fn evaluators[IR_OP_COUNT] = {

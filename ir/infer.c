@@ -219,6 +219,23 @@ bool ir_infer_where(const struct ir_node *n, struct ir_type *out, char *err, siz
 	return true;
 }
 
+bool ir_infer_trap(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	int rank;
+	const int64_t *dims = ir_attr_ints(n, "shape", &rank);
+	if (rank > IR_MAX_RANK)
+		FAIL("a result of rank %d", rank);
+	memset(&out[0], 0, sizeof out[0]);
+	out[0].dtype = ir_attr_t(n, "dtype");
+	out[0].rank = rank;
+	for (int d = 0; d < rank; d++) {
+		if (dims[d] < 0)
+			FAIL("a negative dimension");
+		out[0].dims[d] = dims[d];
+	}
+	return true;
+}
+
 bool ir_infer_phi(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	char a[96], b[96];

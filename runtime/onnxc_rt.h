@@ -48,6 +48,7 @@ enum rt_status {
 	RT_ERR_NO_DEVICE = 8,      /* no CUDA device or driver */
 	RT_ERR_DEVICE = 9,         /* a CUDA, cuBLAS or cuDNN call failed */
 	RT_ERR_THREADS = 10,       /* worker threads could not be started */
+	RT_ERR_BRANCH = 11,        /* a run-time If took a branch the compiled shapes cannot run */
 	RT_STATUS_COUNT
 };
 
@@ -479,6 +480,17 @@ int rt_cumsum(struct rt_ctx *ctx, const struct rt_cumsum_desc *d, const void *x,
  * dst_strides (NULL: dense) lets a copy write a strided view of y, such as
  * one input's region of a concat.
  */
+/*
+ * A branch of a run-time If that cannot run with the shapes the model was
+ * compiled for (docs/ir.md, trap): the step runs only when the If takes
+ * that branch, and fails the run with RT_ERR_BRANCH. bytes: its result's
+ * size (the result is never written).
+ */
+struct rt_trap_desc {
+	int64_t bytes;
+};
+int rt_trap(struct rt_ctx *ctx, const struct rt_trap_desc *d, void *y);
+
 struct rt_copy_desc {
 	int esize;
 	int rank;

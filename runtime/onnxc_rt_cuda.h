@@ -98,6 +98,8 @@ int rtc_direct(const struct rtc_model *m);
 /* The bool at device address p (a run-time If's guard), read back to the
  * host once the steps before it on the stream are done: *value 0 or 1. */
 int rtc_guard(struct rtc_model *m, const void *p, int *value);
+/* rt_trap's: the host decided the branch (rtc_guard), so no device work */
+int rtc_trap(struct rtc_model *m, const struct rt_trap_desc *d, void *y);
 
 /*
  * A run: rtc_run_begin copies the inputs (host) into the device input

@@ -43,6 +43,8 @@ const char *rt_status_message(int status)
 		[RT_ERR_NO_DEVICE] = "no CUDA device or driver is available",
 		[RT_ERR_DEVICE] = "a CUDA, cuBLAS or cuDNN call failed",
 		[RT_ERR_THREADS] = "worker threads could not be started",
+		[RT_ERR_BRANCH] = "a run-time If took a branch that cannot run with the shapes the "
+		                  "model was compiled for",
 	};
 	if (status < 0 || status >= RT_STATUS_COUNT || !msgs[status])
 		return "unknown status";
@@ -238,6 +240,12 @@ void rt_ctx_destroy(struct rt_ctx *c)
 }
 
 int rt_ctx_threads(const struct rt_ctx *c) { return c->nthreads; }
+
+int rt_trap(struct rt_ctx *ctx, const struct rt_trap_desc *d, void *y)
+{
+	(void)ctx, (void)d, (void)y;
+	return RT_ERR_BRANCH;
+}
 
 void rt_parallel(struct rt_ctx *c, int64_t n, int64_t grain, rt_range_fn fn, void *arg)
 {

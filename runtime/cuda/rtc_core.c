@@ -174,6 +174,11 @@ int rtc_guard(struct rtc_model *m, const void *p, int *value)
 	*value = b != 0;
 	return RT_OK;
 }
+int rtc_trap(struct rtc_model *m, const struct rt_trap_desc *d, void *y)
+{
+	(void)m, (void)d, (void)y;
+	return RT_ERR_BRANCH;
+}
 int rtc_dtype_size(int dtype) { return rt_dtype_size(dtype); }
 size_t rtc_workspace_limit(const struct rtc_model *m) { return m->ws_limit; }
 void *rtc_workspace(const struct rtc_model *m) { return m->ws; }

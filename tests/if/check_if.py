@@ -227,6 +227,36 @@ def main():
                                 print("FAIL: %s %s: ONNX Runtime's %s differs from the "
                                       "reference" % (name, k, n))
                                 failures += 1
+        # a branch that cannot be compiled for these shapes (Silero VAD's
+        # 8 kHz network for 512-sample chunks) becomes a trap: a warning at
+        # compile time, the other branch runs, taking it fails the run
+        shape = lambda name, dims: const(name, np.array(dims, np.int64))  # noqa: E731
+        m = make([helper.make_node("If", ["c"], ["y"], name="by_size",
+                                   then_branch=graph([helper.make_node("Reshape", ["x", "s23"],
+                                                                       ["t"], name="ok")],
+                                                     "then", [vi("t", F, [2, 3])], [shape("s23", [2, 3])]),
+                                   else_branch=graph([helper.make_node("Reshape", ["x", "s44"],
+                                                                       ["e"], name="bad")],
+                                                     "else", [vi("e", F, [2, 3])], [shape("s44", [4, 4])]))],
+                 [vi("x", F, [6]), vi("c", B, [])], [vi("y", F, [2, 3])])
+        path = os.path.join(d, "trap.onnx")
+        onnx.save(m, path)
+        x = rng.standard_normal(6).astype(np.float32)
+        p = subprocess.run([onnxc, "compile", path, "-o", os.path.join(d, "trap")],
+                           capture_output=True, text=True)
+        out, err = run_onnxc(onnxc, d, path, {"x": x, "c": np.array(True)})
+        bad, why = run_onnxc(onnxc, d, path, {"x": x, "c": np.array(False)})
+        if (p.returncode or "node 'by_size' (If): the else branch cannot be compiled" not in p.stderr
+                or out is None or not np.array_equal(np.load(os.path.join(out, "y.npy")),
+                                                      x.reshape(2, 3))
+                or bad is not None or "took a branch that cannot run" not in why):
+            print("FAIL: a branch that cannot be compiled: compile %d %s; run taken: %s; "
+                  "run not taken: %s" % (p.returncode, p.stderr.strip(), err or "ok",
+                                         why or "it succeeded"))
+            failures += 1
+        else:
+            print("ok: a branch that cannot be compiled: " + p.stderr.strip().splitlines()[0])
+            print("ok: ... and a run that takes it: " + why.splitlines()[-1])
         # export refuses guards, naming the node
         path = os.path.join(d, "nested.onnx")
         p = subprocess.run([onnxc, "export", path, "-o", os.path.join(d, "out.onnx")],
