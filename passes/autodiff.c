@@ -462,6 +462,28 @@ bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *s
 			again = true;
 		}
 	}
+	/* a recurrent node on the path becomes its steps in primitive ops,
+	 * which the rules differentiate through time (rnn_expand.c) */
+	for (struct ir_node *n = m->first, *next; n; n = next) {
+		struct ir_value *res[3];
+		bool on = false, in = false;
+		int k = -1;     /* the result that is the loss */
+		next = n->next; /* the expansion goes before n */
+		if (n->op != IR_OP_LSTM && n->op != IR_OP_GRU && n->op != IR_OP_RNN)
+			continue;
+		for (int i = 0; i < n->nout; i++) {
+			on = on || on_path(&a, n->out[i]);
+			k = n->out[i] == loss ? i : k;
+		}
+		for (int i = 0; i < n->nin; i++)
+			in = in || ad_wants(&a, n, i);
+		if (!on || !in)
+			continue;
+		if (!ad_expand_recurrent(m, n, res))
+			return false;
+		loss = k >= 0 ? res[k] : loss;
+		again = true;
+	}
 	if (again)
 		mark_paths(&a, loss, wrt, nwrt);
 	/* every op on the path needs a rule: report them all before building */

@@ -36,6 +36,9 @@
  * values carry no gradient. A max_pool on the path without its indices
  * result is replaced by an identical node with one (the backward graph
  * scatters the gradient to the argmax), so the forward computes the same.
+ * An lstm, gru or rnn on the path is unrolled into primitive ops first
+ * (ad_expand_recurrent): backpropagation through time, exact, with O(T)
+ * nodes per layer.
  *
  * Returns false after reporting an error through m->ctx: an invalid loss,
  * seed or wrt; ops on the path without a gradient rule ("node 'X' (op): no
@@ -46,6 +49,18 @@
  */
 bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *seed,
                   struct ir_value *const *wrt, int nwrt, struct ir_value **grads);
+
+/*
+ * Replaces lstm, gru or rnn node n by the primitive ops that compute its
+ * results step by step (passes/rnn_expand.c: slices, matmuls, the
+ * activations as elementwise ops, where masks for sequence_lens, concat),
+ * so that the primitive rules differentiate it through time. The new
+ * results, one per result of n, go to results[] and take over n's uses and
+ * names; n is removed. ad_gradients calls it for every recurrent node on
+ * the path; inference never does (the fused op stays). Returns false after
+ * reporting a node whose attributes say no valid cell.
+ */
+bool ad_expand_recurrent(struct ir_module *m, struct ir_node *n, struct ir_value **results);
 
 /* Whether ad_gradients has a rule for op (ops whose gradient is zero, such as
  * floor or sign, count as having one). */

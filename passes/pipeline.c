@@ -30,10 +30,14 @@ static const struct pass pipeline[] = {
 	  "fuse decomposed attention before differentiating it (as the codegen stage does)" },
 	{ PASS_STAGE_TRAIN, "dce", pass_dce, "remove what the fusion left unused" },
 	/* onnxc train: loss, gradients and the step's interface; its own
-	 * verifier call has always run in every build */
+	 * verifier call has always run in every build. Autodiff unrolls each
+	 * lstm, gru and rnn on the path into primitive ops through time first
+	 * (rnn_expand.c, ad_expand_recurrent): the fused op has no gradient
+	 * rule, and inference keeps it */
 	{ PASS_STAGE_TRAIN, "train", pass_train,
-	  "turn the forward model into its training or evaluation step (train.h)", .verify = true,
-	  .new_outputs = true },
+	  "turn the forward model into its training or evaluation step (train.h); recurrent "
+	  "nodes on the loss's path unrolled through time (rnn_expand.c)",
+	  .verify = true, .new_outputs = true },
 	/* what code generation and export need */
 	{ PASS_STAGE_CODEGEN, "batchnorm", pass_batchnorm,
 	  "fold batch normalization into convolutions or affine ops" },

@@ -5,7 +5,7 @@ weights, data order and hyper-parameters.
              [--rtol R] [--keep DIR]
 
 MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt, drop, up, sce,
-nll). PyTorch 1.13
+nll, lstm, gru). PyTorch 1.13
 trains the model (train() mode, batches in file order) and exports it at
 initialisation; `onnxc train` compiles that export with the same loss and
 hyper-parameters; OUTDIR/train runs the same batches (--shuffle off). Every

@@ -13,7 +13,9 @@ Models: an MLP, a small CNN (Conv, BatchNorm, ReLU, MaxPool, AvgPool,
 Gemm) and a tiny GPT-style decoder (embeddings, LayerNorm, causal
 attention, GELU), each with cross-entropy; mse (the MLP on a regression
 target); drop (the MLP with two training-mode Dropouts); up (nearest and
-bilinear upsampling: Resize, with a skip connection); sce and nll (the
+bilinear upsampling: Resize, with a skip connection); lstm and gru (an
+nn.LSTM or nn.GRU over 8 steps and a Linear head on the last one,
+cross-entropy and MSE: backpropagation through time); sce and nll (the
 MLP exported with its loss, trained with --loss none: cross-entropy with
 class weights and an ignore_index some labels take, SoftmaxCrossEntropyLoss
 in the export; nll_loss over [N, C, T], NegativeLogLikelihoodLoss). PyTorch cannot draw
@@ -48,6 +50,19 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc3(torch.tanh(self.fc2(F.relu(self.fc1(x)))))
+
+
+class SeqNet(nn.Module):
+    """A recurrent sequence model: an LSTM (or GRU) over [B, T=8, 8]
+    (batch_first: Transposes around the ONNX node) whose last step a Linear
+    head reads; its gradients come from the node unrolled through time."""
+    def __init__(self, cell, nin=8, hidden=16, nout=4):
+        super().__init__()
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(nin, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, nout)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
 
 
 class UpNet(nn.Module):
@@ -226,6 +241,14 @@ def make(name, batch, steps, rng):
         else:
             label = (x[:, :8].argmax(1) + (x[:, 8] > 0)) % 8
         return model, x, label
+    if name in ("lstm", "gru"):  # lstm: 4 classes; gru: a regression target
+        x = rng.standard_normal((n, 8, 8)).astype(np.float32)
+        if name == "gru":
+            w = rng.standard_normal((8, 4)).astype(np.float32)
+            label = np.tanh(x.mean(1) @ w).astype(np.float32)
+        else:
+            label = x[:, :, :4].sum(1).argmax(1)
+        return SeqNet(name), x, label
     if name in ("sce", "nll"):
         shape = (n, 16) if name == "sce" else (n, 3, 16)
         x = rng.standard_normal(shape).astype(np.float32)
@@ -249,7 +272,8 @@ def make(name, batch, steps, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up", "sce", "nll"])
+    ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up", "sce", "nll",
+                                          "lstm", "gru"])
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
@@ -257,7 +281,7 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16,
-                           "up": 8, "sce": 16, "nll": 4}[args.model]
+                           "up": 8, "sce": 16, "nll": 4, "lstm": 8, "gru": 8}[args.model]
     model, x, label = make(args.model, batch, args.steps, rng)
     with_loss = isinstance(model, MLPLoss)  # exported with its loss: --loss none
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
@@ -284,7 +308,7 @@ def main():
         opt = torch.optim.SGD(model.parameters(), **hyper)
     # a held-out set from the same distribution (classification only): the
     # accuracy PyTorch's trained model reaches on it
-    if args.model in ("mlp", "cnn", "drop", "up"):
+    if args.model in ("mlp", "cnn", "drop", "up", "lstm"):
         _, xe, le = make(args.model, batch, 256 // batch, np.random.default_rng(1))
         np.save(os.path.join(args.out, "eval_x.npy"), xe)
         np.save(os.path.join(args.out, "eval_label.npy"), le)
@@ -297,7 +321,7 @@ def main():
         y = model(xb, lb) if with_loss else model(xb)
         if with_loss:
             loss = y
-        elif args.model == "mse":
+        elif args.model in ("mse", "gru"):
             loss = F.mse_loss(y, lb)
         else:
             loss = F.cross_entropy(y.reshape(-1, y.shape[-1]), lb.reshape(-1))
@@ -311,7 +335,7 @@ def main():
     frozen = [n for n, v in model.state_dict().items()
               if n not in params and v.is_floating_point() and "running_" not in n]
     accuracy = None
-    if args.model in ("mlp", "cnn", "drop", "up"):
+    if args.model in ("mlp", "cnn", "drop", "up", "lstm"):
         model.eval()
         with torch.no_grad():
             pred = model(torch.from_numpy(xe)).argmax(-1).numpy()
@@ -319,7 +343,8 @@ def main():
     json.dump({"model": args.model, "optimizer": args.optimizer, "batch": batch,
                "frozen": frozen, "accuracy": accuracy,
                "steps": args.steps,
-               "loss": "none" if with_loss else "mse" if args.model == "mse" else "cross-entropy",
+               "loss": "none" if with_loss else "mse" if args.model in ("mse", "gru")
+               else "cross-entropy",
                "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in hyper.items()},
                "losses": losses}, open(os.path.join(args.out, "reference.json"), "w"), indent=1)
 

@@ -999,10 +999,320 @@ static void test_contract(void)
 	ir_module_free(m);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Recurrent networks: unrolled (rnn_expand.c), then differentiated         */
+/* ------------------------------------------------------------------------ */
+
+/* One recurrent node's case. */
+struct rnn_spec {
+	const char *op, *direction; /* lstm, gru, rnn; forward, reverse, bidirectional */
+	int T, B, I, H;
+	const char *acts;           /* every activation, ONNX's spelling */
+	const char *alphas, *betas; /* NULL: zeros */
+	double clip;
+	const char *extra; /* input_forget=, linear_before_reset= or NULL */
+	const char *lens;  /* sequence_lens, B values */
+	bool peep;         /* lstm: p an input (else a constant of zeros) */
+};
+
+/* The case in IR text (the caller frees it). Every float operand is an
+ * input; the states' names start with h (values within [-0.5, 0.5]). */
+static char *rnn_text(const struct rnn_spec *s)
+{
+	bool lstm = !strcmp(s->op, "lstm");
+	int G = lstm ? 4 : !strcmp(s->op, "gru") ? 3 : 1;
+	int D = strcmp(s->direction, "bidirectional") ? 1 : 2;
+	int nact = D * (lstm ? 3 : G == 3 ? 2 : 1), T = s->T, B = s->B, I = s->I, H = s->H;
+	char *text = NULL, zeros[64] = "[";
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	for (int i = 0; i < nact; i++)
+		strcat(zeros, i ? ", 0" : "0");
+	strcat(zeros, "]");
+	fprintf(f, "input %%x : f32[%d,%d,%d]\ninput %%w : f32[%d,%d,%d]\n", T, B, I, D, G * H, I);
+	fprintf(f, "input %%r : f32[%d,%d,%d]\ninput %%b : f32[%d,%d]\n", D, G * H, H, D,
+	        2 * G * H);
+	fprintf(f, "const %%sl : i32[%d] = [%s]\ninput %%h0 : f32[%d,%d,%d]\n", B, s->lens, D, B,
+	        H);
+	if (lstm) {
+		fprintf(f, "input %%hc : f32[%d,%d,%d]\n", D, B, H);
+		if (s->peep) {
+			fprintf(f, "input %%wp : f32[%d,%d]\n", D, 3 * H);
+		} else {
+			fprintf(f, "const %%wp : f32[%d,%d] = [", D, 3 * H);
+			for (int i = 0; i < D * 3 * H; i++)
+				fprintf(f, "%s0", i ? ", " : "");
+			fprintf(f, "]\n");
+		}
+	}
+	fprintf(f, "%%y : f32[%d,%d,%d,%d], %%yh : f32[%d,%d,%d]", T, D, B, H, D, B, H);
+	if (lstm)
+		fprintf(f, ", %%yc : f32[%d,%d,%d]", D, B, H);
+	fprintf(f, " = %s(%%x, %%w, %%r, %%b, %%sl, %%h0%s) {direction=\"%s\", ", s->op,
+	        lstm ? ", %hc, %wp" : "", s->direction);
+	fprintf(f, "activations=\"%s\", alphas=%s, betas=%s, clip=%g%s%s} @cell\n", s->acts,
+	        s->alphas ? s->alphas : zeros, s->betas ? s->betas : zeros, s->clip,
+	        s->extra ? ", " : "", s->extra ? s->extra : "");
+	fprintf(f, "output %%y\noutput %%yh\n%s", lstm ? "output %yc\n" : "");
+	fclose(f);
+	return text;
+}
+
+/* The unrolled node computes what the fused one does: both modules
+ * evaluated by the reference evaluator on the same inputs (ir/eval_rnn.c
+ * in double, the unrolled ops each rounded to f32). */
+static void rnn_same_forward(const char *name, const struct rnn_spec *s)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	char *body = rnn_text(s), err[512];
+	struct ir_module *m[2];
+	double worst = 0;
+	ctx_collect(&ctx, &d);
+	for (int k = 0; k < 2; k++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		fprintf(f, "onnxc-ir 1\nmodule \"%s\"\n%s", name, body);
+		fclose(f);
+		m[k] = ir_parse(&ctx, text, len);
+		free(text);
+	}
+	free(body);
+	CHECK(m[0] && m[1]);
+	if (!m[0] || !m[1]) {
+		fprintf(stderr, "%s: %s\n", name, d.text);
+		return;
+	}
+	{
+		struct ir_node *n = ir_find_value(m[1], "y")->def;
+		struct ir_value *res[3];
+		CHECK(ad_expand_recurrent(m[1], n, res));
+		CHECK_EQ(ir_verify(m[1]), 0);
+		IR_FOR_EACH_NODE(m[1], q)
+		CHECK(q->op != IR_OP_LSTM && q->op != IR_OP_GRU && q->op != IR_OP_RNN);
+	}
+	for (int k = 0; k < 2; k++) {
+		while (m[k]->ninputs) {
+			struct ir_value *v = m[k]->inputs[0];
+			int64_t n = ir_type_elems(&v->type);
+			float *data = calloc((size_t)(n ? n : 1), sizeof *data);
+			uint32_t stream = 0;
+			for (const char *c = v->name; *c; c++)
+				stream = stream * 31 + (uint32_t)*c;
+			for (int64_t i = 0; i < n; i++)
+				data[i] = (float)(v->name[0] == 'h' ? 0.5 : 1) *
+				          (float)noise(stream, i);
+			CHECK(ir_input_to_const(m[k], v, data));
+			free(data);
+		}
+		CHECK_EQ(ir_fold_all(m[k], err, sizeof err), 0);
+	}
+	for (int o = 0; o < m[0]->noutputs; o++) {
+		struct ir_value *a = m[0]->outputs[o], *b = m[1]->outputs[o];
+		CHECK(!strcmp(a->name, b->name) && ir_type_eq(&a->type, &b->type));
+		for (int64_t i = 0; a->data && b->data && i < ir_type_elems(&a->type); i++) {
+			double x = ir_load_f64(a->type.dtype, a->data, (size_t)i);
+			double y = ir_load_f64(b->type.dtype, b->data, (size_t)i);
+			worst = fmax(worst, fabs(x - y) / (1 + fabs(x)));
+		}
+	}
+	if (!(worst <= 1e-6)) {
+		fprintf(stderr, "%s: the unrolled node differs from the fused one by %g\n", name,
+		        worst);
+		test_failures++;
+	}
+	if (getenv("AD_VERBOSE"))
+		fprintf(stderr, "%s: forward within %.3g\n", name, worst);
+	ir_module_free(m[0]);
+	ir_module_free(m[1]);
+}
+
+/* Every activation (RNN), every cell, direction, sequence_lens (shorter,
+ * zero), clip, input_forget and linear_before_reset. */
+static void test_rnn_forward(void)
+{
+	static const struct {
+		const char *act, *alpha, *beta;
+	} acts[] = { { "Relu", NULL, NULL },
+		     { "Tanh", NULL, NULL },
+		     { "Sigmoid", NULL, NULL },
+		     { "Affine", "[0.7]", "[0.1]" },
+		     { "LeakyRelu", "[0.05]", NULL },
+		     { "ThresholdedRelu", "[0.2]", NULL },
+		     { "ScaledTanh", "[0.8]", "[1.3]" },
+		     { "HardSigmoid", "[0.3]", "[0.4]" },
+		     { "Elu", "[0.9]", NULL },
+		     { "Softsign", NULL, NULL },
+		     { "Softplus", NULL, NULL } };
+	static const char *const dirs[] = { "forward", "reverse", "bidirectional" };
+	char name[96];
+	for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+		struct rnn_spec s = {
+			"rnn",         "forward",    4, 3,    2,        3, acts[i].act,
+			acts[i].alpha, acts[i].beta, 0, NULL, "4, 2, 0"
+		};
+		snprintf(name, sizeof name, "rnn_%s", acts[i].act);
+		rnn_same_forward(name, &s);
+	}
+	for (int d = 0; d < 3; d++)
+		for (int v = 0; v < 4; v++) {
+			bool bi = d == 2, lens = v & 1, clip = v & 2;
+			const char *l = lens ? "4, 1, 0" : "4, 4, 4";
+			struct rnn_spec r = { "rnn",
+				              dirs[d],
+				              4,
+				              3,
+				              2,
+				              3,
+				              bi ? "Tanh,Relu" : "Tanh",
+				              NULL,
+				              NULL,
+				              clip ? 0.8 : 0,
+				              NULL,
+				              l };
+			struct rnn_spec g0 = { "gru",
+				               dirs[d],
+				               4,
+				               3,
+				               2,
+				               3,
+				               bi ? "Sigmoid,Tanh,HardSigmoid,Softsign"
+				                  : "Sigmoid,Tanh",
+				               bi ? "[0, 0, 0.3, 0]" : NULL,
+				               bi ? "[0, 0, 0.4, 0]" : NULL,
+				               clip ? 0.8 : 0,
+				               "linear_before_reset=0",
+				               l };
+			struct rnn_spec g1 = g0;
+			struct rnn_spec l0 = { "lstm",
+				               dirs[d],
+				               4,
+				               3,
+				               2,
+				               3,
+				               bi ? "Sigmoid,Tanh,Tanh,HardSigmoid,Elu,Softsign"
+				                  : "Sigmoid,Tanh,Tanh",
+				               bi ? "[0, 0, 0, 0.3, 0.9, 0]" : NULL,
+				               bi ? "[0, 0, 0, 0.4, 0, 0]" : NULL,
+				               clip ? 0.8 : 0,
+				               "input_forget=0",
+				               l,
+				               true };
+			struct rnn_spec l1 = l0, l2 = l0;
+			g1.extra = "linear_before_reset=1";
+			l1.extra = "input_forget=1";
+			l2.peep = false;
+			snprintf(name, sizeof name, "rnn_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &r);
+			snprintf(name, sizeof name, "gru_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &g0);
+			snprintf(name, sizeof name, "gru_lbr_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &g1);
+			snprintf(name, sizeof name, "lstm_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &l0);
+			snprintf(name, sizeof name, "lstm_coupled_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &l1);
+			snprintf(name, sizeof name, "lstm_nopeep_%s_%d", dirs[d], v);
+			rnn_same_forward(name, &l2);
+		}
+}
+
+/* Finite differences through time: every weight, bias, state, peephole
+ * and x, bidirectional with sequences shorter than T, clip off and on. */
+static void rnn_fd(const char *name, const struct rnn_spec *s)
+{
+	char *text = rnn_text(s);
+	check_case(name, text, 0);
+	free(text);
+}
+
+static void test_rnn_grad(void)
+{
+	struct rnn_spec l = { "lstm",
+		              "bidirectional",
+		              3,
+		              2,
+		              2,
+		              2,
+		              "Sigmoid,Tanh,Tanh,Sigmoid,Tanh,Tanh",
+		              NULL,
+		              NULL,
+		              0,
+		              "input_forget=0",
+		              "3, 2",
+		              true };
+	struct rnn_spec g = { "gru",
+		              "bidirectional",
+		              3,
+		              2,
+		              2,
+		              2,
+		              "Sigmoid,Tanh,Sigmoid,Tanh",
+		              NULL,
+		              NULL,
+		              0,
+		              "linear_before_reset=1",
+		              "3, 1",
+		              false };
+	struct rnn_spec r = { "rnn", "bidirectional", 3,    2, 2, 2, "Tanh,Softsign", NULL, NULL, 0,
+		              NULL,  "2, 3",          false };
+	rnn_fd("lstm_bi", &l);
+	l.clip = 0.6;
+	rnn_fd("lstm_bi_clip", &l);
+	l.clip = 0;
+	l.extra = "input_forget=1";
+	l.direction = "reverse";
+	l.acts = "Sigmoid,Tanh,Tanh";
+	rnn_fd("lstm_reverse_coupled", &l);
+	rnn_fd("gru_bi_lbr", &g);
+	g.extra = "linear_before_reset=0";
+	g.clip = 0.6;
+	rnn_fd("gru_bi_clip", &g);
+	rnn_fd("rnn_bi", &r);
+	r.clip = 0.6;
+	r.direction = "forward";
+	r.acts = "Tanh";
+	rnn_fd("rnn_clip", &r);
+}
+
+/* Only a recurrent node on the path is unrolled: one the loss reads
+ * through constants alone stays fused. */
+static void test_rnn_off_path(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *a, *g[1];
+	int fused = 0;
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %a : f32[1,1,1]\n"
+	                     "const %x : f32[1,1,1] = [0.5]\nconst %w : f32[1,1,1] = [0.3]\n"
+	                     "const %r : f32[1,1,1] = [0.2]\nconst %b : f32[1,2] = [0.1, 0]\n"
+	                     "const %sl : i32[1] = [1]\nconst %h0 : f32[1,1,1] = [0]\n"
+	                     "%y : f32[1,1,1,1], %yh : f32[1,1,1] = rnn(%x, %w, %r, %b, %sl, %h0) "
+	                     "{direction=\"forward\", activations=\"Tanh\", alphas=[0], betas=[0], "
+	                     "clip=0} @cell\n"
+	                     "%s : f32[1,1,1] = mul(%yh, %a) @m\n"
+	                     "%l : f32[] = reduce_sum(%s) {axes=[0,1,2], keepdims=0} @sum\n"
+	                     "output %l\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	a = ir_find_value(m, "a");
+	CHECK(ad_gradients(m, ir_find_value(m, "l"), NULL, &a, 1, g));
+	IR_FOR_EACH_NODE(m, n)
+	fused += n->op == IR_OP_RNN;
+	CHECK_EQ(fused, 1);
+	ir_module_free(m);
+}
+
 TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) T(test_pow) T(
         test_prelu_where_mask) T(test_accumulate_seed) T(test_matmul) T(test_gemm) T(test_conv)
               T(test_conv_transpose) T(test_norms) T(test_softmax) T(test_batch_norm_train)
                       T(test_batch_norm_train_values) T(test_pool) T(test_reduce) T(test_move)
                               T(test_slice) T(test_gather) T(test_network) T(test_loss)
                                       T(test_no_rule) T(test_bad_arguments) T(test_contract)
-                                              T(test_attention) T(test_attention_bias_refused))
+                                              T(test_attention) T(test_attention_bias_refused)
+                                                      T(test_rnn_forward) T(test_rnn_grad)
+                                                              T(test_rnn_off_path))
