@@ -333,12 +333,6 @@ static bool scan8(struct fe_node *nd, struct scan *sc, struct ir_value **states,
 	return true;
 }
 
-/* An INTS attribute of count entries (default 0 each), read into v. */
-static bool scan_ints(struct fe_node *nd, const char *name, int count, int64_t *v)
-{
-	return fe_ints_len(nd, name, count, 0, v);
-}
-
 /*
  * Scan: states and scan inputs in, final states and scan outputs out.
  * Scan-8 has a batch axis first (and optional sequence_lens, accepted when
@@ -371,12 +365,12 @@ static bool imp_scan(struct fe_node *nd)
 		if (!fe_in(nd, off + j))
 			return fe_fail(nd, "input %d is empty", off + j);
 	if (nd->version == 8) {
-		if (!scan_ints(nd, "directions", sc.m, sc.in_dirs))
+		if (!fe_ints_len(nd, "directions", sc.m, 0, sc.in_dirs))
 			return false;
-	} else if (!scan_ints(nd, "scan_input_axes", sc.m, sc.in_axes) ||
-	           !scan_ints(nd, "scan_input_directions", sc.m, sc.in_dirs) ||
-	           !scan_ints(nd, "scan_output_axes", sc.k, sc.out_axes) ||
-	           !scan_ints(nd, "scan_output_directions", sc.k, sc.out_dirs))
+	} else if (!fe_ints_len(nd, "scan_input_axes", sc.m, 0, sc.in_axes) ||
+	           !fe_ints_len(nd, "scan_input_directions", sc.m, 0, sc.in_dirs) ||
+	           !fe_ints_len(nd, "scan_output_axes", sc.k, 0, sc.out_axes) ||
+	           !fe_ints_len(nd, "scan_output_directions", sc.k, 0, sc.out_dirs))
 		return false;
 	xs = nd->in + off + sc.n;
 	for (int j = 0; j < sc.m; j++) {

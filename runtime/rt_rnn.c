@@ -35,8 +35,6 @@
 
 #define RT_RNN_ROWS 16 /* batch rows per item */
 
-static int gates_of(int cell) { return rt_rnn_gates(cell); }
-
 /* The workspace in floats: the projection, then per item h, c, r . h and Q. */
 static bool ws_floats(const struct rt_rnn_desc *d, uint64_t *n)
 {
@@ -45,7 +43,7 @@ static bool ws_floats(const struct rt_rnn_desc *d, uint64_t *n)
 	if (d->seq < 0 || d->batch < 0 || d->hidden < 0 || d->input < 0 || d->hidden > INT32_MAX ||
 	    d->seq > INT32_MAX * 4LL)
 		return false;
-	gh = (uint64_t)gates_of(d->cell) * (uint64_t)d->hidden;
+	gh = (uint64_t)rt_rnn_gates(d->cell) * (uint64_t)d->hidden;
 	items = (uint64_t)d->dirs * (((uint64_t)d->batch + RT_RNN_ROWS - 1) / RT_RNN_ROWS);
 	if ((uint64_t)d->batch > UINT64_MAX / 64 / (uint64_t)(d->seq ? d->seq : 1) / (gh ? gh : 1))
 		return false;
@@ -267,7 +265,7 @@ int rt_rnn(struct rt_ctx *ctx, const struct rt_rnn_desc *d, const void *x, const
 	for (int64_t i = 0; i < d->batch; i++)
 		if (jb.lens[i] < 0 || jb.lens[i] > d->seq)
 			return RT_ERR_INDEX;
-	jb.gh = gates_of(d->cell) * d->hidden;
+	jb.gh = rt_rnn_gates(d->cell) * d->hidden;
 	jb.blocks = (d->batch + RT_RNN_ROWS - 1) / RT_RNN_ROWS;
 	jb.per = (d->batch < RT_RNN_ROWS ? d->batch : RT_RNN_ROWS) * (3 * d->hidden + jb.gh);
 	jb.isa = rt_sgemm_isa();
