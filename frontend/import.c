@@ -1949,12 +1949,29 @@ struct mode_undo {
 	int64_t attr_i;
 };
 
+/* The nodes of g and of every graph its nodes hold (If's branches, Loop's
+ * body). */
+static size_t count_nodes(const Onnx__GraphProto *g)
+{
+	size_t n = g->n_node;
+	for (size_t i = 0; i < g->n_node; i++)
+		for (size_t k = 0; k < g->node[i]->n_attribute; k++) {
+			const Onnx__AttributeProto *at = g->node[i]->attribute[k];
+			if (at->g)
+				n += count_nodes(at->g);
+			for (size_t j = 0; j < at->n_graphs; j++)
+				n += count_nodes(at->graphs[j]);
+		}
+	return n;
+}
+
 /*
  * The trained model is for inference, as PyTorch's eval(): a
  * BatchNormalization in training mode (attribute training_mode=1, its
  * running-statistics outputs unread) gets training_mode=0 and one output,
- * and a Dropout loses its training_mode input (absent means false). The
- * nodes are changed in place and put back from undo after packing.
+ * and a Dropout loses its training_mode input (absent means false), in the
+ * graphs nodes hold too (a branch of an If). The nodes are changed in place
+ * and put back from undo (count_nodes entries) after packing.
  */
 static int inference_mode(Onnx__GraphProto *g, const struct ir_map *reads, struct mode_undo *undo)
 {
@@ -1963,6 +1980,13 @@ static int inference_mode(Onnx__GraphProto *g, const struct ir_map *reads, struc
 		Onnx__NodeProto *p = g->node[i];
 		struct mode_undo u = { p, p->n_input, p->n_output, NULL, 0 };
 		bool changed = false;
+		for (size_t k = 0; k < p->n_attribute; k++) {
+			Onnx__AttributeProto *at = p->attribute[k];
+			if (at->g)
+				n += inference_mode(at->g, reads, undo + n);
+			for (size_t j = 0; j < at->n_graphs; j++)
+				n += inference_mode(at->graphs[j], reads, undo + n);
+		}
 		if (!strcmp(p->op_type, "Dropout") && p->n_input > 2) {
 			p->n_input = 2;
 			changed = true;
@@ -2000,8 +2024,8 @@ static bool train_template(struct fe *fe, Onnx__ModelProto *mp, void *ud)
 	size_t keep = 0, n = g->n_initializer;
 	Onnx__TensorProto **all = g->initializer;
 	Onnx__TensorProto **kept = ir_arena_alloc(&fe->m->arena, sizeof *kept * (n ? n : 1));
-	struct mode_undo *undo =
-	        ir_arena_alloc(&fe->m->arena, sizeof *undo * (g->n_node ? g->n_node : 1));
+	size_t nall = count_nodes(g);
+	struct mode_undo *undo = ir_arena_alloc(&fe->m->arena, sizeof *undo * (nall ? nall : 1));
 	struct ir_map reads, dropped;
 	int nundo;
 	ir_map_init(&reads, &fe->m->arena);

@@ -117,7 +117,7 @@ IR_OP(WHERE,              "where",              "Where",                 3, 3,  
  * rank at most the operands'), then, else of one type; the result is then
  * where cond holds, else else. The operand not chosen may be unspecified
  * (the result of a node whose guard is false) */
-IR_OP(PHI,                "phi",                "If",                    3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         phi,              eltwise,          refuse_guard,      none,             fused,            "")
+IR_OP(PHI,                "phi",                "If",                    3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         phi,              eltwise,          refuse_guard,      phi,              fused,            "")
 /* a branch of a run-time If that cannot run with the compiled shapes (it
  * failed to import): a result of type dtype[shape] for the phi, never
  * written; running it (its guard holds) fails the run with RT_ERR_BRANCH,

@@ -24,6 +24,11 @@
  * batch moved into the channels for the filter); gathers and max pooling
  * scatter-add into a zero tensor; normalizations recompute their statistics.
  *
+ * A run-time If differentiates the branch taken: a guarded node's rule
+ * builds under its guard, phi's rule sends dy to the operand chosen, and a
+ * branch's contribution to a value outside it is lifted out through phis
+ * (ad_lift), so every gradient the optimizer reads is unguarded.
+ *
  * ad_train_mode rewrites inference batch_norm into batch statistics
  * (PyTorch's train() mode) before differentiation.
  */
@@ -39,9 +44,11 @@
 bool ad_is_float(const struct ir_value *v) { return ir_dtypes[v->type.dtype].is_float; }
 
 /* A new node at the end of the list, its results named after the forward
- * node; attributes are set by the caller, then ad_fin() types it. */
+ * node, under a->guard; attributes are set by the caller, then ad_fin()
+ * types it. */
 struct ir_node *ad_node(struct ad *a, enum ir_op op, struct ir_value *const *in, int nin, int nout)
 {
+	struct ir_node *n;
 	const char **names = ir_arena_alloc(&a->m->arena, sizeof *names * (size_t)nout);
 	const char *nm = ir_arena_printf(&a->m->arena, "%s/%s", a->prefix, a->at);
 	for (int i = 0; i < nout; i++) {
@@ -50,7 +57,10 @@ struct ir_node *ad_node(struct ad *a, enum ir_op op, struct ir_value *const *in,
 		                 : ir_arena_printf(&a->m->arena, "%s/%s", nm, ir_ops[op].name);
 		names[i] = ir_unique_name(a->m, base);
 	}
-	return ir_add_node(a->m, op, nm, in, nin, names, nout);
+	n = ir_add_node(a->m, op, nm, in, nin, names, nout);
+	if (a->guard)
+		ir_set_guard(a->m, n, a->guard);
+	return n;
 }
 
 /* Types n by inference; a failure is a bug in a rule. */
@@ -276,13 +286,58 @@ bool ad_wants(const struct ad *a, const struct ir_node *n, int i)
 	return v->id < a->nfwd && a->need[v->id] && a->live[v->id] && ad_is_float(v);
 }
 
-/* Adds g to the gradient of input i of n. */
+struct ir_value *ad_guard_of(const struct ir_value *v)
+{
+	return v->kind == IR_VAL_NODE ? v->def->guard : NULL;
+}
+
+/* g is under a->guard even when it is a value from outside (a rule passing
+ * dy on as it is): it exists only when the rule's branch ran. The phis take
+ * the guard their condition needs, not a->guard: they run where the
+ * branch's result may not exist. */
+struct ir_value *ad_lift(struct ad *a, struct ir_value *g, const struct ir_value *to,
+                         struct ir_value *other)
+{
+	struct ir_value *saved = a->guard, *from = ad_guard_of(g);
+	if (ir_guard_implies(a->guard, from))
+		from = a->guard;
+	a->guard = NULL;
+	while (!ir_guard_implies(to, from)) {
+		struct ir_node *p;
+		if (!other)
+			other = ad_zeros(a, &g->type);
+		p = ad_node(a, IR_OP_PHI, (struct ir_value *[]){ from, g, other }, 3, 1);
+		/* under the guard's own node: one If further out */
+		from = ad_guard_of(from);
+		ir_set_guard(a->m, p, from);
+		g = ad_fin(a, p);
+	}
+	a->guard = saved;
+	return g;
+}
+
+/*
+ * Adds g to the gradient of input i of n. A contribution from inside a
+ * branch of a run-time If to a value outside it (a weight, an outer value
+ * the branch reads) exists only when the branch ran: it is lifted out first,
+ * phi(G, g, zeros) for each guard G between them (ad_lift), so the sum, and
+ * the gradient of a weight in the end, is readable wherever the value is.
+ * The sum runs under the value's own guard, which implies every lifted
+ * contribution's.
+ */
 void ad_contrib(struct ad *a, struct ir_node *n, int i, struct ir_value *g)
 {
-	struct ir_value *v = n->in[i];
+	struct ir_value *v = n->in[i], *to = ad_guard_of(v), *saved = a->guard;
 	struct ir_value **acc = &a->grad[v->id];
 	IR_ASSERT(ir_type_eq(&g->type, &v->type));
-	*acc = *acc ? ad_op2(a, IR_OP_ADD, *acc, g) : g;
+	g = ad_lift(a, g, to, NULL);
+	if (!*acc) {
+		*acc = g;
+		return;
+	}
+	a->guard = to;
+	*acc = ad_op2(a, IR_OP_ADD, *acc, g);
+	a->guard = saved;
 }
 
 /* false after reporting n when a result from `from` on has a gradient: the
@@ -349,6 +404,8 @@ static struct ir_node *with_indices(struct ir_module *m, struct ir_node *n)
 	char err[256];
 	copy_attrs(m, p, n);
 	ir_set_i(m, p, "storage_order", 0);
+	if (n->guard)
+		ir_set_guard(m, p, n->guard);
 	ir_move_before(m, p, n);
 	if (!ir_infer_node(m, p, err, sizeof err))
 		ir_panic(__FILE__, __LINE__, "max_pool with indices: %s", err);
@@ -494,15 +551,7 @@ bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *s
 			on = on || on_path(&a, n->out[i]);
 		for (int i = 0; i < n->nin; i++)
 			in = in || ad_wants(&a, n, i);
-		if (on && in && (n->guard || n->op == IR_OP_PHI)) {
-			/* the node's name is the ONNX If's: "IF/then/NODE" */
-			ir_node_error(m->ctx, n->name, ir_ops[n->op].name,
-			              "no gradient through an If whose condition is known only at "
-			              "run time (it lies between the loss '%s' and a value "
-			              "differentiated)",
-			              loss->name);
-			ok = false;
-		} else if (on && in && !rules[n->op]) {
+		if (on && in && !rules[n->op]) {
 			ir_node_error(
 			        m->ctx, n->name, ir_ops[n->op].name,
 			        "no gradient for %s (it lies between the loss '%s' and a value "
@@ -532,7 +581,9 @@ bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *s
 		if (!on || !in)
 			continue;
 		a.at = n->name;
+		a.guard = n->guard;
 		ok = rules[n->op](&a, n, d) && ok;
+		a.guard = NULL;
 	}
 	if (!ok)
 		return false;
@@ -558,26 +609,31 @@ static void move_built(struct ir_module *m, struct ir_node *mark, struct ir_node
 		ir_move_before(m, mark->next, n);
 }
 
-/* The running statistic old updated by batch statistic s (keepdims [1,C,...]). */
+/* The running statistic old updated by batch statistic s (keepdims [1,C,...]).
+ * A node in a branch of a run-time If updates it only when the branch runs:
+ * else the statistic is prev, as an earlier node left it (or old). */
 static struct ir_value *running_update(struct ad *a, struct ir_value *old, struct ir_value *s,
-                                       double momentum, double factor)
+                                       double momentum, double factor, struct ir_value *prev)
 {
 	struct ir_value *b = ad_cast(a, ad_reshape_to(a, s, &old->type), old->type.dtype);
 	struct ir_value *u =
 	        ad_op2(a, IR_OP_ADD, ad_op2(a, IR_OP_MUL, old, ad_sc(a, old, 1 - momentum)),
 	               ad_op2(a, IR_OP_MUL, b, ad_sc(a, old, momentum * factor)));
+	u = ad_lift(a, u, NULL, prev ? prev : old);
 	ir_rename_value(
 	        a->m, u,
 	        ir_unique_name(a->m, ir_arena_printf(&a->m->arena, "%s/updated", old->name)));
 	return u;
 }
 
-/* The index of v in running[], if its update is still wanted; else -1. */
-static int wanted(struct ir_value *v, struct ir_value *const *running, int nrunning,
-                  struct ir_value *const *updated)
+/* The index of v in running[], if n's update of it is wanted; else -1. The
+ * first node to read a statistic updates it, and so does every node after
+ * it in a branch of a run-time If (when the branch runs). */
+static int wanted(const struct ir_node *n, struct ir_value *v, struct ir_value *const *running,
+                  int nrunning, struct ir_value *const *updated)
 {
 	for (int i = 0; i < nrunning; i++)
-		if (running[i] == v && !updated[i])
+		if (running[i] == v && (!updated[i] || n->guard))
 			return i;
 	return -1;
 }
@@ -610,6 +666,7 @@ bool ad_train_mode(struct ir_module *m, float momentum, struct ir_value *const *
 			continue;
 		}
 		a.at = n->name;
+		a.guard = n->guard;
 		mean = ad_reduce(&a, IR_OP_REDUCE_MEAN, x, axes, naxes, true);
 		xc = ad_op2(&a, IR_OP_SUB, x, mean);
 		var = ad_reduce(&a, IR_OP_REDUCE_MEAN, ad_op2(&a, IR_OP_MUL, xc, xc), axes, naxes,
@@ -622,11 +679,12 @@ bool ad_train_mode(struct ir_module *m, float momentum, struct ir_value *const *
 		           ad_channel_view(&a, ad_cast(&a, n->in[1], x->type.dtype), r));
 		y = ad_op2(&a, IR_OP_ADD, y,
 		           ad_channel_view(&a, ad_cast(&a, n->in[2], x->type.dtype), r));
-		if ((k = wanted(n->in[3], running, nrunning, updated)) >= 0)
-			updated[k] = running_update(&a, n->in[3], mean, momentum, 1);
-		if ((k = wanted(n->in[4], running, nrunning, updated)) >= 0)
+		if ((k = wanted(n, n->in[3], running, nrunning, updated)) >= 0)
+			updated[k] = running_update(&a, n->in[3], mean, momentum, 1, updated[k]);
+		if ((k = wanted(n, n->in[4], running, nrunning, updated)) >= 0)
 			updated[k] = running_update(&a, n->in[4], var, momentum,
-			                            (double)per / (double)(per - 1));
+			                            (double)per / (double)(per - 1), updated[k]);
+		a.guard = NULL;
 		move_built(m, mark, n);
 		ir_replace_value(m, n->out[0], y);
 		ir_remove_node(m, n);

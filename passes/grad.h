@@ -9,6 +9,13 @@
  * results (NULL where a result has none) and adds gradients to the inputs
  * that want one (ad_wants, ad_contrib); it returns false after reporting a
  * node whose attributes it cannot handle.
+ *
+ * A rule of a guarded node (a branch of an If whose condition is known only
+ * at run time, docs/ir.md, Guards) builds under the node's guard (ad.guard,
+ * which ad_node gives every node it makes), so a backward node runs exactly
+ * when its forward node did: training differentiates the branch taken.
+ * ad_contrib lifts what a branch contributes to a value outside it out of
+ * the branch (docs/training.md, Control flow).
  */
 #ifndef ONNXC_GRAD_H
 #define ONNXC_GRAD_H
@@ -26,6 +33,8 @@ struct ad {
 	struct ir_module *m;
 	const char *prefix;     /* "grad", or "train" for ad_train_mode */
 	const char *at;         /* the forward node whose rule runs: names new nodes */
+	struct ir_value *guard; /* that node's guard (a branch of a run-time If), which
+	                         * every new node takes; NULL outside such a rule */
 	int nfwd;               /* values that existed before the pass */
 	struct ir_value **grad; /* [nfwd] accumulated gradient, or NULL */
 	bool *need;             /* [nfwd] depends on some wrt value */
@@ -75,6 +84,14 @@ struct ir_node *ad_again(struct ad *a, const struct ir_node *n, struct ir_value 
  * to it; refusing a node whose results from `from` on have gradients. */
 bool ad_wants(const struct ad *a, const struct ir_node *n, int i);
 void ad_contrib(struct ad *a, struct ir_node *n, int i, struct ir_value *g);
+/* The guard of v's node (NULL for inputs and constants). */
+struct ir_value *ad_guard_of(const struct ir_value *v);
+/* g, a rule's result (under a->guard, or its node's guard if stronger),
+ * made readable under guard `to`: a phi(G, g, other) for each guard G that
+ * `to` does not imply, innermost first; other (unguarded) is zeros of g's
+ * type when NULL. */
+struct ir_value *ad_lift(struct ad *a, struct ir_value *g, const struct ir_value *to,
+                         struct ir_value *other);
 bool ad_no_grad_through(struct ad *a, struct ir_node *n, struct ir_value *const *dy, int from);
 
 /* The rules, by family file, named by the grad column of ir/ops.h. */
@@ -87,6 +104,7 @@ bool grad_unary(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_binary(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_again(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 bool grad_where(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
+bool grad_phi(struct ad *a, struct ir_node *n, struct ir_value *const *dy);
 
 /* grad_linear.c */
 bool grad_matmul(struct ad *a, struct ir_node *n, struct ir_value *const *dy);

@@ -317,3 +317,27 @@ bool grad_where(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
 		ad_contrib(a, n, 2, ad_unbroadcast(a, ad_where(a, c, z, dy[0]), &n->in[2]->type));
 	return true;
 }
+
+/*
+ * y = phi(c, a, b), the merge of a run-time If: dy goes to the branch
+ * taken, masked by c (as where's rule does) for an operand from outside the
+ * branch (an outer value the branch passes through, which has other readers
+ * that ran). An operand computed inside its branch, under a guard stronger
+ * than the phi's, is read nowhere else but under that guard, where c chose
+ * it: dy itself is its gradient, and the rules of the branch run only when
+ * it was taken (docs/training.md, Control flow).
+ */
+bool grad_phi(struct ad *a, struct ir_node *n, struct ir_value *const *dy)
+{
+	for (int i = 1; i <= 2; i++) {
+		struct ir_value *g = ad_guard_of(n->in[i]), *z, *d = dy[0];
+		if (!ad_wants(a, n, i))
+			continue;
+		if (g == n->guard || !ir_guard_implies(g, n->guard)) {
+			z = ad_sc(a, d, 0);
+			d = i == 1 ? ad_where(a, n->in[0], d, z) : ad_where(a, n->in[0], z, d);
+		}
+		ad_contrib(a, n, i, d);
+	}
+	return true;
+}

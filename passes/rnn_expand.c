@@ -233,7 +233,8 @@ static void move_built(struct ir_module *m, struct ir_node *mark, struct ir_node
 
 bool ad_expand_recurrent(struct ir_module *m, struct ir_node *n, struct ir_value **results)
 {
-	struct ex e = { .a = { .m = m, .prefix = "bptt", .at = n->name }, .n = n };
+	struct ex e = { .a = { .m = m, .prefix = "bptt", .at = n->name, .guard = n->guard },
+		        .n = n };
 	struct ir_node *mark = m->last;
 	enum ir_dtype dt = n->in[0]->type.dtype, ct = IR_F32;
 	struct ir_value *x, *w, *r, *b, *h0, *c0 = NULL, *p = NULL, **ys, *yd[2], *yh[2], *yc[2];

@@ -5,7 +5,7 @@ weights, data order and hyper-parameters.
              [--rtol R] [--keep DIR]
 
 MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt, drop, up, sce,
-nll, lstm, gru). PyTorch 1.13
+nll, lstm, gru, branch, loop). PyTorch 1.13
 trains the model (train() mode, batches in file order) and exports it at
 initialisation; `onnxc train` compiles that export with the same loss and
 hyper-parameters; OUTDIR/train runs the same batches (--shuffle off). Every
@@ -28,8 +28,9 @@ PY = "/usr/bin/python3"
 
 
 def check_trained(args, work, ref, trained):
-    """The exported model: its weights in PyTorch reach PyTorch's own
-    held-out accuracy, and ONNX Runtime runs it to the same outputs."""
+    """The exported model: its running statistics are PyTorch's, its
+    weights in PyTorch reach PyTorch's own held-out accuracy, and ONNX
+    Runtime runs it to the same outputs."""
     import numpy as np
     import onnx
     import torch
@@ -49,6 +50,21 @@ def check_trained(args, work, ref, trained):
             state[n] = torch.from_numpy(weights[n].copy())
     model.load_state_dict(state)
     status = 0
+    if os.path.exists(os.path.join(work, "running.npz")):
+        # BatchNorm's running statistics, which only the held-out accuracy
+        # and the export read (in a branch of an If: moved only when it
+        # ran). Not the means after AdamW: the bias before a BatchNorm has a
+        # gradient of zero up to rounding, which AdamW's normalized step
+        # turns into a drift of about lr a step, different in each run
+        running = np.load(os.path.join(work, "running.npz"))
+        names = [n for n in running.files
+                 if args.optimizer != "adamw" or "running_mean" not in n]
+        err = max(float(np.abs(weights[n] - running[n]).max() / (np.abs(running[n]).max() + 1e-30))
+                  for n in names)
+        bound = 1e-4 if args.precision == "fp32" else 2e-2
+        print("running statistics (%d) vs PyTorch's: max relative error %.2e%s"
+              % (len(names), err, "" if err <= bound else "  FAIL"))
+        status |= err > bound
     if ref["accuracy"] is not None:
         xe = np.load(os.path.join(work, "eval_x.npy"))
         le = np.load(os.path.join(work, "eval_label.npy"))
@@ -179,6 +195,15 @@ def main():
         if worst > rtol:
             print("FAIL: the loss curve leaves PyTorch's")
             return 1
+        if ref.get("branches"):
+            # a run-time If: only a curve that took both branches, each
+            # several times, checks the gradients of both
+            taken = ref["branches"]
+            print("branches taken: then %d, else %d of %d steps" % (taken[0], taken[1],
+                                                                    len(losses)))
+            if min(taken) < min(5, len(losses) // 4):
+                print("FAIL: the data no longer takes both branches")
+                return 1
         if args.resume_at:
             part = os.path.join(work, "part.csv")
             ck = os.path.join(work, "ck")

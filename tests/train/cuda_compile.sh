@@ -7,7 +7,8 @@
 # program, linked, says there is no device (exit 1) when there is none.
 # The GPT-style decoder trains for the CUDA target with its causal
 # attention fused: the step runs one rtc_attention and one
-# rtc_attention_grad per block and never a softmax over L x L scores.
+# rtc_attention_grad per block and never a softmax over L x L scores. The
+# branch model's step (a run-time If) runs direct, without a CUDA Graph.
 set -u
 onnxc=$1 py=$2
 w=$(mktemp -d "${TMPDIR:-/tmp}/onnxc_train_cuda_XXXXXX") || exit 1
@@ -41,4 +42,17 @@ if [ -x "$ptxas" ]; then
 	"$ptxas" -arch=sm_90a "$w/gpt/out/net_step_kernels.ptx" -o "$w/gpt.cubin" ||
 		fail "ptxas rejects the gpt step's PTX"
 fi
-echo "ok: the dropout and gpt training steps compile for sm_90a"
+# a run-time If (models.py's branch): the step's guarded kernels run
+# without a CUDA Graph (the launch code reads each guard back)
+"$py" "$(dirname "$0")/models.py" "$w/branch" branch sgd --steps 2 2>/dev/null ||
+	fail "models.py branch"
+"$onnxc" train "$w/branch/model.onnx" -o "$w/branch/out" --name net -q --target cuda \
+	--arch sm_90a --precision mixed --amp-policy greedy --verify ||
+	fail "onnxc train --target cuda (branch)"
+grep -q "info.direct = 1" "$w/branch/out/net_step.c" ||
+	fail "the branch step would run as a CUDA Graph"
+if [ -x "$ptxas" ]; then
+	"$ptxas" -arch=sm_90a "$w/branch/out/net_step_kernels.ptx" -o "$w/branch.cubin" ||
+		fail "ptxas rejects the branch step's PTX"
+fi
+echo "ok: the dropout, gpt and branch training steps compile for sm_90a"

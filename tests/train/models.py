@@ -15,7 +15,10 @@ attention, GELU), each with cross-entropy; mse (the MLP on a regression
 target); drop (the MLP with two training-mode Dropouts); up (nearest and
 bilinear upsampling: Resize, with a skip connection); lstm and gru (an
 nn.LSTM or nn.GRU over 8 steps and a Linear head on the last one,
-cross-entropy and MSE: backpropagation through time); sce and nll (the
+cross-entropy and MSE: backpropagation through time); branch (a
+data-dependent if: an ONNX If whose condition is known only at run time)
+and loop (a loop of a residual block: an ONNX Loop onnxc unrolls), both
+scripted, with cross-entropy; sce and nll (the
 MLP exported with its loss, trained with --loss none: cross-entropy with
 class weights and an ignore_index some labels take, SoftmaxCrossEntropyLoss
 in the export; nll_loss over [N, C, T], NegativeLogLikelihoodLoss). PyTorch cannot draw
@@ -33,6 +36,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# the classifiers whose trained export is checked on a held-out set
+ACCURACY = ("mlp", "cnn", "drop", "up", "lstm", "branch", "loop")
 
 HYPER = {
     "sgd": dict(lr=0.1, momentum=0.0, weight_decay=1e-4),
@@ -63,6 +69,52 @@ class SeqNet(nn.Module):
 
     def forward(self, x):
         return self.head(self.rnn(x)[0][:, -1])
+
+
+class BranchNet(nn.Module):
+    """A data-dependent branch: tanh(a(h)) for a batch whose mean is
+    positive, relu(bn(b(h))) otherwise. Exported through TorchScript
+    (torch.jit.script), the branch stays an ONNX If whose condition is known
+    only at run time; training differentiates the branch taken, a and b each
+    train on their own batches, and the BatchNorm's running statistics move
+    only on the else batches (the held-out accuracy and the export, in
+    eval() mode, read them). The condition reads the input, so every
+    batch's choice has a wide margin (about 0.5) and no rounding can flip it
+    between PyTorch and onnxc."""
+    def __init__(self, nin=16, hidden=32, nout=8):
+        super().__init__()
+        self.fc1 = nn.Linear(nin, hidden)
+        self.a = nn.Linear(hidden, hidden)
+        self.b = nn.Linear(hidden, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.fc3 = nn.Linear(hidden, nout)
+
+    def forward(self, x):
+        h = torch.tanh(self.fc1(x))
+        if x.mean() > 0:
+            h = torch.tanh(self.a(h))
+        else:
+            h = F.relu(self.bn(self.b(h)))
+        return self.fc3(h)
+
+
+class LoopNet(nn.Module):
+    """A residual block applied three times by a loop. The trip count comes
+    from the input's shape (16 // 5), which scripting cannot see as a
+    constant, so the export keeps an ONNX Loop (whose count, with static
+    shapes, is a Constant): onnxc unrolls it at import
+    (frontend/ops_loop.c), and the three iterations share lin's weights."""
+    def __init__(self, nin=16, hidden=32, nout=8):
+        super().__init__()
+        self.fc1 = nn.Linear(nin, hidden)
+        self.lin = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, nout)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        for _ in range(x.size(1) // 5):
+            h = torch.tanh(self.lin(h)) + h
+        return self.fc3(h)
 
 
 class UpNet(nn.Module):
@@ -232,6 +284,14 @@ class GPT(nn.Module):
 def make(name, batch, steps, rng):
     """The model, its example input and the data set (x, label)."""
     n = batch * steps
+    if name == "branch":  # each batch shifted by +-0.5: both branches, about half each
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        label = (x[:, :8].argmax(1) + (x[:, 8] > 0)) % 8
+        x += np.repeat(rng.choice([-0.5, 0.5], steps), batch).astype(np.float32)[:, None]
+        return BranchNet(), x, label
+    if name == "loop":
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        return LoopNet(), x, (x[:, :8].argmax(1) + (x[:, 8] > 0)) % 8
     if name in ("mlp", "mse", "drop"):
         model = MLPDrop() if name == "drop" else MLP()
         x = rng.standard_normal((n, 16)).astype(np.float32)
@@ -273,7 +333,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("model", choices=["mlp", "mse", "cnn", "gpt", "drop", "up", "sce", "nll",
-                                          "lstm", "gru"])
+                                          "lstm", "gru", "branch", "loop"])
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
@@ -281,7 +341,8 @@ def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16,
-                           "up": 8, "sce": 16, "nll": 4, "lstm": 8, "gru": 8}[args.model]
+                           "up": 8, "sce": 16, "nll": 4, "lstm": 8, "gru": 8, "branch": 16,
+                           "loop": 16}[args.model]
     model, x, label = make(args.model, batch, args.steps, rng)
     with_loss = isinstance(model, MLPLoss)  # exported with its loss: --loss none
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
@@ -293,7 +354,11 @@ def main():
     example = (torch.from_numpy(x[:batch]),)
     if with_loss:
         example += (torch.from_numpy(label[:batch]),)
-    torch.onnx.export(model, example, os.path.join(args.out, "model.onnx"),
+    # control flow (branch, loop) is exported from TorchScript: tracing
+    # would record only the path this example takes
+    scripted = args.model in ("branch", "loop")
+    torch.onnx.export(torch.jit.script(model) if scripted else model, example,
+                      os.path.join(args.out, "model.onnx"),
                       input_names=["x", "label"][:len(example)],
                       output_names=["loss" if with_loss else "y"], opset_version=14,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
@@ -308,13 +373,25 @@ def main():
         opt = torch.optim.SGD(model.parameters(), **hyper)
     # a held-out set from the same distribution (classification only): the
     # accuracy PyTorch's trained model reaches on it
-    if args.model in ("mlp", "cnn", "drop", "up", "lstm"):
+    if args.model in ACCURACY:
         _, xe, le = make(args.model, batch, 256 // batch, np.random.default_rng(1))
         np.save(os.path.join(args.out, "eval_x.npy"), xe)
         np.save(os.path.join(args.out, "eval_label.npy"), le)
+    if args.model == "branch":
+        # onnxc's step gives a weight of the branch not taken a zero
+        # gradient, and the optimizer steps it (weight decay, AdamW's
+        # moments and step count). So does PyTorch 1.13 once the weight has
+        # had a gradient (zero_grad() keeps zeros), but before that its
+        # gradient is None and the optimizers skip it: zero gradients from
+        # the start make the two agree from step 1
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
     losses = []
+    taken = [0, 0]  # branch: batches that took the then and the else branch
     for step in range(args.steps):
         xb = torch.from_numpy(x[step * batch:(step + 1) * batch])
+        if args.model == "branch":
+            taken[0 if float(xb.mean()) > 0 else 1] += 1
         lb = torch.from_numpy(label[step * batch:(step + 1) * batch])
         if args.model == "drop":  # the train program's seed is 0
             model.masks = dropout_masks(0, step, [(batch, 32)] * 2, MLPDrop.RATIOS)
@@ -329,13 +406,17 @@ def main():
         loss.backward()
         opt.step()
         losses.append(float(loss))
+    # the running statistics PyTorch reached: the trained export's must agree
+    running = {n: v.numpy() for n, v in model.state_dict().items() if "running_" in n}
+    if running:
+        np.savez(os.path.join(args.out, "running.npz"), **running)
     # buffers that are not BatchNorm statistics (the GPT's causal mask): ONNX
     # cannot tell them from weights, so onnxc train is told (--frozen)
     params = {n for n, _ in model.named_parameters()}
     frozen = [n for n, v in model.state_dict().items()
               if n not in params and v.is_floating_point() and "running_" not in n]
     accuracy = None
-    if args.model in ("mlp", "cnn", "drop", "up", "lstm"):
+    if args.model in ACCURACY:
         model.eval()
         with torch.no_grad():
             pred = model(torch.from_numpy(xe)).argmax(-1).numpy()
@@ -346,6 +427,7 @@ def main():
                "loss": "none" if with_loss else "mse" if args.model in ("mse", "gru")
                else "cross-entropy",
                "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in hyper.items()},
+               "branches": taken if args.model == "branch" else None,
                "losses": losses}, open(os.path.join(args.out, "reference.json"), "w"), indent=1)
 
 

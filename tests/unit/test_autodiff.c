@@ -14,6 +14,7 @@
  * are accurate to about 1e-9.
  */
 #include "passes/autodiff.h"
+#include "passes/passes.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -138,10 +139,23 @@ static void bind(struct gcase *c, struct ir_module *m, int which, int64_t elem, 
 	}
 }
 
+/* Is a node under guard g in a branch not taken: some guard up the chain
+ * folded to false? */
+static bool not_taken(const struct ir_value *g)
+{
+	for (; g; g = g->kind == IR_VAL_NODE ? g->def->guard : NULL)
+		if (g->kind == IR_VAL_CONST && g->data && !*(const uint8_t *)g->data)
+			return true;
+	return false;
+}
+
+/* Evaluates m; what may stay unfolded is a branch not taken. */
 static bool fold(struct gcase *c, struct ir_module *m)
 {
 	char err[512];
 	int left = ir_fold_all(m, err, sizeof err);
+	IR_FOR_EACH_NODE(m, n)
+	left -= left > 0 && not_taken(n->guard);
 	if (left != 0) {
 		fprintf(stderr, "%s: evaluation left %d nodes: %s\n", c->name, left,
 		        left < 0 ? err : "");
@@ -209,6 +223,20 @@ static int check_case(const char *name, const char *text, int flags)
 	if (c.diag.len)
 		fprintf(stderr, "%s: %s", name, c.diag.text);
 	CHECK_EQ(ir_verify(m), 0);
+	/* the backward nodes carry the guards they need: the pipeline's
+	 * pass_guards finds nothing to strengthen */
+	{
+		int nguards = 0, changed = 0;
+		struct ir_value **had = calloc((size_t)m->nnodes + 1, sizeof *had);
+		IR_FOR_EACH_NODE(m, n)
+		had[nguards++] = n->guard;
+		pass_guards(m);
+		nguards = 0;
+		IR_FOR_EACH_NODE(m, n)
+		changed += had[nguards++] != n->guard;
+		CHECK_EQ(changed, 0);
+		free(had);
+	}
 	for (int i = 0; i < nwrt; i++) {
 		char want[256];
 		snprintf(want, sizeof want, "grad/%s", wrt[i]->name);
@@ -1307,12 +1335,234 @@ static void test_rnn_off_path(void)
 	ir_module_free(m);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Run-time If (guards and phi): the branch taken                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One If on sum(x) > th, taken both ways (th far from the sum, so the
+ * finite differences keep the branch): w is read only in the then branch,
+ * v only in the else branch, x in both and outside; the second output
+ * passes x through the then branch and an else value out.
+ */
+static void test_if(void)
+{
+	for (int k = 0; k < 2; k++) {
+		char text[2048];
+		snprintf(text, sizeof text,
+		         "input %%x : f64[2,3]\ninput %%w : f64[3,3]\ninput %%v : f64[3]\n"
+		         "const %%th : f64[] = [%d]\n"
+		         "%%s : f64[] = reduce_sum(%%x) {axes=[0,1], keepdims=0} @s\n"
+		         "%%c : bool[] = greater(%%s, %%th) @c\n"
+		         "%%nc : bool[] = not(%%c) @nc\n"
+		         "%%t1 : f64[2,3] = matmul(%%x, %%w) if %%c @if/then/mm\n"
+		         "%%t2 : f64[2,3] = tanh(%%t1) if %%c @if/then/tanh\n"
+		         "%%t3 : f64[2,3] = mul(%%t2, %%x) if %%c @if/then/mul\n"
+		         "%%t4 : f64[2,3] = add(%%t3, %%t1) if %%c @if/then/add\n"
+		         "%%e1 : f64[2,3] = mul(%%x, %%v) if %%nc @if/else/mul\n"
+		         "%%e2 : f64[2,3] = sin(%%e1) if %%nc @if/else/sin\n"
+		         "%%y : f64[2,3] = phi(%%c, %%t4, %%e2) @if\n"
+		         "%%z : f64[2,3] = phi(%%c, %%x, %%e1) @if\n"
+		         "%%o : f64[2,3] = mul(%%y, %%x) @out\n"
+		         "output %%o\noutput %%z\n",
+		         k ? 100 : -100);
+		check_case(k ? "if_else" : "if_then", text, 0);
+	}
+}
+
+/* An If inside the then branch of another, taken every way: the inner
+ * branches read values of the outer branch and of the graph, and pass
+ * either through; an outer phi merges one value with itself. */
+static void test_if_nested(void)
+{
+	static const int th[3][2] = { { -100, 100 }, { -100, -100 }, { 100, 100 } };
+	static const char *const names[3] = { "if_nested_tt", "if_nested_tf", "if_nested_f" };
+	for (int k = 0; k < 3; k++) {
+		char text[3072];
+		snprintf(text, sizeof text,
+		         "input %%x : f64[2,3]\ninput %%w : f64[3,3]\ninput %%v : f64[3]\n"
+		         "const %%th1 : f64[] = [%d]\nconst %%th2 : f64[] = [%d]\n"
+		         "%%s : f64[] = reduce_sum(%%x) {axes=[0,1], keepdims=0} @s\n"
+		         "%%c : bool[] = greater(%%s, %%th1) @c\n"
+		         "%%nc : bool[] = not(%%c) @nc\n"
+		         "%%t1 : f64[2,3] = matmul(%%x, %%w) if %%c @a/then/mm\n"
+		         "%%t2 : f64[2,3] = tanh(%%t1) if %%c @a/then/tanh\n"
+		         "%%c2 : bool[] = less(%%s, %%th2) if %%c @a/then/c2\n"
+		         "%%g2 : bool[] = and(%%c, %%c2) if %%c @a/then/g2\n"
+		         "%%n2 : bool[] = not(%%c2) if %%c @a/then/n2\n"
+		         "%%g3 : bool[] = and(%%c, %%n2) if %%c @a/then/g3\n"
+		         "%%i1 : f64[2,3] = mul(%%t2, %%t1) if %%g2 @a/then/b/then/mul\n"
+		         "%%i2 : f64[2,3] = add(%%i1, %%x) if %%g2 @a/then/b/then/add\n"
+		         "%%j1 : f64[2,3] = mul(%%x, %%v) if %%g3 @a/then/b/else/mul\n"
+		         "%%j2 : f64[2,3] = mul(%%j1, %%t2) if %%g3 @a/then/b/else/mul2\n"
+		         "%%p2 : f64[2,3] = phi(%%c2, %%i2, %%t2) if %%c @a/then/b\n"
+		         "%%p3 : f64[2,3] = phi(%%c2, %%t1, %%j2) if %%c @a/then/b\n"
+		         "%%q : f64[2,3] = add(%%p2, %%p3) if %%c @a/then/add\n"
+		         "%%e1 : f64[2,3] = sin(%%x) if %%nc @a/else/sin\n"
+		         "%%y : f64[2,3] = phi(%%c, %%q, %%e1) @a\n"
+		         "%%z : f64[2,3] = phi(%%c, %%x, %%x) @a\n"
+		         "%%o : f64[2,3] = add(%%y, %%z) @out\n"
+		         "output %%o\n",
+		         th[k][0], th[k][1]);
+		check_case(names[k], text, 0);
+	}
+}
+
+/* Training-mode batch normalization inside a branch, and a max pool there
+ * (which autodiff gives its indices): both rewrites keep the guard. */
+static void test_if_rewrites(void)
+{
+	for (int k = 0; k < 2; k++) {
+		char text[2048];
+		snprintf(
+		        text, sizeof text,
+		        "input %%x : f64[3,2,2,2]\ninput %%s : f64[2]\ninput %%b : f64[2]\n"
+		        "const %%m : f64[2] = [0.5, -0.5]\nconst %%v : f64[2] = [2, 0.5]\n"
+		        "const %%th : f64[] = [%d]\n"
+		        "%%r : f64[] = reduce_sum(%%x) {axes=[0,1,2,3], keepdims=0} @r\n"
+		        "%%c : bool[] = greater(%%r, %%th) @c\n"
+		        "%%nc : bool[] = not(%%c) @nc\n"
+		        "%%y1 : f64[3,2,2,2] = batch_norm(%%x, %%s, %%b, %%m, %%v) {epsilon=1e-05} "
+		        "if %%c @if/then/bn\n"
+		        "%%y2 : f64[3,2,1,1] = max_pool(%%y1) {kernel=[2,2], strides=[2,2], "
+		        "pads=[0,0,0,0], dilations=[1,1], ceil_mode=0, storage_order=0} "
+		        "if %%c @if/then/mp\n"
+		        "%%e1 : f64[3,2,2,2] = mul(%%x, %%x) if %%nc @if/else/sq\n"
+		        "%%e2 : f64[3,2,1,1] = max_pool(%%e1) {kernel=[2,2], strides=[2,2], "
+		        "pads=[0,0,0,0], dilations=[1,1], ceil_mode=0, storage_order=0} "
+		        "if %%nc @if/else/mp\n"
+		        "%%y : f64[3,2,1,1] = phi(%%c, %%y2, %%e2) @if\n"
+		        "output %%y\n",
+		        k ? 100 : -100);
+		check_case(k ? "if_bn_else" : "if_bn_then", text, TRAIN);
+	}
+}
+
+/* The shape of what autodiff builds for an If: the backward nodes of a
+ * branch run under its guard; a weight read only in the branch gets
+ * phi(c, gradient, zeros), readable by the optimizer whichever branch ran. */
+static void test_if_structure(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *in[2], *g[2], *c;
+	int guarded = 0;
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %x : f32[2,3]\ninput %w : f32[3,3]\ninput %c : bool[]\n"
+	                     "%nc : bool[] = not(%c) @nc\n"
+	                     "%t1 : f32[2,3] = matmul(%x, %w) if %c @if/then/mm\n"
+	                     "%t2 : f32[2,3] = tanh(%t1) if %c @if/then/tanh\n"
+	                     "%e1 : f32[2,3] = neg(%x) if %nc @if/else/neg\n"
+	                     "%y : f32[2,3] = phi(%c, %t2, %e1) @if\n"
+	                     "%s : f32[] = reduce_sum(%y) {axes=[0,1], keepdims=0} @sum\n"
+	                     "output %s\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	in[0] = ir_find_value(m, "x");
+	in[1] = ir_find_value(m, "w");
+	c = ir_find_value(m, "c");
+	CHECK(ad_gradients(m, ir_find_value(m, "s"), NULL, in, 2, g));
+	CHECK_EQ(ir_verify(m), 0);
+	IR_FOR_EACH_NODE(m, n)
+	{
+		bool backward = !strncmp(n->name, "grad/if/then/", 13);
+		guarded += backward && n->guard == c;
+		/* the lifting phi, its zeros and the sum are outside the branch */
+		CHECK(!backward || (n->op != IR_OP_MATMUL && n->op != IR_OP_MUL) || n->guard == c);
+	}
+	CHECK(guarded >= 3); /* tanh's derivative and both matmuls */
+	CHECK(!g[1]->def->guard && g[1]->def->op == IR_OP_PHI && g[1]->def->in[0] == c);
+	/* x: an add of the lifted then contribution and the else one */
+	CHECK(!g[0]->def->guard && g[0]->def->op == IR_OP_ADD);
+	ir_module_free(m);
+}
+
+/* A branch that cannot be compiled is a trap, which has no inputs: no
+ * gradient flows into it, and the other branch's weights get theirs. */
+static void test_if_trap(void)
+{
+	struct ir_ctx ctx;
+	struct diag_buf d;
+	struct ir_module *m;
+	struct ir_value *w, *g[1];
+	ctx_collect(&ctx, &d);
+	m = parse_text(&ctx, "input %x : f32[2,3]\ninput %w : f32[3,3]\ninput %c : bool[]\n"
+	                     "%nc : bool[] = not(%c) @nc\n"
+	                     "%t1 : f32[2,3] = matmul(%x, %w) if %c @if/then/mm\n"
+	                     "%e1 : f32[2,3] = trap() {dtype=f32, shape=[2,3], message=\"no\"} "
+	                     "if %nc @if/else/trap\n"
+	                     "%y : f32[2,3] = phi(%c, %t1, %e1) @if\n"
+	                     "%s : f32[] = reduce_sum(%y) {axes=[0,1], keepdims=0} @sum\n"
+	                     "output %s\n");
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	w = ir_find_value(m, "w");
+	CHECK(ad_gradients(m, ir_find_value(m, "s"), NULL, &w, 1, g));
+	CHECK_EQ(ir_verify(m), 0);
+	CHECK(!g[0]->def->guard && g[0]->def->op == IR_OP_PHI);
+	ir_module_free(m);
+}
+
+/* Running statistics of a batch normalization in a branch move only when
+ * the branch runs. */
+static void test_if_running_stats(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct ir_ctx ctx;
+		struct diag_buf d;
+		struct ir_module *m;
+		struct ir_value *run[1], *upd[1];
+		char err[256];
+		double x[12], mean[2] = { 0 };
+		const bool cv = k == 0;
+		const char *text =
+		        "onnxc-ir 1\nmodule \"bn\"\n"
+		        "input %x : f64[3,2,2]\ninput %c : bool[]\n"
+		        "const %s : f64[2] = [1.5, 0.5]\nconst %b : f64[2] = [0.25, -1]\n"
+		        "const %m : f64[2] = [0.5, -0.5]\nconst %v : f64[2] = [2, 0.5]\n"
+		        "%y1 : f64[3,2,2] = batch_norm(%x, %s, %b, %m, %v) "
+		        "{epsilon=0.001} if %c @if/then/bn\n"
+		        "%y : f64[3,2,2] = phi(%c, %y1, %x) @if\n"
+		        "output %y\n";
+		ctx_collect(&ctx, &d);
+		m = ir_parse(&ctx, text, strlen(text));
+		CHECK(m != NULL);
+		if (!m)
+			return;
+		run[0] = ir_find_value(m, "m");
+		CHECK(ad_train_mode(m, 0.1f, run, 1, upd));
+		ir_add_output(m, upd[0]);
+		CHECK_EQ(ir_verify(m), 0);
+		CHECK(!strcmp(upd[0]->name, "m/updated") && !upd[0]->def->guard);
+		for (int i = 0; i < 12; i++) {
+			x[i] = noise(7, i) * 2 + 0.3;
+			mean[i / 2 % 2] += x[i] / 6;
+		}
+		CHECK(ir_input_to_const(m, ir_find_value(m, "x"), x));
+		CHECK(ir_input_to_const(m, ir_find_value(m, "c"), &cv));
+		CHECK(ir_fold_all(m, err, sizeof err) >= 0);
+		CHECK(upd[0]->data != NULL);
+		if (upd[0]->data) {
+			const double *rm = upd[0]->data, m0[2] = { 0.5, -0.5 };
+			for (int c = 0; c < 2; c++)
+				CHECK(fabs(rm[c] - (cv ? 0.9 * m0[c] + 0.1 * mean[c] : m0[c])) <
+				      1e-6);
+		}
+		ir_module_free(m);
+	}
+}
+
 TESTS(T(test_unary) T(test_hard_ops) T(test_cast_copy) T(test_binary_broadcast) T(test_pow) T(
         test_prelu_where_mask) T(test_accumulate_seed) T(test_matmul) T(test_gemm) T(test_conv)
-              T(test_conv_transpose) T(test_norms) T(test_softmax) T(test_batch_norm_train)
-                      T(test_batch_norm_train_values) T(test_pool) T(test_reduce) T(test_move)
-                              T(test_slice) T(test_gather) T(test_network) T(test_loss)
-                                      T(test_no_rule) T(test_bad_arguments) T(test_contract)
-                                              T(test_attention) T(test_attention_bias_refused)
-                                                      T(test_rnn_forward) T(test_rnn_grad)
-                                                              T(test_rnn_off_path))
+              T(test_conv_transpose) T(test_norms) T(test_softmax) T(test_batch_norm_train) T(
+                      test_batch_norm_train_values) T(test_pool) T(test_reduce) T(test_move)
+                      T(test_slice) T(test_gather) T(test_network) T(test_loss) T(test_no_rule)
+                              T(test_bad_arguments) T(test_contract) T(test_attention)
+                                      T(test_attention_bias_refused) T(test_rnn_forward)
+                                              T(test_rnn_grad) T(test_rnn_off_path) T(test_if)
+                                                      T(test_if_nested) T(test_if_rewrites)
+                                                              T(test_if_structure) T(test_if_trap)
+                                                                      T(test_if_running_stats))
