@@ -106,6 +106,10 @@ void eval_axis_blocks(const struct ir_type *t, int axis, int64_t *outer, int64_t
  * the module). */
 void *eval_alloc(struct fold *f, size_t bytes);
 void eval_free(struct fold *f, void *p);
+/* v's elements in double when v is float (scratch, for eval_free: converted
+ * once rather than at every read of a product's or convolution's operand),
+ * else NULL. */
+double *eval_doubles(struct fold *f, const struct ir_value *v);
 
 /* The evaluators, by file. */
 bool eval_reshape(struct fold *f);

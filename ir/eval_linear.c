@@ -12,15 +12,22 @@
 
 #include <math.h>
 
-/* A strided vector of K elements: element k of v is v[off + k * step]. */
+/* A strided vector of K elements: element k of v is v[off + k * step]; d:
+ * v's elements in double, for floats (NULL: read from v). */
 struct vec {
 	const struct ir_value *v;
 	int64_t off, step;
+	const double *d;
 };
 
 static double dot_f(struct vec a, struct vec b, int64_t K)
 {
 	double acc = 0;
+	if (a.d && b.d) {
+		for (int64_t k = 0; k < K; k++)
+			acc += a.d[a.off + k * a.step] * b.d[b.off + k * b.step];
+		return acc;
+	}
 	for (int64_t k = 0; k < K; k++)
 		acc += getf(a.v, a.off + k * a.step) * getf(b.v, b.off + k * b.step);
 	return acc;
@@ -61,15 +68,18 @@ bool eval_matmul(struct fold *f)
 	int64_t batch = ir_type_elems(&bo);
 	eval_bcast_strides(&ba, &bo, sa);
 	eval_bcast_strides(&bb, &bo, sb);
+	const double *da, *db;
 	if (ir_type_elems(o) == 0)
 		return true;
+	da = eval_doubles(f, IN(0));
+	db = eval_doubles(f, IN(1));
 	for (int64_t p = 0; p < batch; p++) {
 		int64_t oa = eval_dot(idx, sa, brank) * M * K,
 		        ob = eval_dot(idx, sb, brank) * K * N;
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++) {
-				struct vec row = { IN(0), oa + i * K, 1 },
-				           col = { IN(1), ob + j, N };
+				struct vec row = { IN(0), oa + i * K, 1, da },
+				           col = { IN(1), ob + j, N, db };
 				int64_t at = (p * M + i) * N + j;
 				if (isf(o->dtype))
 					putf(f, 0, at, dot_f(row, col, K));
@@ -78,6 +88,10 @@ bool eval_matmul(struct fold *f)
 			}
 		eval_next(idx, bo.dims, brank);
 	}
+	if (da)
+		eval_free(f, (void *)da);
+	if (db)
+		eval_free(f, (void *)db);
 	return true;
 }
 
@@ -94,12 +108,13 @@ bool eval_gemm(struct fold *f)
 	int64_t M = o->dims[0], N = o->dims[1], K = ta ? a->dims[0] : a->dims[1];
 	int64_t cs[2] = { 0, 0 };
 	const struct ir_value *c = f->n->nin > 2 ? IN(2) : NULL;
+	const double *da = eval_doubles(f, IN(0)), *db = eval_doubles(f, IN(1));
 	if (c)
 		eval_bcast_strides(&c->type, o, cs);
 	for (int64_t i = 0; i < M; i++)
 		for (int64_t j = 0; j < N; j++) {
-			struct vec row = { IN(0), ta ? i : i * K, ta ? M : 1 };
-			struct vec col = { IN(1), tb ? j * K : j, tb ? 1 : N };
+			struct vec row = { IN(0), ta ? i : i * K, ta ? M : 1, da };
+			struct vec col = { IN(1), tb ? j * K : j, tb ? 1 : N, db };
 			int64_t at = i * N + j, ci = i * cs[0] + j * cs[1];
 			if (isf(o->dtype)) {
 				putf(f, 0, at,
@@ -112,6 +127,10 @@ bool eval_gemm(struct fold *f)
 					putf(f, 0, at, alpha * (double)y + beta * (double)z);
 			}
 		}
+	if (da)
+		eval_free(f, (void *)da);
+	if (db)
+		eval_free(f, (void *)db);
 	return true;
 }
 

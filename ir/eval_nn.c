@@ -113,12 +113,64 @@ static double conv_at(struct fold *f, const struct window *w, int64_t n, int64_t
 	return acc;
 }
 
+/*
+ * conv_at for every output position of a channel at once: the same terms
+ * added in the same order (bias, then each kernel tap, each input channel
+ * of the group within it), so the same sums, but with the taps' input
+ * offsets computed once per node and the operands read as doubles. Calibration
+ * (passes/amp_range.c) evaluates whole CNNs with it.
+ */
+static void conv_fast(struct fold *f, const struct window *w)
+{
+	const struct ir_type *y = &OUT(0)->type;
+	int64_t group = ir_attr_i(f->n, "group"), cin = IN(0)->type.dims[1];
+	int64_t cout = y->dims[1], cin_g = cin / group, cout_g = cout / group;
+	int64_t *taps = eval_alloc(f, sizeof *taps * (size_t)(w->nk * w->nout + 1));
+	double *x = eval_doubles(f, IN(0)), *wt = eval_doubles(f, IN(1));
+	double *acc = eval_alloc(f, sizeof *acc * (size_t)(w->nout + 1));
+	int64_t o[IR_MAX_RANK], j[IR_MAX_RANK], at[IR_MAX_RANK];
+	for (int64_t q = 0; q < w->nk; q++) {
+		eval_unflatten(q, w->k, w->nsp, j);
+		for (int64_t p = 0; p < w->nout; p++) {
+			eval_unflatten(p, w->out, w->nsp, o);
+			taps[q * w->nout + p] = tap(w, o, j, at);
+		}
+	}
+	for (int64_t n = 0; n < y->dims[0]; n++)
+		for (int64_t oc = 0; oc < cout; oc++) {
+			double b = f->n->nin > 2 ? getf(IN(2), oc) : 0;
+			int64_t g = oc / cout_g;
+			for (int64_t p = 0; p < w->nout; p++)
+				acc[p] = b;
+			for (int64_t q = 0; q < w->nk; q++) {
+				const int64_t *tq = taps + q * w->nout;
+				for (int64_t ic = 0; ic < cin_g; ic++) {
+					const double *xc = x + (n * cin + g * cin_g + ic) * w->nin;
+					double wv = wt[(oc * cin_g + ic) * w->nk + q];
+					for (int64_t p = 0; p < w->nout; p++)
+						if (tq[p] >= 0)
+							acc[p] += xc[tq[p]] * wv;
+				}
+			}
+			for (int64_t p = 0; p < w->nout; p++)
+				putf(f, 0, (n * cout + oc) * w->nout + p, acc[p]);
+		}
+	eval_free(f, taps);
+	eval_free(f, x);
+	eval_free(f, wt);
+	eval_free(f, acc);
+}
+
 bool eval_conv(struct fold *f)
 {
 	struct window w;
 	const struct ir_type *y = &OUT(0)->type;
 	int64_t o[IR_MAX_RANK], at = 0;
 	window_init(&w, f->n, IN(1)->type.dims + 2);
+	if (f->n->op == IR_OP_CONV && isf(IN(0)->type.dtype) && isf(IN(1)->type.dtype)) {
+		conv_fast(f, &w);
+		return true;
+	}
 	for (int64_t n = 0; n < y->dims[0]; n++)
 		for (int64_t oc = 0; oc < y->dims[1]; oc++)
 			for (int64_t p = 0; p < w.nout; p++) {

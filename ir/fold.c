@@ -92,6 +92,18 @@ void *eval_alloc(struct fold *f, size_t bytes)
 
 void eval_free(struct fold *f, void *p) { ir_arena_release(&f->m->arena, p); }
 
+double *eval_doubles(struct fold *f, const struct ir_value *v)
+{
+	int64_t n = nelems(v);
+	double *d;
+	if (!isf(v->type.dtype))
+		return NULL;
+	d = eval_alloc(f, sizeof *d * (size_t)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++)
+		d[i] = getf(v, i);
+	return d;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Elementwise                                                              */
 /* ------------------------------------------------------------------------ */

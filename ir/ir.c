@@ -857,6 +857,19 @@ void ir_kill_value(struct ir_module *m, struct ir_value *v)
 /* Nodes                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Links n at the end of m's node list. */
+static void append_node(struct ir_module *m, struct ir_node *n)
+{
+	n->prev = m->last;
+	n->next = NULL;
+	if (m->last)
+		m->last->next = n;
+	else
+		m->first = n;
+	m->last = n;
+	m->nnodes++;
+}
+
 struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name,
                             struct ir_value *const *in, int nin, const char *const *out_names,
                             int nout)
@@ -903,13 +916,7 @@ struct ir_node *ir_add_node(struct ir_module *m, enum ir_op op, const char *name
 		if (defs[i].kind == IR_ATTR_STRING)
 			n->attrs[i].s = "";
 	}
-	n->prev = m->last;
-	if (m->last)
-		m->last->next = n;
-	else
-		m->first = n;
-	m->last = n;
-	m->nnodes++;
+	append_node(m, n);
 	return n;
 }
 
@@ -971,6 +978,59 @@ void ir_set_guard(struct ir_module *m, struct ir_node *n, struct ir_value *g)
 		IR_ASSERT(g->kind != IR_VAL_DEAD);
 		add_use(m, g, n, IR_USE_GUARD);
 	}
+}
+
+/*
+ * A copy of m whose values and nodes have m's ids, names, order, guards and
+ * attributes (the arrays of which it shares), so that per-id tables made
+ * for m describe the copy too. Its constants point at m's data, which no
+ * pass writes: the copy must be freed before m. Dead values stay dead.
+ */
+struct ir_module *ir_module_clone(const struct ir_module *m)
+{
+	struct ir_module *c = ir_module_new(m->ctx, m->name);
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct ir_value *s = m->values[i];
+		struct ir_value *v = new_value(c, s->name, s->kind, &s->type);
+		v->data = s->data;
+		v->checksum = s->checksum;
+	}
+	for (int i = 0; i < m->ninputs; i++) {
+		c->inputs =
+		        grow(&c->arena, c->inputs, c->ninputs, &c->cap_inputs, sizeof *c->inputs);
+		c->inputs[c->ninputs++] = c->values[m->inputs[i]->id];
+	}
+	for (int i = 0; i < m->noutputs; i++)
+		ir_add_output(c, c->values[m->outputs[i]->id]);
+	IR_FOR_EACH_NODE(m, s)
+	{
+		struct ir_node *n = ir_arena_alloc(&c->arena, sizeof *n);
+		*n = *s;
+		n->in = ir_arena_alloc(&c->arena, (size_t)(s->nin ? s->nin : 1) * sizeof *n->in);
+		n->use_at = ir_arena_alloc(&c->arena,
+		                           (size_t)(s->nin ? s->nin : 1) * sizeof *n->use_at);
+		n->out =
+		        ir_arena_alloc(&c->arena, (size_t)(s->nout ? s->nout : 1) * sizeof *n->out);
+		n->attrs = ir_arena_alloc(&c->arena,
+		                          (size_t)(s->nattrs ? s->nattrs : 1) * sizeof *n->attrs);
+		if (s->nattrs)
+			memcpy(n->attrs, s->attrs, (size_t)s->nattrs * sizeof *n->attrs);
+		n->guard = NULL;
+		for (int i = 0; i < s->nin; i++) {
+			n->in[i] = c->values[s->in[i]->id];
+			add_use(c, n->in[i], n, i);
+		}
+		for (int i = 0; i < s->nout; i++) {
+			n->out[i] = c->values[s->out[i]->id];
+			n->out[i]->def = n;
+			n->out[i]->def_index = i;
+		}
+		if (s->guard)
+			ir_set_guard(c, n, c->values[s->guard->id]);
+		append_node(c, n);
+	}
+	c->next_node_id = m->next_node_id;
+	return c;
 }
 
 bool ir_guard_implies(const struct ir_value *a, const struct ir_value *b)

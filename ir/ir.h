@@ -334,6 +334,9 @@ struct ir_module {
 
 struct ir_module *ir_module_new(struct ir_ctx *ctx, const char *name);
 void ir_module_free(struct ir_module *m);
+/* A copy with m's value and node ids (per-id tables made for m fit it); its
+ * constants share m's data, so it must be freed before m. */
+struct ir_module *ir_module_clone(const struct ir_module *m);
 
 struct ir_value *ir_find_value(const struct ir_module *m, const char *name);
 /* A name not used yet in m, derived from base ("base", "base.1", ...). */

@@ -286,6 +286,24 @@ static struct ir_node *node1(struct ir_module *m, enum ir_op op, const char *nam
 	return n;
 }
 
+/* test_verify_guards' module evaluated with conditions k (then freed). */
+static void eval_branches(struct ir_module *mm, int k)
+{
+	static const bool conds[3][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
+	static const float want[3][2] = { { -0.0f, -2 }, { 0, 2 }, { 1, 2 } };
+	const float xv[2] = { -1, 2 };
+	char err[256];
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "x"), xv));
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "c1"), &conds[k][0]));
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "c2"), &conds[k][1]));
+	CHECK(ir_fold_all(mm, err, sizeof err) >= 0);
+	CHECK(mm->outputs[0]->kind == IR_VAL_CONST && mm->outputs[0]->data);
+	if (mm->outputs[0]->data)
+		for (int i = 0; i < 2; i++)
+			CHECK(((const float *)mm->outputs[0]->data)[i] == want[k][i]);
+	ir_module_free(mm);
+}
+
 static void test_verify_guards(void)
 {
 	struct diag_buf d;
@@ -294,7 +312,6 @@ static void test_verify_guards(void)
 	struct ir_type t = ty(IR_F32, 1, (int64_t[]){ 2 }), b = ty(IR_BOOL, 0, NULL);
 	struct ir_value *x, *c1, *c2, *g2, *nc1;
 	struct ir_node *r, *z, *e, *phi, *phi2, *bad;
-	char err[256];
 
 	ctx_collect(&ctx, &d);
 	m = ir_module_new(&ctx, "t");
@@ -374,33 +391,42 @@ static void test_verify_guards(void)
 	CHECK_STR(d.text, "graph output 'e' is a result of node 'e', guarded by 'nc1'");
 	m->noutputs--;
 	CHECK_EQ(ir_verify(m), 0);
-	/* the reference evaluator takes each branch: x = [-1, 2] */
+	/* the reference evaluator takes each branch: x = [-1, 2], on the
+	 * module printed and parsed back, and on ir_module_clone's copy (ids,
+	 * names, guards kept; the original untouched by evaluating it) */
 	for (int k = 0; k < 3; k++) {
-		static const bool conds[3][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
-		static const float want[3][2] = { { -0.0f, -2 }, { 0, 2 }, { 1, 2 } };
 		struct ir_ctx c;
 		struct ir_module *mm;
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
-		const float xv[2] = { -1, 2 };
 		ir_print(m, f);
 		fclose(f);
 		ir_ctx_init(&c);
 		mm = ir_parse(&c, text, len);
 		free(text);
 		CHECK(mm != NULL);
-		if (!mm)
-			continue;
-		CHECK(ir_input_to_const(mm, ir_find_value(mm, "x"), xv));
-		CHECK(ir_input_to_const(mm, ir_find_value(mm, "c1"), &conds[k][0]));
-		CHECK(ir_input_to_const(mm, ir_find_value(mm, "c2"), &conds[k][1]));
-		CHECK(ir_fold_all(mm, err, sizeof err) >= 0);
-		CHECK(mm->outputs[0]->kind == IR_VAL_CONST && mm->outputs[0]->data);
-		if (mm->outputs[0]->data)
-			for (int i = 0; i < 2; i++)
-				CHECK(((const float *)mm->outputs[0]->data)[i] == want[k][i]);
-		ir_module_free(mm);
+		if (mm)
+			eval_branches(mm, k);
+	}
+	for (int k = 0; k < 3; k++) {
+		struct ir_module *mm = ir_module_clone(m);
+		const struct ir_node *p = m->first, *q = mm->first;
+		CHECK_EQ(mm->nvalues, m->nvalues);
+		CHECK_EQ(mm->nnodes, m->nnodes);
+		for (; p && q; p = p->next, q = q->next) {
+			CHECK_EQ(p->id, q->id);
+			CHECK_STR(p->name, q->name);
+			CHECK(!p->guard == !q->guard);
+			CHECK(!p->guard || p->guard->id == q->guard->id);
+			for (int i = 0; i < p->nin; i++)
+				CHECK(q->in[i] == mm->values[p->in[i]->id]);
+		}
+		CHECK(!p && !q);
+		CHECK_EQ(ir_verify(mm), 0);
+		eval_branches(mm, k);
+		CHECK(m->outputs[0]->kind == IR_VAL_NODE && m->ninputs == 3);
+		CHECK_EQ(ir_verify(m), 0);
 	}
 	ir_module_free(m);
 }
