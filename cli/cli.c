@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -79,6 +80,16 @@ const char precision_help[] =
         "  --force-half N,...   run these ONNX nodes in half precision\n"
         "  --amp-lists FILE     move ops between the allow/infer/deny/clear lists\n"
         "  --no-tc-pad          no zero padding for Tensor Cores\n"
+        "  --calibrate DATA     sample inputs (a folder of test_data_set_N, or\n"
+        "                       NAME=FILE): keep values out of FP16's range out of\n"
+        "                       FP16 and keep the outputs within --max-rel-l2\n"
+        "  --max-rel-l2 E       the accuracy budget with --calibrate (default 1e-2\n"
+        "                       for fp16, 5e-2 for bf16)\n"
+        "  --range-headroom H   FP16 only where |x| x H <= 65504 (default 2)\n"
+        "  --range-underflow S  FP16 only where at most a share S of a tensor's L2\n"
+        "                       mass lies below 2^-14 (default 0.01)\n"
+        "  --precision-plan F   pin the nodes plan file F lists to its precisions\n"
+        "  --write-precision-plan F   write the decisions to F\n"
         "  --max-memory SIZE    refuse a model whose planned memory (arena + weights)\n"
         "                       or a constant exceeds SIZE, e.g. 512M (default 16G)\n"
         "  --no-fuse-attention  leave decomposed attention (MatMul, scale, mask,\n"
@@ -100,6 +111,19 @@ static int add_names(const char *opt, const char *v, const char **list, int *n)
 		s += len + (e != NULL);
 	}
 	return 1;
+}
+
+/* A number option: finite and at least min; false after a usage error. */
+static bool number_opt(const char *opt, const char *v, double min, double *out)
+{
+	char *end;
+	double x = strtod(v, &end);
+	if (*end || end == v || !isfinite(x) || x < min) {
+		usage_error("%s takes a number of at least %g, not '%s'", opt, min, v);
+		return false;
+	}
+	*out = x;
+	return true;
 }
 
 static int parse_precision_opt(int argc, char **argv, int *i, struct model_opts *mo)
@@ -137,6 +161,29 @@ static int parse_precision_opt(int argc, char **argv, int *i, struct model_opts 
 		r = add_names("--force-half", v, mo->force, &mo->amp.nforce);
 	} else if (opt_value(argc, argv, i, "--no-tc-pad", false, &bad)) {
 		mo->amp.no_pad = true;
+	} else if ((v = opt_value(argc, argv, i, "--calibrate", true, &bad))) {
+		if (mo->ncalib == 64) {
+			usage_error("--calibrate: at most 64 arguments");
+			return -1;
+		}
+		mo->calib_args[mo->ncalib++] = v;
+	} else if ((v = opt_value(argc, argv, i, "--precision-plan", true, &bad))) {
+		mo->plan_in = v;
+	} else if ((v = opt_value(argc, argv, i, "--write-precision-plan", true, &bad))) {
+		mo->plan_out = v;
+	} else if ((v = opt_value(argc, argv, i, "--range-headroom", true, &bad))) {
+		if (!number_opt("--range-headroom", v, 1, &mo->amp.headroom))
+			return -1;
+	} else if ((v = opt_value(argc, argv, i, "--range-underflow", true, &bad))) {
+		if (!number_opt("--range-underflow", v, 0, &mo->amp.underflow))
+			return -1;
+		if (mo->amp.underflow == 0)
+			mo->amp.underflow = 1e-300; /* 0 means the default */
+	} else if ((v = opt_value(argc, argv, i, "--max-rel-l2", true, &bad))) {
+		if (!number_opt("--max-rel-l2", v, 0, &mo->amp.max_rel_l2))
+			return -1;
+		mo->max_l2_given = true;
+		return 1; /* also onnxc check's bound, without --precision mixed */
 	} else {
 		return bad ? -1 : 0;
 	}
@@ -163,6 +210,24 @@ bool prepare_model(struct ir_module *m, struct model_opts *mo)
 	mo->amp.force_half = mo->force;
 	po.mixed = mo->mixed ? &mixed : NULL;
 	po.stats = &mo->stats;
+	if (mo->mixed && mo->plan_in &&
+	    !amp_read_plan(m->ctx, &m->arena, mo->plan_in, (struct amp_pin **)&mo->amp.plan,
+	                   &mo->amp.nplan))
+		return false;
+	mixed.plan_out = mo->plan_out;
+	if (mo->mixed && mo->ncalib) {
+		struct calib_data cd;
+		bool ok;
+		if (!calib_load(m->ctx, m, mo->calib_args, mo->ncalib, &cd)) {
+			calib_free(&cd);
+			return false;
+		}
+		mo->amp.calib = &cd.calib;
+		ok = pass_pipeline(m, PASS_STAGE_CODEGEN, &po);
+		mo->amp.calib = NULL;
+		calib_free(&cd);
+		return ok;
+	}
 	return pass_pipeline(m, PASS_STAGE_CODEGEN, &po);
 }
 
@@ -199,6 +264,11 @@ void precision_config(const struct model_opts *mo, char *buf, size_t n)
 		at += (size_t)snprintf(buf + at, n - at, " keep=%s", mo->keep[i]);
 	for (int i = 0; i < mo->amp.nforce && at < n; i++)
 		at += (size_t)snprintf(buf + at, n - at, " force=%s", mo->force[i]);
+	if (at < n && (mo->ncalib || mo->plan_in))
+		at += (size_t)snprintf(buf + at, n - at,
+		                       " headroom=%.17g underflow=%.17g l2=%.17g plan=%016llx",
+		                       mo->amp.headroom, mo->amp.underflow, mo->amp.max_rel_l2,
+		                       mo->plan_in ? file_hash(mo->plan_in) : 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -564,6 +634,9 @@ void deps_add_options(struct deps *d, const struct model_opts *mo)
 		dep_add(d, mo->gpu_arg);
 	if (mo->lists_arg)
 		dep_add(d, mo->lists_arg);
+	if (mo->plan_in)
+		dep_add(d, mo->plan_in);
+	calib_files(mo->calib_args, mo->ncalib, dep_read, d);
 }
 
 /*

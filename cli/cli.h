@@ -45,8 +45,14 @@ struct model_opts {
 	struct gpu_profile gpu; /* loaded by prepare_model */
 	const char *keep[64], *force[64];
 	struct amp_result amp_result; /* what prepare_model decided */
-	struct pass_stats stats;      /* what prepare_model's passes did */
-	int64_t max_memory;           /* --max-memory (0: CLI_DEFAULT_MAX_MEMORY) */
+	/* calibration and the precision plan (docs/precision.md#calibration) */
+	const char *calib_args[64]; /* --calibrate DATA, in order */
+	int ncalib;
+	const char *plan_in;     /* --precision-plan FILE */
+	const char *plan_out;    /* --write-precision-plan FILE */
+	bool max_l2_given;       /* --max-rel-l2 (in amp.max_rel_l2) */
+	struct pass_stats stats; /* what prepare_model's passes did */
+	int64_t max_memory;      /* --max-memory (0: CLI_DEFAULT_MAX_MEMORY) */
 };
 
 /* --max-memory's default: a model whose planned arena + weights exceed it is
@@ -97,6 +103,21 @@ struct ir_module *load_model(struct ir_ctx *ctx, const char *path, struct model_
  * reports): runs the pipeline's codegen stage, mixed precision last when
  * asked. false after diagnostics. */
 bool prepare_model(struct ir_module *m, struct model_opts *mo);
+/* The samples of --calibrate (calibrate.c), loaded for m's graph inputs
+ * and checked against their types; the tensors live in data. */
+struct calib_data {
+	struct ir_module *data;
+	struct amp_sample *samples;
+	struct amp_calib calib;
+};
+bool calib_load(struct ir_ctx *ctx, const struct ir_module *m, const char *const *args, int nargs,
+                struct calib_data *cd);
+void calib_free(struct calib_data *cd);
+/* Every file the --calibrate arguments name (for cache keys and depfiles),
+ * without loading them; false when an argument names nothing usable. */
+bool calib_files(const char *const *args, int nargs, void (*fn)(void *ud, const char *path),
+                 void *ud);
+
 /* The help lines for the precision options. */
 extern const char precision_help[];
 /* What decides the compiled code among mo's precision options, for cache

@@ -84,6 +84,11 @@ static void print_amp(const struct model_opts *mo, const struct cg_stats *s)
 	printf("  predicted on %s: %.3f ms mixed, %.3f ms FP32 (onnxc report explains)\n",
 	       mo->amp.gpu ? mo->amp.gpu->name : "h200", r->predicted_us_mixed / 1e3,
 	       r->predicted_us_fp32 / 1e3);
+	if (r->ranges)
+		printf("  calibrated on %d samples: %d nodes BF16 and %d FP32 by range; max rel-L2 "
+		       "%.3g (budget %g), %d nodes moved back to FP32\n",
+		       r->calib_samples, r->range_bf16, r->range_fp32, r->err_final, r->budget,
+		       r->budget_moved);
 }
 
 /* What compile's own options set. */

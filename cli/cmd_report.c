@@ -37,13 +37,23 @@ static const char *class_name(enum ir_amp c)
 
 /* What the report says about node n: its decision if it was in the model,
  * or what added it. */
+static const struct amp_node *decided(const struct amp_result *r, const struct ir_node *n)
+{
+	return n->id < r->nids && (r->nodes[n->id].paintable || r->nodes[n->id].reason[0])
+	               ? &r->nodes[n->id]
+	               : NULL;
+}
+
 static void node_info(const struct amp_result *r, const struct ir_node *n, const char **cls,
                       const char **prec, const char **why, double *t32, double *t16)
 {
-	if (n->id < r->nids && (r->nodes[n->id].paintable || r->nodes[n->id].reason[0])) {
-		const struct amp_node *a = &r->nodes[n->id];
+	const struct amp_node *a = decided(r, n);
+	if (a) {
 		*cls = class_name(a->cls);
-		*prec = !a->paintable ? "-" : a->prec == AMP_HALF ? "half" : "fp32";
+		*prec = !a->paintable         ? "-"
+		        : a->prec != AMP_HALF ? "fp32"
+		        : a->half == IR_BF16  ? "bf16"
+		                              : "fp16";
 		*why = a->reason;
 		*t32 = a->t32;
 		*t16 = a->t16;
@@ -55,6 +65,20 @@ static void node_info(const struct amp_result *r, const struct ir_node *n, const
 	       : n->op == IR_OP_PAD ? "zero padding for Tensor Cores"
 	                            : "slices a padded result back";
 	*t32 = *t16 = 0;
+}
+
+/* The calibration line of the text report. */
+static void print_calibration(FILE *f, const struct model_opts *mo)
+{
+	const struct amp_result *r = &mo->amp_result;
+	if (!r->ranges)
+		return;
+	fprintf(f,
+	        "calibration: %d samples; range rule: %d nodes to BF16, %d kept FP32; budget "
+	        "max rel-L2 %g: %.3g with the policy alone, %.3g after moving %d nodes back "
+	        "to FP32 (%d evaluations)\n",
+	        r->calib_samples, r->range_bf16, r->range_fp32, r->budget, r->err_first,
+	        r->err_final, r->budget_moved, r->budget_evals);
 }
 
 static void print_text(FILE *f, const char *model, const struct model_opts *mo,
@@ -69,6 +93,7 @@ static void print_text(FILE *f, const char *model, const struct model_opts *mo,
 	        r->predicted_us_mixed / 1e3,
 	        r->predicted_us_mixed > 0 ? r->predicted_us_fp32 / r->predicted_us_mixed : 1.0);
 	fprintf(f, "nodes: %d half, %d FP32\n", r->half_nodes, r->fp32_nodes);
+	print_calibration(f, mo);
 	fprintf(f,
 	        "casts: %d inserted, %d model casts repainted or folded, %d folded into "
 	        "weights\n",
@@ -80,17 +105,22 @@ static void print_text(FILE *f, const char *model, const struct model_opts *mo,
 	        "attention: %d fused from MatMul-Softmax-MatMul (the nodes named .../attention), "
 	        "%d left as they are (the notes above say why)\n\n",
 	        mo->stats.attention_fused, mo->stats.attention_refused);
-	fprintf(f, "%-40s %-16s %-7s %-5s %9s %9s  %s\n", "node", "op", "class", "prec", "T32 us",
-	        "T16 us", "reason");
+	fprintf(f, "%-40s %-16s %-7s %-5s %-6s %9s %9s %9s %6s  %s\n", "node", "op", "class",
+	        "prec", "rule", "T32 us", "T16 us", "|x| max", "<2^-14", "reason");
 	IR_FOR_EACH_NODE(m, n)
 	{
+		const struct amp_node *a = decided(r, n);
 		const char *cls, *prec, *why;
 		double t32, t16;
-		char nb[1024];
+		char nb[1024], mx[16] = "-", un[16] = "-";
 		node_info(r, n, &cls, &prec, &why, &t32, &t16);
-		fprintf(f, "%-40s %-16s %-7s %-5s %9.2f %9.2f  %s\n",
-		        ir_escape(n->name, nb, sizeof nb), ir_ops[n->op].name, cls, prec, t32, t16,
-		        why);
+		if (a && a->absmax >= 0) {
+			snprintf(mx, sizeof mx, "%.3g", a->absmax);
+			snprintf(un, sizeof un, "%.1f%%", 100 * a->under);
+		}
+		fprintf(f, "%-40s %-16s %-7s %-5s %-6s %9.2f %9.2f %9s %6s  %s\n",
+		        ir_escape(n->name, nb, sizeof nb), ir_ops[n->op].name, cls, prec,
+		        a && a->paintable ? amp_rule_name(a->rule) : "-", t32, t16, mx, un, why);
 	}
 }
 
@@ -110,13 +140,22 @@ static void print_json(FILE *f, const char *model, const struct model_opts *mo,
 	        "\"casts_inserted\": %d, \"casts_repainted\": %d, \"half_nodes\": %d, "
 	        "\"fp32_nodes\": %d, \"padded_ops\": %d, \"predicted_ms_fp32\": %.6f, "
 	        "\"predicted_ms_mixed\": %.6f, \"attention_fused\": %d, "
-	        "\"attention_refused\": %d, \"nodes\": [",
+	        "\"attention_refused\": %d, ",
 	        st->cast_kernels, st->casts_fused, r->casts_folded, r->casts_inserted,
 	        r->casts_repainted, r->half_nodes, r->fp32_nodes, r->padded_ops,
 	        r->predicted_us_fp32 / 1e3, r->predicted_us_mixed / 1e3, mo->stats.attention_fused,
 	        mo->stats.attention_refused);
+	if (r->ranges)
+		fprintf(f,
+		        "\"calibration\": {\"samples\": %d, \"range_bf16\": %d, \"range_fp32\": "
+		        "%d, \"max_rel_l2\": %g, \"error_policy\": %.6g, \"error_final\": %.6g, "
+		        "\"budget_moved\": %d, \"evaluations\": %d}, ",
+		        r->calib_samples, r->range_bf16, r->range_fp32, r->budget, r->err_first,
+		        r->err_final, r->budget_moved, r->budget_evals);
+	fprintf(f, "\"nodes\": [");
 	IR_FOR_EACH_NODE(m, n)
 	{
+		const struct amp_node *a = decided(r, n);
 		const char *cls, *prec, *why;
 		double t32, t16;
 		node_info(r, n, &cls, &prec, &why, &t32, &t16);
@@ -124,8 +163,13 @@ static void print_json(FILE *f, const char *model, const struct model_opts *mo,
 		json_string(f, n->name);
 		fprintf(f,
 		        ", \"op\": \"%s\", \"class\": \"%s\", \"precision\": \"%s\", "
-		        "\"t32_us\": %.4f, \"t16_us\": %.4f, \"reason\": ",
-		        ir_ops[n->op].name, cls, prec, t32, t16);
+		        "\"rule\": \"%s\", \"t32_us\": %.4f, \"t16_us\": %.4f, ",
+		        ir_ops[n->op].name, cls, prec,
+		        a && a->paintable ? amp_rule_name(a->rule) : "-", t32, t16);
+		if (a && a->absmax >= 0)
+			fprintf(f, "\"absmax\": %.6g, \"below_fp16_normal\": %.6g, ", a->absmax,
+			        a->under);
+		fprintf(f, "\"reason\": ");
 		json_string(f, why);
 		fputc('}', f);
 		first = false;
@@ -146,10 +190,11 @@ static const char *dtype_color(enum ir_dtype t)
 	return t == IR_F16 || t == IR_BF16 ? "#2ca02c" : t == IR_F32 ? "#1f77b4" : "#7f7f7f";
 }
 
-/* Nodes are boxes filled by precision (green half, blue FP32, grey
- * neither), casts orange diamonds; edges are coloured by the dtype they
+/* Nodes are boxes filled by precision (green FP16, purple BF16, blue FP32,
+ * grey neither; a node the range rule, the budget, the user or the plan
+ * decided names the rule), casts orange diamonds; edges are coloured by the dtype they
  * carry; graph inputs and outputs are ellipses. */
-static void print_dot(FILE *f, const struct ir_module *m)
+static void print_dot(FILE *f, const struct ir_module *m, const struct amp_result *r)
 {
 	fprintf(f, "digraph \"");
 	dot_label(f, m->name);
@@ -179,12 +224,20 @@ static void print_dot(FILE *f, const struct ir_module *m)
 			        "%s\"];\n",
 			        ir_dtype_name(t));
 		else {
+			const struct amp_node *a = decided(r, n);
+			bool bf16 = a && a->paintable && a->prec == AMP_HALF && a->half == IR_BF16;
 			fprintf(f, " [shape=box, style=filled, fillcolor=\"%s\", label=\"",
-			        n->op != IR_OP_RESHAPE && half && !(f32 && t == IR_F32) ? "#b5e7a0"
-			        : f32 || t == IR_F32                                    ? "#aec7e8"
+			        bf16 ? "#c5b0d5"
+			        : n->op != IR_OP_RESHAPE && half && !(f32 && t == IR_F32)
+			                ? "#b5e7a0"
+			        : f32 || t == IR_F32 ? "#aec7e8"
 			                             : "#dddddd");
 			dot_label(f, n->name);
-			fprintf(f, "\\n%s\"];\n", ir_ops[n->op].name);
+			fprintf(f, "\\n%s", ir_ops[n->op].name);
+			if (a && a->paintable && a->rule != AMP_BY_POLICY &&
+			    a->rule != AMP_BY_CLASS)
+				fprintf(f, "\\n(%s)", amp_rule_name(a->rule));
+			fprintf(f, "\"];\n");
 		}
 		for (int i = 0; i < n->nin; i++) {
 			const struct ir_value *v = n->in[i];
@@ -291,7 +344,7 @@ int cmd_report(int argc, char **argv)
 	if (json)
 		print_json(f, input, &mo, m, &st);
 	else if (dot)
-		print_dot(f, m);
+		print_dot(f, m, &mo.amp_result);
 	else
 		print_text(f, input, &mo, m, &st);
 	status = 0;

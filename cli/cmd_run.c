@@ -263,7 +263,8 @@ static const char run_help[] =
         "  --target T           cpu (default) or cuda (needs a CUDA GPU to run)\n"
         "  --arch ARCH          the GPU for --target cuda (default sm_90)\n"
         "  --shape, --dim, --const, --verify, --dump-after   as for onnxc compile\n"
-        "                       (--verify and --dump-after compile anew)\n";
+        "                       (--verify, --dump-after and --write-precision-plan\n"
+        "                       compile anew)\n";
 
 /* What one onnxc run works with. */
 struct run_job {
@@ -283,6 +284,9 @@ struct run_job {
 	char *root, *dir;
 	bool temporary; /* dir is not the cache's: remove it when done */
 };
+
+/* A --calibrate file in the build key. */
+static void key_calib(void *ud, const char *path) { key_file(ud, "calibrate", "", path); }
 
 /* The key of this run's build (run_cache.c lists what it covers). false
  * when the model cannot be keyed without the import: then nothing is
@@ -313,6 +317,8 @@ static bool run_key(struct run_job *j)
 		key_file(k, "const", j->mo.consts[i].name, j->mo.consts[i].path);
 	precision_config(&j->mo, buf, sizeof buf);
 	key_printf(k, "precision %s\nmax-memory %lld\n", buf, (long long)model_max_memory(&j->mo));
+	if (j->mo.mixed)
+		calib_files(j->mo.calib_args, j->mo.ncalib, key_calib, k);
 	if (j->mo.passes.no_fuse_attention)
 		key_printf(k, "no-fuse-attention\n");
 	for (int i = 0; i < j->n; i++) {
@@ -597,9 +603,9 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	/* --verify and --dump-after are about the compile: they get one */
-	if (cached && (j->mo.passes.verify || j->mo.passes.dump_after)) {
+	if (cached && (j->mo.passes.verify || j->mo.passes.dump_after || j->mo.plan_out)) {
 		cached = false;
-		j->key.why = "--verify and --dump-after compile anew";
+		j->key.why = "--verify, --dump-after and --write-precision-plan compile anew";
 	}
 	{
 		char dir[4200];
@@ -874,7 +880,7 @@ struct check_args {
 	struct target target;
 };
 
-/* A tolerance option (--rtol, --atol, --max-rel-l2): finite and >= 0. 1, or
+/* A tolerance option (--rtol, --atol): finite and >= 0. 1, or
  * -1 after a usage error. */
 static int tolerance(struct check_args *a, const char *opt, const char *v, double *out)
 {
@@ -900,8 +906,6 @@ static int check_opt(int argc, char **argv, int *i, void *ud)
 		return tolerance(a, "--rtol", v, &a->rtol);
 	if ((v = opt_value(argc, argv, i, "--atol", true, &bad)))
 		return tolerance(a, "--atol", v, &a->atol);
-	if ((v = opt_value(argc, argv, i, "--max-rel-l2", true, &bad)))
-		return tolerance(a, "--max-rel-l2", v, &a->max_l2);
 	if (opt_value(argc, argv, i, "--json", false, &bad)) {
 		a->json = true;
 		return 1;
@@ -960,7 +964,9 @@ int cmd_check(int argc, char **argv)
 		goto usage;
 	rtol = ca.rtol;
 	atol = ca.atol;
-	max_l2 = ca.max_l2;
+	/* --max-rel-l2 is a model option too: the budget of --calibrate */
+	max_l2 = mo.max_l2_given ? mo.amp.max_rel_l2 : ca.max_l2;
+	ca.tolerance_given |= mo.max_l2_given;
 	keep = ca.keep;
 	target = ca.target;
 	if (!dir) {

@@ -7,14 +7,14 @@
 
 #include <string.h>
 
-/* Predicted times of every node, FP32 and half (the better of padded and
- * unpadded when padding is on). */
+/* Predicted times of every node, FP32 and in its half type (the better of
+ * padded and unpadded when padding is on). */
 static void node_times(struct ir_module *m, const struct amp_options *o, struct amp_result *r)
 {
-	bool bf16 = o->half == IR_BF16;
 	IR_FOR_EACH_NODE(m, n)
 	{
 		struct amp_node *a = &r->nodes[n->id];
+		bool bf16 = a->half == IR_BF16;
 		struct cost_pad pp;
 		a->t32 = n->op == IR_OP_RESHAPE ? 0 : cost_time32(o->gpu, n);
 		a->t16 = n->op == IR_OP_RESHAPE ? 0 : cost_time16(o->gpu, n, bf16);
@@ -23,10 +23,59 @@ static void node_times(struct ir_module *m, const struct amp_options *o, struct 
 	}
 }
 
+void amp_assign(struct ir_module *m, const struct amp_options *o, struct amp_result *r)
+{
+	amp_classify(m, o, r);
+	IR_FOR_EACH_NODE(m, n)
+	{
+		struct amp_node *a = &r->nodes[n->id];
+		if (a->pin == IR_F16 || a->pin == IR_BF16)
+			a->half = a->pin;
+	}
+	node_times(m, o, r);
+	amp_decide(m, o, r);
+	/* a node the range rule moved to BF16 says so, whatever the policy
+	 * chose */
+	IR_FOR_EACH_NODE(m, n)
+	{
+		struct amp_node *a = &r->nodes[n->id];
+		char policy[sizeof a->reason];
+		if (!a->paintable || a->half == o->half || a->pin != IR_DT_NONE)
+			continue;
+		snprintf(policy, sizeof policy, "%s", a->reason);
+		snprintf(a->reason, sizeof a->reason, "%s (FP16 %.80s); %.60s",
+		         a->prec == AMP_HALF ? "BF16" : "FP32", a->why, policy);
+		a->rule = AMP_BY_RANGE;
+	}
+}
+
+/* The plan's pins on the nodes they name (pass_mixed_precision checked the
+ * names). */
+static void plan_pins(struct ir_module *m, const struct amp_options *o, struct amp_result *r)
+{
+	struct ir_map by_name;
+	ir_map_init(&by_name, &m->arena);
+	for (int i = 0; i < o->nplan; i++)
+		ir_map_put(&by_name, o->plan[i].node, (void *)&o->plan[i]);
+	IR_FOR_EACH_NODE(m, n)
+	{
+		void **slot = ir_map_get(&by_name, n->name);
+		const struct amp_pin *p = slot ? *slot : NULL;
+		struct amp_node *a = &r->nodes[n->id];
+		if (!p)
+			continue;
+		a->pin = p->dtype;
+		a->pin_rule = AMP_BY_PLAN;
+		snprintf(a->why, sizeof a->why, "the precision plan%s%s",
+		         p->why && *p->why ? ": " : "", p->why ? p->why : "");
+	}
+}
+
 bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_result *r)
 {
 	static const struct pass_options quiet;
 	struct amp_options o1 = *opt, *o = &o1;
+	struct amp_calib_run *run = NULL;
 	memset(r, 0, sizeof *r);
 	if (!o->gpu)
 		o->gpu = cost_builtin("h200");
@@ -35,22 +84,35 @@ bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_res
 	IR_ASSERT(o->gpu && (o->half == IR_F16 || o->half == IR_BF16));
 	r->nids = m->next_node_id + 1;
 	r->nodes = ir_arena_alloc(&m->arena, sizeof *r->nodes * (size_t)r->nids);
-	amp_classify(m, o, r);
-	node_times(m, o, r);
-	amp_decide(m, o, r);
+	for (int i = 0; i < r->nids; i++) {
+		r->nodes[i].half = o->half;
+		r->nodes[i].absmax = -1;
+	}
+	plan_pins(m, o, r);
+	if (o->calib) {
+		if (!(run = amp_calibrate(m, o, r)))
+			return false;
+		amp_range_rule(m, o, r);
+	}
+	amp_assign(m, o, r);
+	if (run && !o->no_budget)
+		amp_budget(m, o, r, run);
+	amp_calib_free(run);
 	amp_rewrite(m, o, r);
 	if (!o->no_pad)
 		r->padded_ops = amp_pad(m, o, r);
 	return pass_dce(m, &quiet);
 }
 
-/* The node named name, or NULL. */
-static bool has_node(const struct ir_module *m, const char *name)
+/* The names of m's nodes, for the pins' checks (node names need not be
+ * unique: a set). */
+static struct ir_map node_names(struct ir_module *m)
 {
+	struct ir_map names;
+	ir_map_init(&names, &m->arena);
 	IR_FOR_EACH_NODE(m, n)
-	if (!strcmp(n->name, name))
-		return true;
-	return false;
+	ir_map_put(&names, n->name, n);
+	return names;
 }
 
 /* The pins name nodes of the module as the passes before left it (a
@@ -61,15 +123,22 @@ bool pass_mixed_precision(struct ir_module *m, const struct pass_options *opt)
 	struct pass_mixed *x = opt->mixed;
 	struct amp_options *o = x->amp;
 	struct ir_ctx *ctx = m->ctx;
+	struct ir_map names = node_names(m);
 	int errors = ctx->nerrors;
 	for (int i = 0; i < o->nkeep; i++)
-		if (!has_node(m, o->keep_fp32[i]))
+		if (!ir_map_get(&names, o->keep_fp32[i]))
 			ir_error(ctx, "--keep-fp32: the model has no node named '%s'",
 			         o->keep_fp32[i]);
 	for (int i = 0; i < o->nforce; i++)
-		if (!has_node(m, o->force_half[i]))
+		if (!ir_map_get(&names, o->force_half[i]))
 			ir_error(ctx, "--force-half: the model has no node named '%s'",
 			         o->force_half[i]);
+	for (int i = 0; i < o->nplan; i++)
+		if (!ir_map_get(&names, o->plan[i].node))
+			ir_error(ctx,
+			         "--precision-plan: the model has no node named '%s' (a plan "
+			         "written for another model, or other options?)",
+			         o->plan[i].node);
 	if (x->gpu) {
 		if (!cost_load_profile(ctx, x->gpu, x->profile))
 			return false;
@@ -77,5 +146,7 @@ bool pass_mixed_precision(struct ir_module *m, const struct pass_options *opt)
 	}
 	if (x->lists && !amp_read_lists(ctx, x->lists, o))
 		return false;
-	return ctx->nerrors == errors && pass_amp(m, o, x->result);
+	if (ctx->nerrors != errors || !pass_amp(m, o, x->result))
+		return false;
+	return !x->plan_out || amp_write_plan(ctx, m, x->result, x->plan_out);
 }

@@ -216,13 +216,21 @@ void amp_classify(struct ir_module *m, const struct amp_options *o, struct amp_r
 		a->cls = c;
 		a->paintable = paintable(n) && c != IR_AMP_SPECIAL;
 		a->prec = AMP_FP32;
-		if (named(n->name, o->keep_fp32, o->nkeep)) {
+		a->reason[0] = 0;
+		a->rule = AMP_BY_CLASS;
+		if (a->pin == IR_F32) { /* the range rule, the budget or the plan */
 			a->cls = IR_AMP_DENY;
+			a->rule = a->pin_rule;
+			snprintf(a->reason, sizeof a->reason, "FP32: %s", a->why);
+		} else if (named(n->name, o->keep_fp32, o->nkeep)) {
+			a->cls = IR_AMP_DENY;
+			a->rule = AMP_BY_USER;
 			snprintf(a->reason, sizeof a->reason, "FP32: pinned (--keep-fp32)");
-		} else if (a->paintable && o->half == IR_F16) {
+		} else if (a->paintable && a->half == IR_F16) {
 			const struct ir_value *big = beyond_f16(n);
 			if (big) {
 				a->cls = IR_AMP_DENY;
+				a->rule = AMP_BY_RANGE;
 				snprintf(a->reason, sizeof a->reason,
 				         "FP32: constant %s has values beyond the FP16 range",
 				         big->name);

@@ -95,6 +95,7 @@ static void reason(struct policy *p, const struct ir_node *n, const char *fmt, .
 static void reason(struct policy *p, const struct ir_node *n, const char *fmt, ...)
 {
 	va_list ap;
+	info(p, n)->rule = AMP_BY_POLICY;
 	va_start(ap, fmt);
 	vsnprintf(info(p, n)->reason, sizeof info(p, n)->reason, fmt, ap);
 	va_end(ap);
@@ -126,39 +127,50 @@ bool amp_cast_fuses(const struct ir_value *v, bool sole_reader, const struct ir_
 	return only && ir_ops[only->op].kind == IR_KIND_ELTWISE && only->op != IR_OP_CAST;
 }
 
+/* Where a precision's tensors go in value_cost's counts: FP32, FP16, BF16. */
+static int bucket(enum ir_dtype t) { return t == IR_F16 ? 1 : t == IR_BF16 ? 2 : 0; }
+
+/* The type n writes its FP32 results in under the current decisions. */
+static int out_bucket(const struct policy *p, const struct ir_node *n)
+{
+	return prec_of(p, n) == AMP_HALF ? bucket(info(p, n)->half) : 0;
+}
+
 /*
  * What the casts on v cost under the current decisions (undecided nodes
- * count as FP32): one cast per direction that some reader needs, priced
- * where it will run.
+ * count as FP32): one cast per type that some reader needs and the
+ * producer does not write (FP32, FP16, and BF16 for nodes the range rule
+ * moved), priced where it will run. A flexible producer writes whichever
+ * type is wanted: it costs a cast only per type beyond the first.
  */
 static double value_cost(const struct policy *p, const struct ir_value *v)
 {
 	const struct gpu_profile *g = p->o->gpu;
-	int src, want[2] = { 0, 0 }, nread = 0;
-	const struct ir_node *last[2] = { NULL, NULL };
+	int src, want[3] = { 0, 0, 0 }, nread = 0, kinds = 0;
+	const struct ir_node *last[3] = { NULL, NULL, NULL };
 	double cost = 0, e = (double)ir_type_elems(&v->type);
 	bool flex;
 	if (!edge(v) || v->kind == IR_VAL_CONST)
 		return 0;
 	flex = v->kind == IR_VAL_NODE && flexible(p, v->def);
-	src = v->kind == IR_VAL_NODE && painted(p, v->def) ? prec_of(p, v->def) : AMP_FP32;
+	src = v->kind == IR_VAL_NODE && painted(p, v->def) ? out_bucket(p, v->def) : 0;
 	for (int i = 0; i < v->nuses; i++) {
 		const struct ir_node *c = v->uses[i].node;
 		int w;
 		if (!painted(p, c) || flexible(p, c))
 			continue; /* reads either precision */
-		w = prec_of(p, c);
+		w = out_bucket(p, c);
 		want[w]++;
 		last[w] = c;
 		nread++;
 	}
 	if (ir_is_output(p->m, v)) {
-		want[AMP_FP32]++;
-		last[AMP_FP32] = NULL;
+		want[0]++;
+		last[0] = NULL;
 		nread++;
 	}
-	for (int w = 0; w < 2; w++) {
-		bool needed = flex ? want[w] && want[!w] && w == AMP_HALF : want[w] && w != src;
+	for (int w = 0; w < 3; w++) {
+		bool needed = flex ? want[w] && kinds++ > 0 : want[w] && w != src;
 		if (!needed)
 			continue;
 		if (amp_cast_fuses(v, want[w] == nread, want[w] == 1 ? last[w] : NULL))
@@ -519,7 +531,7 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 	IR_FOR_EACH_NODE(m, n)
 	{
 		struct amp_node *a = info(&p, n);
-		bool force = false;
+		bool force = a->pin == IR_F16 || a->pin == IR_BF16;
 		for (int i = 0; i < o->nforce; i++)
 			force |= !strcmp(o->force_half[i], n->name);
 		if (!a->paintable) {
@@ -532,12 +544,22 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 		} else if (force && a->cls != IR_AMP_DENY) {
 			p.fixed[n->id] = true;
 			set_prec(&p, n, AMP_HALF);
-			reason(&p, n, "half: pinned (--force-half)");
+			if (a->pin == IR_F16 || a->pin == IR_BF16) {
+				reason(&p, n, "%s: %s", a->pin == IR_BF16 ? "BF16" : "FP16",
+				       a->why);
+				a->half = a->pin;
+				a->rule = a->pin_rule;
+			} else {
+				reason(&p, n, "half: pinned (--force-half)");
+				a->rule = AMP_BY_USER;
+			}
 		} else if (a->cls == IR_AMP_DENY) {
 			p.fixed[n->id] = true;
 			set_prec(&p, n, AMP_FP32);
-			if (!a->reason[0])
+			if (!a->reason[0]) {
 				reason(&p, n, "FP32: deny list");
+				a->rule = AMP_BY_CLASS;
+			}
 		}
 	}
 
@@ -573,7 +595,7 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 
 		IR_FOR_EACH_NODE(m, n)
 		if (painted(&p, n) && p.prec[n->id] == AMP_HALF) {
-			bool force = false;
+			bool force = info(&p, n)->pin == IR_F16 || info(&p, n)->pin == IR_BF16;
 			for (int i = 0; i < o->nforce; i++)
 				force |= !strcmp(o->force_half[i], n->name);
 			if (force)

@@ -26,7 +26,7 @@ struct rewrite {
 	enum ir_dtype half;
 	int nvals;                 /* values before the rewrite */
 	enum ir_dtype *orig;       /* their dtypes, by id */
-	struct ir_value **conv[2]; /* shared conversions: [0] to FP32, [1] to half */
+	struct ir_value **conv[3]; /* shared conversions: to FP32, FP16, BF16 */
 };
 
 static const char *suffix(enum ir_dtype t) { return ir_dtype_name(t); }
@@ -68,7 +68,7 @@ static struct ir_value *convert_const(struct rewrite *w, struct ir_value *v, enu
 static struct ir_value *convert(struct rewrite *w, struct ir_value *v, enum ir_dtype to,
                                 struct ir_node *n)
 {
-	int dir = to != IR_F32;
+	int dir = to == IR_F16 ? 1 : to == IR_BF16 ? 2 : 0;
 	struct ir_value *c;
 	IR_ASSERT(v->id < w->nvals);
 	if ((c = w->conv[dir][v->id]))
@@ -84,20 +84,23 @@ static struct ir_value *convert(struct rewrite *w, struct ir_value *v, enum ir_d
 	return w->conv[dir][v->id] = c;
 }
 
-/* A model Cast to FP32 whose readers all run in half casts to half instead. */
+/* A model Cast to FP32 whose readers all run in one half type casts to it
+ * instead. */
 static void repaint(struct rewrite *w, struct ir_node *c)
 {
 	struct ir_value *y = c->out[0];
+	enum ir_dtype to = IR_DT_NONE;
 	char err[256];
 	if (ir_attr_t(c, "to") != IR_F32 || !y->nuses || ir_is_output(w->m, y))
 		return;
 	for (int i = 0; i < y->nuses; i++) {
 		const struct ir_node *u = y->uses[i].node;
-		if (u->id >= w->r->nids || w->r->nodes[u->id].prec != AMP_HALF ||
-		    !w->r->nodes[u->id].paintable)
+		const struct amp_node *a = u->id < w->r->nids ? &w->r->nodes[u->id] : NULL;
+		if (!a || a->prec != AMP_HALF || !a->paintable || (to && a->half != to))
 			return;
+		to = a->half;
 	}
-	ir_set_t(w->m, c, "to", w->half);
+	ir_set_t(w->m, c, "to", to);
 	if (!ir_infer_node(w->m, c, err, sizeof err))
 		ir_panic(__FILE__, __LINE__, "repainting %s: %s", c->name, err);
 	w->r->casts_repainted++;
@@ -149,6 +152,7 @@ void amp_rewrite(struct ir_module *m, const struct amp_options *o, struct amp_re
 	w.orig = ir_arena_alloc(&m->arena, sizeof *w.orig * (size_t)(w.nvals + 1));
 	w.conv[0] = ir_arena_alloc(&m->arena, sizeof *w.conv[0] * (size_t)(w.nvals + 1));
 	w.conv[1] = ir_arena_alloc(&m->arena, sizeof *w.conv[1] * (size_t)(w.nvals + 1));
+	w.conv[2] = ir_arena_alloc(&m->arena, sizeof *w.conv[2] * (size_t)(w.nvals + 1));
 	for (int i = 0; i < w.nvals; i++)
 		w.orig[i] = m->values[i]->type.dtype;
 	IR_FOR_EACH_NODE(m, n)
@@ -169,7 +173,7 @@ void amp_rewrite(struct ir_module *m, const struct amp_options *o, struct amp_re
 			enum ir_dtype want;
 			if (v->id >= w.nvals || w.orig[v->id] != IR_F32)
 				continue;
-			want = half && !amp_reads_fp32(n, i) ? w.half : IR_F32;
+			want = half && !amp_reads_fp32(n, i) ? a->half : IR_F32;
 			if (v->type.dtype != want)
 				ir_set_input(m, n, i, convert(&w, v, want, n));
 		}

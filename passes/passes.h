@@ -31,6 +31,7 @@ struct pass_mixed {
 	struct gpu_profile *profile; /* where --gpu is loaded (then amp->gpu points at it) */
 	const char *lists;           /* --amp-lists FILE, or NULL */
 	struct amp_result *result;   /* what the pass decided (onnxc report) */
+	const char *plan_out;        /* --write-precision-plan FILE, or NULL */
 };
 
 struct pass_options {

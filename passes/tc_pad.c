@@ -157,9 +157,9 @@ int amp_pad(struct ir_module *m, const struct amp_options *o, struct amp_result 
 		double t16;
 		next = n->next;
 		if (!a || !a->paintable || a->prec != AMP_HALF ||
-		    !cost_pad_plan(o->gpu, n, o->half == IR_BF16, &pp))
+		    !cost_pad_plan(o->gpu, n, a->half == IR_BF16, &pp))
 			continue;
-		t16 = cost_time16(o->gpu, n, o->half == IR_BF16);
+		t16 = cost_time16(o->gpu, n, a->half == IR_BF16);
 		if (!(pp.t16 < t16))
 			continue;
 		if (n->op == IR_OP_CONV)
