@@ -22,6 +22,16 @@ no part of the math is trivial (norm affine params != 1/0, distinct weights per
 transformer layer) and BatchNorm statistics are calibrated on random data so
 the outputs are well scaled.
 
+Random weights are the hard case for reduced precision, and unlike the weights
+of users' models, so the *_trained models (ResNet-50, MobileNetV2, SmallCNN)
+are trained instead: briefly, from scratch, on a deterministic synthetic
+10-class image task at 48x48 (ImageTask), to a held-out accuracy of at least
+MIN_ACCURACY (else the script fails).  Their inputs are images of that task,
+not standard normal data, and they also get calibration inputs for
+`onnxc check --calibrate`, drawn from the task with other seeds:
+
+    OUTDIR/NAME/calibration/test_data_set_K/input_0.pb    (K = 0, 1)
+
 Everything is seeded per model, so a rerun reproduces the same weights and
 data.  A model whose model.onnx exists and is newer than this script is
 skipped (so a build can call the script cheaply) unless --force is given.
@@ -320,13 +330,116 @@ def prepared(build, calib_shape=None):
 
 
 # ---------------------------------------------------------------------------
+# Trained models: a synthetic image-classification task
+# ---------------------------------------------------------------------------
+
+TRAIN_SEED = 1000      # torch (dropout) and numpy (batches) while training
+HELDOUT_SEED = 1001    # the held-out images the accuracy is measured on
+MIN_ACCURACY = 0.8     # below this held-out accuracy, training failed
+
+
+class ImageTask:
+    """Deterministic synthetic image classification, RGB size x size.
+
+    Class c has a fixed smooth template: the sum of three coloured gratings
+    (integer frequencies of at most 3 cycles per image, so it tiles
+    seamlessly), at zero mean and unit variance.  An image of class c is that
+    template circularly shifted by a random offset, times a random contrast
+    in [0.5, 1.5], plus a random brightness per channel (sd 0.2) and white
+    noise (sd 0.5), scaled to unit variance overall.  The templates depend
+    only on `seed`, the images only on the rng passed to sample().
+    """
+
+    NOISE = 0.5
+    BRIGHTNESS = 0.2
+
+    def __init__(self, size, classes=10, seed=7):
+        self.size, self.classes = size, classes
+        rng = np.random.RandomState(seed)
+        y, x = np.mgrid[0:size, 0:size] / size
+        self.templates = np.zeros((classes, 3, size, size))
+        for t in self.templates:
+            for _ in range(3):
+                kx, ky = rng.randint(1, 4), rng.randint(-3, 4)
+                phase = rng.uniform(0, 2 * np.pi)
+                colour = rng.standard_normal((3, 1, 1))
+                t += colour * np.cos(2 * np.pi * (kx * x + ky * y) + phase)
+            t -= t.mean()
+            t /= t.std()
+        # E[contrast^2] = 13/12 for contrast ~ U(0.5, 1.5)
+        self.scale = 1 / math.sqrt(13 / 12 + self.BRIGHTNESS ** 2
+                                   + self.NOISE ** 2)
+
+    def sample(self, rng, n):
+        """n images (float32 n,3,size,size) and their labels (int64 n)."""
+        labels = rng.randint(0, self.classes, size=n)
+        shifts = rng.randint(0, self.size, size=(n, 2))
+        contrast = rng.uniform(0.5, 1.5, size=(n, 1, 1, 1))
+        brightness = self.BRIGHTNESS * rng.standard_normal((n, 3, 1, 1))
+        images = np.stack([np.roll(self.templates[c], tuple(s), axis=(1, 2))
+                           for c, s in zip(labels, shifts)])
+        images = (contrast * images + brightness
+                  + self.NOISE * rng.standard_normal(images.shape))
+        return (self.scale * images).astype(np.float32), labels
+
+
+def train(model, task, steps, batch=16, lr=0.02, warmup=30):
+    """Train `model` on `task` from scratch, BatchNorm in train mode.
+
+    SGD with Nesterov momentum 0.9 and weight decay 5e-4; the learning rate
+    rises linearly over `warmup` steps and decays along a cosine.  Seeds its
+    own RNGs, so the result does not depend on what ran before.
+    """
+    torch.manual_seed(TRAIN_SEED)
+    rng = np.random.RandomState(TRAIN_SEED)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9,
+                          nesterov=True, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: (min(1.0, (i + 1) / warmup)
+                        * 0.5 * (1 + math.cos(math.pi * i / steps))))
+    model.train()
+    for _ in range(steps):
+        x, y = task.sample(rng, batch)
+        loss = nn.functional.cross_entropy(model(torch.from_numpy(x)),
+                                           torch.from_numpy(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+
+
+def heldout_accuracy(model, task, batches=10, batch=32):
+    """Eval-mode accuracy on batches x batch fresh images of the task."""
+    rng = np.random.RandomState(HELDOUT_SEED)
+    correct = 0
+    with torch.no_grad():
+        for _ in range(batches):
+            x, y = task.sample(rng, batch)
+            pred = model(torch.from_numpy(x)).argmax(1).numpy()
+            correct += int((pred == y).sum())
+    return correct / (batches * batch)
+
+
+def fit(model, spec, name):
+    """Train a zoo entry's model on its task; returns a note for the log."""
+    train(model, spec["task"], spec["steps"])
+    acc = heldout_accuracy(model, spec["task"])
+    if acc < MIN_ACCURACY:
+        raise ZooError(f"{name}: held-out accuracy {acc:.1%} after "
+                       f"{spec['steps']} steps, below {MIN_ACCURACY:.0%}")
+    return f" (trained {spec['steps']} steps, held-out accuracy {acc:.1%})"
+
+
+# ---------------------------------------------------------------------------
 # Zoo table
 # ---------------------------------------------------------------------------
 #
 # Each entry:
 #   build()    -> nn.Module (called after torch.manual_seed(0))
 #   inputs     -> list of (name, kind, concrete shape, symbolic dims {axis: name})
-#                 kind is "f32" (standard normal) or ("int64", high)
+#                 kind is "f32" (standard normal), ("int64", high) or "task"
+#                 (images of the entry's task)
 #   outputs    -> list of (name, symbolic dims)
 #   opset      -> ONNX opset to export at
 #   require    -> op types that must appear in the exported graph
@@ -334,6 +447,8 @@ def prepared(build, calib_shape=None):
 #   reference  -> optional fn(model) -> model used (after export) to compute
 #                 the reference outputs, where torch's own math differs from
 #                 what the exported ONNX graph means (see OnnxUpsampleLinear)
+#   task, steps -> optional ImageTask: the model is trained on it for `steps`
+#                 steps before export (see fit), and gets calibration inputs
 
 B = {0: "batch"}
 BS = {0: "batch", 1: "seq"}
@@ -348,6 +463,14 @@ def _onnx9_reference(model):
 CNN_COMMON = dict(
     build=prepared(SmallCNN, calib_shape=(8, 3, 32, 32)),
     inputs=[("x", "f32", (2, 3, 32, 32), B)],
+    outputs=[("logits", B)],
+)
+
+TASK = ImageTask(size=48)
+
+TRAINED_COMMON = dict(
+    task=TASK,
+    inputs=[("input", "task", (2, 3, TASK.size, TASK.size), B)],
     outputs=[("logits", B)],
 )
 
@@ -418,6 +541,36 @@ ZOO = {
                  "MaxPool", "Resize", "Clip", "GlobalAveragePool", "Gemm"},
         forbid={"Upsample"},
     ),
+    "resnet50_trained": dict(
+        **TRAINED_COMMON,
+        # Zero-init residual branches (Goyal et al.): without it, resnet50
+        # does not train stably from scratch at batch 16 in a few steps.
+        build=lambda: torchvision.models.resnet50(
+            weights=None, num_classes=10, zero_init_residual=True),
+        steps=120,
+        opset=17,
+        require={"Conv", "Relu", "MaxPool", "Add", "GlobalAveragePool",
+                 "Flatten", "Gemm"},
+        forbid={"BatchNormalization"},
+    ),
+    "mobilenetv2_trained": dict(
+        **TRAINED_COMMON,
+        build=lambda: torchvision.models.mobilenet_v2(
+            weights=None, num_classes=10),
+        steps=250,
+        opset=17,
+        require={"Conv", "Clip", "Add", "GlobalAveragePool", "Gemm"},
+        forbid={"BatchNormalization"},
+    ),
+    "cnn_trained": dict(
+        **TRAINED_COMMON,
+        build=SmallCNN,
+        steps=250,
+        opset=11,
+        require={"Conv", "Relu", "BatchNormalization", "HardSigmoid",
+                 "MaxPool", "Resize", "Clip", "GlobalAveragePool", "Gemm"},
+        forbid={"Upsample"},
+    ),
 }
 
 
@@ -436,6 +589,9 @@ def make_inputs(spec, seed):
     for name, kind, shape, _ in spec["inputs"]:
         if kind == "f32":
             arrays.append(rng.standard_normal(shape).astype(np.float32))
+        elif kind == "task":
+            images, _ = spec["task"].sample(rng, shape[0])
+            arrays.append(images)
         else:
             dtype, high = kind
             arrays.append(rng.randint(0, high, size=shape).astype(np.int64))
@@ -462,14 +618,27 @@ def check_dims(model, spec, name):
                                f"{dims[axis]!r}, expected dim_param {param!r}")
 
 
-def up_to_date(outdir):
+CALIBRATION_SETS = 2
+
+
+def calibration_dirs(outdir, spec):
+    """Where a trained model's calibration inputs go (none for the others)."""
+    if "task" not in spec:
+        return []
+    return [os.path.join(outdir, "calibration", f"test_data_set_{k}")
+            for k in range(CALIBRATION_SETS)]
+
+
+def up_to_date(outdir, spec):
     """model.onnx exists, is newer than this script, and the data is there."""
     model = os.path.join(outdir, "model.onnx")
     data = os.path.join(outdir, "test_data_set_0")
     return (os.path.isfile(model)
             and os.path.getmtime(model) > os.path.getmtime(SCRIPT)
             and os.path.isdir(data)
-            and any(f.startswith("output_") for f in os.listdir(data)))
+            and any(f.startswith("output_") for f in os.listdir(data))
+            and all(os.path.isfile(os.path.join(d, "input_0.pb"))
+                    for d in calibration_dirs(outdir, spec)))
 
 
 def reference_outputs(model, tensors):
@@ -533,6 +702,13 @@ def write_test_data(datadir, m, inputs, outputs):
                 f.write(t.SerializeToString())
 
 
+def write_calibration(outdir, m, spec):
+    """Calibration inputs: like test_data_set_0's, but seeds 1, 2, ..."""
+    for seed, d in enumerate(calibration_dirs(outdir, spec), start=1):
+        os.makedirs(d, exist_ok=True)
+        write_test_data(d, m, make_inputs(spec, seed), [])
+
+
 def generate(name, spec, root):
     """Build, export, check and write reference data for one model.
 
@@ -543,7 +719,9 @@ def generate(name, spec, root):
 
     # Deterministic weights: reseed the global torch RNG before building.
     torch.manual_seed(0)
-    model = spec["build"]().eval()
+    model = spec["build"]()
+    note = fit(model, spec, name) if "task" in spec else ""
+    model.eval()
     inputs = make_inputs(spec, seed=0)
     tensors = tuple(torch.from_numpy(a) for a in inputs)
 
@@ -559,16 +737,16 @@ def generate(name, spec, root):
         # Reference outputs, computed after the export because a reference
         # hook may modify the model.
         outs = reference_outputs(model, tensors)
-        note = ""
         if "reference" in spec:
             torch_outs = outs
             outs = reference_outputs(spec["reference"](model), tensors)
             diff = max(float(np.abs(a - b).max())
                        for a, b in zip(outs, torch_outs))
-            note = (f" (reference uses ONNX semantics; "
-                    f"torch's own output differs by {diff:.2g})")
+            note += (f" (reference uses ONNX semantics; "
+                     f"torch's own output differs by {diff:.2g})")
 
         write_test_data(datadir, m, inputs, outs)
+        write_calibration(outdir, m, spec)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):  # only left behind when something failed
@@ -612,7 +790,7 @@ def main(argv=None):
     t_all = time.time()
     for name in names:
         outdir = os.path.join(args.outdir, name)
-        if not args.force and up_to_date(outdir):
+        if not args.force and up_to_date(outdir, ZOO[name]):
             print(f"{name}: up to date, skipped")
             continue
         t0 = time.time()
