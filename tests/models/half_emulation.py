@@ -4,7 +4,8 @@
 Usage: /usr/bin/python3 tests/models/half_emulation.py [MODEL...]
 
 An independent estimate for `onnxc check --precision mixed`: builds each zoo
-model exactly as tests/models/zoo.py does (same seeds, same inputs), then
+model exactly as tests/models/zoo.py does (same seeds, same inputs, the
+*_trained models trained the same way), then
 reruns it in torch with every parameter and every leaf module's output
 rounded to FP16 (or BF16) and computed in FP32 in between - what a GPU
 running the whole model in half precision with FP32 accumulation does - and
@@ -15,6 +16,7 @@ mixed-precision bounds in tests/CMakeLists.txt come from these figures
 (docs/precision.md).
 """
 
+import copy
 import sys
 
 import torch
@@ -26,11 +28,19 @@ def rel_l2(y, ref):
     return float((y - ref).norm() / ref.norm())
 
 
-def emulate(name, dtype):
+def build(name):
+    """The zoo's model, trained as zoo.py trains it where it is trained."""
     spec = zoo.ZOO[name]
     torch.manual_seed(0)
     model = spec["build"]()
-    xs = [torch.from_numpy(a) for a in zoo.make_inputs(spec, seed=0)]
+    if "task" in spec:
+        zoo.fit(model, spec, name)
+    return model.eval()
+
+
+def emulate(name, model, dtype):
+    model = copy.deepcopy(model)
+    xs = [torch.from_numpy(a) for a in zoo.make_inputs(zoo.ZOO[name], seed=0)]
     with torch.no_grad():
         ref = model(*xs)
 
@@ -53,11 +63,13 @@ def emulate(name, dtype):
 
 def main():
     names = sys.argv[1:] or list(zoo.ZOO)
-    print(f"{'model':14} {'fp16 rel l2':>12} {'bf16 rel l2':>12}")
+    print(f"{'model':20} {'fp16 rel l2':>12} {'bf16 rel l2':>12}")
+    torch.set_num_threads(1)  # as zoo.py: the same trained weights
     for name in names:
-        f16 = emulate(name, torch.float16)
-        b16 = emulate(name, torch.bfloat16)
-        print(f"{name:14} {max(f16):12.3g} {max(b16):12.3g}")
+        model = build(name)
+        f16 = emulate(name, model, torch.float16)
+        b16 = emulate(name, model, torch.bfloat16)
+        print(f"{name:20} {max(f16):12.3g} {max(b16):12.3g}")
 
 
 if __name__ == "__main__":
