@@ -55,12 +55,13 @@ static bool walk(struct ir_ctx *ctx, const char *const *args, int nargs, calib_f
 	/* the names the current NAME=FILE sample has so far */
 	const char *names[64];
 	int nnames = 0, k = 0;
+	bool fresh = true; /* the next NAME=FILE starts a sample */
 	for (int a = 0; a < nargs; a++) {
 		const char *arg = args[a], *eq = strchr(arg, '=');
 		char path[4200];
 		if (is_dir(arg)) {
 			int sets = 0;
-			nnames = 0;
+			fresh = true;
 			for (;; sets++) {
 				snprintf(path, sizeof path, "%s/test_data_set_%d", arg, sets);
 				if (!is_dir(path))
@@ -91,13 +92,14 @@ static bool walk(struct ir_ctx *ctx, const char *const *args, int nargs, calib_f
 		}
 		{
 			size_t len = (size_t)(eq - arg);
-			bool again = sample < 0;
+			bool again = fresh;
 			for (int i = 0; i < nnames && !again; i++)
 				again = strlen(names[i]) == len && !strncmp(names[i], arg, len);
 			if (again) {
 				sample++;
 				nnames = 0;
 				k = 0;
+				fresh = false;
 			}
 			if (nnames == 64) {
 				ir_error(ctx, "--calibrate: at most 64 inputs per sample");
@@ -238,22 +240,22 @@ void calib_free(struct calib_data *cd)
 
 /* The key and depfile walks: every file, nothing loaded. */
 struct lister {
-	void (*fn)(void *ud, const char *path);
+	void (*fn)(void *ud, const char *input, const char *path);
 	void *ud;
 };
 
 static bool list_file(void *ud, const char *path, const char *input, int sample, int k)
 {
 	struct lister *l = ud;
-	(void)input, (void)sample, (void)k;
-	l->fn(l->ud, path);
+	(void)sample, (void)k;
+	l->fn(l->ud, input, path);
 	return true;
 }
 
 static void quiet(void *ud, const char *line) { (void)ud, (void)line; }
 
-bool calib_files(const char *const *args, int nargs, void (*fn)(void *ud, const char *path),
-                 void *ud)
+bool calib_files(const char *const *args, int nargs,
+                 void (*fn)(void *ud, const char *input, const char *path), void *ud)
 {
 	struct ir_ctx ctx;
 	struct lister l = { fn, ud };

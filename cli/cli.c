@@ -182,6 +182,8 @@ static int parse_precision_opt(int argc, char **argv, int *i, struct model_opts 
 	} else if ((v = opt_value(argc, argv, i, "--max-rel-l2", true, &bad))) {
 		if (!number_opt("--max-rel-l2", v, 0, &mo->amp.max_rel_l2))
 			return -1;
+		if (mo->amp.max_rel_l2 == 0)
+			mo->amp.max_rel_l2 = 1e-300; /* exact; 0 means the default */
 		mo->max_l2_given = true;
 		return 1; /* also onnxc check's bound, without --precision mixed */
 	} else {
@@ -625,6 +627,12 @@ static bool regular_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+static void dep_calib(void *ud, const char *input, const char *path)
+{
+	(void)input;
+	dep_add(ud, path);
+}
+
 void deps_add_options(struct deps *d, const struct model_opts *mo)
 {
 	for (int i = 0; i < mo->fe.nconsts; i++)
@@ -636,7 +644,7 @@ void deps_add_options(struct deps *d, const struct model_opts *mo)
 		dep_add(d, mo->lists_arg);
 	if (mo->plan_in)
 		dep_add(d, mo->plan_in);
-	calib_files(mo->calib_args, mo->ncalib, dep_read, d);
+	calib_files(mo->calib_args, mo->ncalib, dep_calib, d);
 }
 
 /*

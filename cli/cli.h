@@ -114,9 +114,11 @@ bool calib_load(struct ir_ctx *ctx, const struct ir_module *m, const char *const
                 struct calib_data *cd);
 void calib_free(struct calib_data *cd);
 /* Every file the --calibrate arguments name (for cache keys and depfiles),
- * without loading them; false when an argument names nothing usable. */
-bool calib_files(const char *const *args, int nargs, void (*fn)(void *ud, const char *path),
-                 void *ud);
+ * in order, with the input it is given to (NAME=FILE) or NULL (a data
+ * set's .pb names its input), without loading them; false when an
+ * argument names nothing usable. */
+bool calib_files(const char *const *args, int nargs,
+                 void (*fn)(void *ud, const char *input, const char *path), void *ud);
 
 /* The help lines for the precision options. */
 extern const char precision_help[];

@@ -12,7 +12,18 @@
 #include "codegen/cg.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
+
+/* x for JSON: null where it is not finite (an error that is infinite:
+ * a mixed output that overflowed, or a run that failed). */
+static const char *json_number(char buf[32], double x)
+{
+	if (!isfinite(x))
+		return "null";
+	snprintf(buf, 32, "%.6g", x);
+	return buf;
+}
 
 static const char report_help[] =
         "usage: onnxc report MODEL.onnx [options]\n"
@@ -76,7 +87,7 @@ static void print_calibration(FILE *f, const struct model_opts *mo)
 	fprintf(f,
 	        "calibration: %d samples; range rule: %d nodes to BF16, %d kept FP32; budget "
 	        "max rel-L2 %g: %.3g with the policy alone, %.3g after moving %d nodes back "
-	        "to FP32 (%d evaluations)\n",
+	        "to FP32 (%d runs of the model)\n",
 	        r->calib_samples, r->range_bf16, r->range_fp32, r->budget, r->err_first,
 	        r->err_final, r->budget_moved, r->budget_evals);
 }
@@ -145,13 +156,16 @@ static void print_json(FILE *f, const char *model, const struct model_opts *mo,
 	        r->casts_repainted, r->half_nodes, r->fp32_nodes, r->padded_ops,
 	        r->predicted_us_fp32 / 1e3, r->predicted_us_mixed / 1e3, mo->stats.attention_fused,
 	        mo->stats.attention_refused);
-	if (r->ranges)
+	if (r->ranges) {
+		char e1[32], e2[32];
 		fprintf(f,
 		        "\"calibration\": {\"samples\": %d, \"range_bf16\": %d, \"range_fp32\": "
-		        "%d, \"max_rel_l2\": %g, \"error_policy\": %.6g, \"error_final\": %.6g, "
+		        "%d, \"max_rel_l2\": %g, \"error_policy\": %s, \"error_final\": %s, "
 		        "\"budget_moved\": %d, \"evaluations\": %d}, ",
-		        r->calib_samples, r->range_bf16, r->range_fp32, r->budget, r->err_first,
-		        r->err_final, r->budget_moved, r->budget_evals);
+		        r->calib_samples, r->range_bf16, r->range_fp32, r->budget,
+		        json_number(e1, r->err_first), json_number(e2, r->err_final),
+		        r->budget_moved, r->budget_evals);
+	}
 	fprintf(f, "\"nodes\": [");
 	IR_FOR_EACH_NODE(m, n)
 	{

@@ -286,7 +286,10 @@ struct run_job {
 };
 
 /* A --calibrate file in the build key. */
-static void key_calib(void *ud, const char *path) { key_file(ud, "calibrate", "", path); }
+static void key_calib(void *ud, const char *input, const char *path)
+{
+	key_file(ud, "calibrate", input ? input : "", path);
+}
 
 /* The key of this run's build (run_cache.c lists what it covers). false
  * when the model cannot be keyed without the import: then nothing is

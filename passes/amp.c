@@ -5,6 +5,7 @@
 #include "amp.h"
 #include "passes.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Predicted times of every node, FP32 and in its half type (the better of
@@ -50,25 +51,47 @@ void amp_assign(struct ir_module *m, const struct amp_options *o, struct amp_res
 }
 
 /* The plan's pins on the nodes they name (pass_mixed_precision checked the
- * names). */
-static void plan_pins(struct ir_module *m, const struct amp_options *o, struct amp_result *r)
+ * names). Node names need not be unique: the plan lists a node per line in
+ * graph order, so its j-th line for a name pins the j-th node of that name.
+ * false after reporting lines left over (more lines for a name than the
+ * model has nodes of it). */
+static bool plan_pins(struct ir_module *m, const struct amp_options *o, struct amp_result *r)
 {
-	struct ir_map by_name;
-	ir_map_init(&by_name, &m->arena);
-	for (int i = 0; i < o->nplan; i++)
-		ir_map_put(&by_name, o->plan[i].node, (void *)&o->plan[i]);
+	struct ir_map first; /* name -> 1 + its first pin not used yet */
+	int *next = ir_arena_alloc(&m->arena, sizeof *next * (size_t)(o->nplan + 1));
+	bool ok = true;
+	ir_map_init(&first, &m->arena);
+	for (int i = o->nplan - 1; i >= 0; i--) {
+		void **slot = ir_map_get(&first, o->plan[i].node);
+		next[i] = slot ? (int)(intptr_t)*slot : 0;
+		ir_map_put(&first, o->plan[i].node, (void *)(intptr_t)(i + 1));
+	}
 	IR_FOR_EACH_NODE(m, n)
 	{
-		void **slot = ir_map_get(&by_name, n->name);
-		const struct amp_pin *p = slot ? *slot : NULL;
+		void **slot = ir_map_get(&first, n->name);
+		int i = slot ? (int)(intptr_t)*slot - 1 : -1;
+		const struct amp_pin *p = i >= 0 ? &o->plan[i] : NULL;
 		struct amp_node *a = &r->nodes[n->id];
 		if (!p)
 			continue;
+		*slot = (void *)(intptr_t)next[i];
 		a->pin = p->dtype;
 		a->pin_rule = AMP_BY_PLAN;
 		snprintf(a->why, sizeof a->why, "the precision plan%s%s",
 		         p->why && *p->why ? ": " : "", p->why ? p->why : "");
 	}
+	for (int i = 0; i < o->nplan; i++) {
+		void **slot = ir_map_get(&first, o->plan[i].node);
+		if (slot && *slot && (int)(intptr_t)*slot - 1 == i) {
+			ir_error(m->ctx,
+			         "--precision-plan: '%s' is listed more times than the model has "
+			         "nodes of that name",
+			         o->plan[i].node);
+			*slot = NULL;
+			ok = false;
+		}
+	}
+	return ok;
 }
 
 bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_result *r)
@@ -88,13 +111,22 @@ bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_res
 		r->nodes[i].half = o->half;
 		r->nodes[i].absmax = -1;
 	}
-	plan_pins(m, o, r);
+	if (!plan_pins(m, o, r))
+		return false;
 	if (o->calib) {
 		if (!(run = amp_calibrate(m, o, r)))
 			return false;
+		amp_classify(m, o, r); /* the rule passes over what stays FP32 anyway */
 		amp_range_rule(m, o, r);
 	}
 	amp_assign(m, o, r);
+	IR_FOR_EACH_NODE(m, n)
+	{
+		const struct amp_node *a = &r->nodes[n->id];
+		if ((a->pin == IR_F16 || a->pin == IR_BF16) && a->prec != AMP_HALF)
+			ir_warning(m->ctx, "--precision-plan: node '%s' stays FP32 (%s)", n->name,
+			           a->reason);
+	}
 	if (run && !o->no_budget)
 		amp_budget(m, o, r, run);
 	amp_calib_free(run);

@@ -60,6 +60,7 @@ struct amp_pin {
 };
 
 /* The range-aware defaults (docs/precision.md#calibration). */
+#define AMP_WHY               96   /* bytes of a node's why */
 #define AMP_DEFAULT_HEADROOM  2.0  /* absmax x headroom must stay within 65504 */
 #define AMP_DEFAULT_UNDERFLOW 0.01 /* share of a tensor's L2 mass below 2^-14 */
 #define AMP_F16_MAX           65504.0
@@ -99,8 +100,8 @@ struct amp_node {
 	                       IR_BF16; IR_DT_NONE: not */
 	enum amp_rule rule, pin_rule; /* pin_rule: who set pin */
 	char reason[160];
-	char why[96];    /* what the range rule, the budget or the plan said */
-	double t32, t16; /* predicted microseconds (t16 in its half type) */
+	char why[AMP_WHY]; /* what the range rule, the budget or the plan said */
+	double t32, t16;   /* predicted microseconds (t16 in its half type) */
 	/* calibrated: the largest magnitude among the FP32 tensors it reads
 	 * and writes, and the largest share of L2 mass below FP16's smallest
 	 * normal among them; absmax < 0: not calibrated */
@@ -144,6 +145,8 @@ const char *amp_class_reason(enum ir_op op);
 const char *amp_class_attr(enum ir_op op, enum ir_amp *cls);
 /* Does a half node n still read its input i in FP32 (its why says so)? */
 bool amp_reads_fp32(const struct ir_node *n, int i);
+/* Whether name is one of list[0..n). */
+bool amp_named(const char *name, const char *const *list, int n);
 
 /* Parses an --amp-lists file ("allow: MatMul, Conv" lines; ONNX or IR op
  * names) into o's overrides. false after reporting. */

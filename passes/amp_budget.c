@@ -25,7 +25,7 @@
  *      like --keep-fp32: deny nodes), and the final error is measured.
  *
  * Pins act through amp_assign, so the cost policy stays in charge of every
- * node the budget does not force. AMP_BUDGET_MAX_EVALS bounds the work:
+ * node the budget does not force. AMP_BUDGET_MAX_RUNS bounds the work:
  * what is pinned when it is spent stays pinned (the budget still holds).
  */
 #include "amp.h"
@@ -35,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AMP_BUDGET_MAX_EVALS 400
+/* runs of the model on one sample (an evaluation of a plan is one per
+ * sample, a contribution measure two) */
+#define AMP_BUDGET_MAX_RUNS 400
 
 struct budget {
 	struct ir_module *m;
@@ -43,7 +45,9 @@ struct budget {
 	struct amp_result *r;
 	struct amp_calib_run *run;
 	struct amp_node **cand; /* the candidates, ranked */
-	double bound;
+	char (*why)[AMP_WHY];   /* cand[i]'s why and pin rule before the budget */
+	enum amp_rule *rule;
+	double bound, last; /* the budget, the error fits() measured last */
 };
 
 static void pin(struct budget *b, int lo, int hi, bool on)
@@ -51,11 +55,13 @@ static void pin(struct budget *b, int lo, int hi, bool on)
 	for (int i = lo; i < hi; i++) {
 		struct amp_node *a = b->cand[i];
 		a->pin = on ? IR_F32 : IR_DT_NONE;
-		a->pin_rule = AMP_BY_BUDGET;
+		a->pin_rule = on ? AMP_BY_BUDGET : b->rule[i];
 		if (on)
 			snprintf(a->why, sizeof a->why,
 			         "the accuracy budget (max rel-L2 %g on the calibration samples)",
 			         b->bound);
+		else /* what the range rule said of it, if anything */
+			memcpy(a->why, b->why[i], sizeof a->why);
 	}
 }
 
@@ -63,15 +69,8 @@ static void pin(struct budget *b, int lo, int hi, bool on)
 static bool fits(struct budget *b)
 {
 	amp_assign(b->m, b->o, b->r);
-	return amp_measure(b->m, b->o, b->r, b->run) <= b->bound;
-}
-
-static bool named(const char *name, const char *const *list, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(name, list[i]))
-			return true;
-	return false;
+	b->last = amp_measure(b->m, b->o, b->r, b->run);
+	return b->last <= b->bound;
 }
 
 /* Releases what it can of cand[lo, hi), all pinned on entry: the whole
@@ -79,7 +78,7 @@ static bool named(const char *name, const char *const *list, int n)
 static void release(struct budget *b, int lo, int hi)
 {
 	int mid = lo + (hi - lo) / 2;
-	if (lo >= hi || b->r->budget_evals >= AMP_BUDGET_MAX_EVALS)
+	if (lo >= hi || b->r->budget_evals >= AMP_BUDGET_MAX_RUNS)
 		return;
 	pin(b, lo, hi, false);
 	if (fits(b))
@@ -127,12 +126,17 @@ void amp_budget(struct ir_module *m, const struct amp_options *o, struct amp_res
 	{
 		struct amp_node *a = &r->nodes[x->id];
 		if (a->paintable && a->prec == AMP_HALF && a->pin == IR_DT_NONE &&
-		    !named(x->name, o->force_half, o->nforce))
+		    !amp_named(x->name, o->force_half, o->nforce))
 			rk[n++] = (struct ranked){ contrib[x->id], x->id, a };
 	}
 	qsort(rk, (size_t)n, sizeof *rk, by_contribution);
-	for (int i = 0; i < n; i++)
+	b.why = ir_arena_alloc(&m->arena, sizeof *b.why * (size_t)(n + 1));
+	b.rule = ir_arena_alloc(&m->arena, sizeof *b.rule * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
 		b.cand[i] = rk[i].a;
+		memcpy(b.why[i], rk[i].a->why, sizeof b.why[i]);
+		b.rule[i] = rk[i].a->pin_rule;
+	}
 	for (p = n ? 1 : 0; p < n; p *= 2) {
 		pin(&b, 0, p, true);
 		if (fits(&b))
@@ -147,7 +151,7 @@ void amp_budget(struct ir_module *m, const struct amp_options *o, struct amp_res
 			        "--max-rel-l2 %g: the error on the calibration samples is %.3g "
 			        "with half precision and still %.3g with the %d half nodes it may "
 			        "move in FP32; they stay FP32",
-			        b.bound, r->err_first, amp_measure(m, o, r, run), n);
+			        b.bound, r->err_first, b.last, n);
 	}
 	if (p > 1) { /* the prefix is pinned; all of it released is where we started */
 		release(&b, 0, p / 2);

@@ -199,7 +199,7 @@ static enum ir_amp row_class(const struct ir_node *n)
 	return ir_ops[n->op].amp;
 }
 
-static bool named(const char *name, const char *const *list, int n)
+bool amp_named(const char *name, const char *const *list, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (!strcmp(name, list[i]))
@@ -222,7 +222,7 @@ void amp_classify(struct ir_module *m, const struct amp_options *o, struct amp_r
 			a->cls = IR_AMP_DENY;
 			a->rule = a->pin_rule;
 			snprintf(a->reason, sizeof a->reason, "FP32: %s", a->why);
-		} else if (named(n->name, o->keep_fp32, o->nkeep)) {
+		} else if (amp_named(n->name, o->keep_fp32, o->nkeep)) {
 			a->cls = IR_AMP_DENY;
 			a->rule = AMP_BY_USER;
 			snprintf(a->reason, sizeof a->reason, "FP32: pinned (--keep-fp32)");

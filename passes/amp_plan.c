@@ -9,7 +9,9 @@
  *   NODE<TAB>fp32|fp16|bf16[<TAB>RULE[<TAB>REASON]]
  *
  * A backslash escapes a tab (\t), a newline (\n), a carriage return (\r)
- * or itself (\\) in a node name.
+ * or itself (\\) in a node name, and a # that starts one (\#). Node names
+ * need not be unique: the lines come in graph order, and the j-th line for
+ * a name is the j-th node of that name.
  */
 #include "amp.h"
 
@@ -20,6 +22,8 @@
 
 static void put_escaped(FILE *f, const char *s)
 {
+	if (*s == '#') /* not a comment */
+		fputc('\\', f);
 	for (; *s; s++)
 		switch (*s) {
 		case '\t': fputs("\\t", f); break;
@@ -79,6 +83,7 @@ static bool unescape(char *s)
 		case 'n': *w++ = '\n'; break;
 		case 'r': *w++ = '\r'; break;
 		case '\\': *w++ = '\\'; break;
+		case '#': *w++ = '#'; break;
 		default: return false;
 		}
 	}
@@ -130,8 +135,13 @@ bool amp_read_plan(struct ir_ctx *ctx, struct ir_arena *ar, const char *path, st
 			         lineno, prec);
 			continue;
 		}
+		if (why && !unescape(why))
+			why = NULL; /* a reason is only shown */
 		if (!*name || !unescape(name)) {
-			ir_error(ctx, "%s:%d: bad node name", path, lineno);
+			ir_error(ctx,
+			         "%s:%d: bad node name (an empty name, or a backslash not "
+			         "followed by t, n, r, # or a backslash)",
+			         path, lineno);
 			continue;
 		}
 		if (n == size) {

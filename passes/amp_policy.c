@@ -287,11 +287,22 @@ static bool enter_deny(struct policy *p, struct ir_node *x, const struct ir_node
 	return true;
 }
 
+/* Zeroed scratch for one decision, given back with drop (the accuracy
+ * budget decides hundreds of times on one module). */
+static void *scratch(struct policy *p, size_t bytes)
+{
+	void *q = ir_arena_alloc_big(&p->m->arena, bytes ? bytes : 1);
+	memset(q, 0, bytes ? bytes : 1);
+	return q;
+}
+
+static void drop(struct policy *p, void *q) { ir_arena_release(&p->m->arena, q); }
+
 /* Greedy step 2 / cost T2: deny nodes pin the infer and clear nodes that lie
  * between them and another deny or infer node. */
 static void propagate_deny(struct policy *p)
 {
-	bool *up = ir_arena_alloc(&p->m->arena, (size_t)p->m->next_node_id + 1);
+	bool *up = scratch(p, (size_t)p->m->next_node_id + 1);
 	IR_FOR_EACH_NODE(p->m, root)
 	if (roots(p, root, IR_AMP_DENY, UNDECIDED) || roots(p, root, IR_AMP_INFER, UNDECIDED)) {
 		up[root->id] = true;
@@ -300,6 +311,7 @@ static void propagate_deny(struct policy *p)
 	IR_FOR_EACH_NODE(p->m, root)
 	if (roots(p, root, IR_AMP_DENY, UNDECIDED))
 		walk(p, root, DOWN, enter_deny, up);
+	drop(p, up);
 }
 
 /* down: undecided infer and clear nodes downstream of half allow nodes */
@@ -329,7 +341,7 @@ static bool enter_between(struct policy *p, struct ir_node *x, const struct ir_n
  * allow nodes. */
 static void between_allow(struct policy *p)
 {
-	bool *down = ir_arena_alloc(&p->m->arena, (size_t)p->m->next_node_id + 1);
+	bool *down = scratch(p, (size_t)p->m->next_node_id + 1);
 	IR_FOR_EACH_NODE(p->m, root)
 	if (roots(p, root, IR_AMP_ALLOW, AMP_HALF))
 		walk(p, root, DOWN, enter_down, down);
@@ -337,6 +349,7 @@ static void between_allow(struct policy *p)
 	IR_FOR_EACH_NODE(p->m, root)
 	if (roots(p, root, IR_AMP_ALLOW, AMP_HALF))
 		walk(p, root, UP, enter_between, down);
+	drop(p, down);
 }
 
 static bool enter_clear_half(struct policy *p, struct ir_node *x, const struct ir_node *root,
@@ -453,7 +466,7 @@ static bool enter_group(struct policy *p, struct ir_node *x, const struct ir_nod
  * by price. */
 static void groups_by_cost(struct policy *p)
 {
-	bool *vseen = ir_arena_alloc(&p->m->arena, (size_t)p->m->nvalues + 1);
+	bool *vseen = scratch(p, (size_t)p->m->nvalues + 1);
 	memset(p->mark, 0, sizeof *p->mark * (size_t)(p->m->next_node_id + 1));
 	IR_FOR_EACH_NODE(p->m, root)
 	{
@@ -493,6 +506,7 @@ static void groups_by_cost(struct policy *p)
 			       h < f ? "half" : "FP32", p->ngroup, h, f);
 		}
 	}
+	drop(p, vseen);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -518,12 +532,11 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 {
 	int ids = m->next_node_id + 1;
 	struct policy p = { .m = m, .o = o, .r = r };
-	struct ir_arena *ar = &m->arena; /* scratch: freed with the module */
-	p.prec = ir_arena_alloc(ar, sizeof *p.prec * (size_t)ids);
-	p.fixed = ir_arena_alloc(ar, sizeof *p.fixed * (size_t)ids);
-	p.mark = ir_arena_alloc(ar, sizeof *p.mark * (size_t)ids);
-	p.stack = ir_arena_alloc(ar, sizeof *p.stack * (size_t)(ids + 1));
-	p.group = ir_arena_alloc(ar, sizeof *p.group * (size_t)(ids + 1));
+	p.prec = scratch(&p, sizeof *p.prec * (size_t)ids);
+	p.fixed = scratch(&p, sizeof *p.fixed * (size_t)ids);
+	p.mark = scratch(&p, sizeof *p.mark * (size_t)ids);
+	p.stack = scratch(&p, sizeof *p.stack * (size_t)(ids + 1));
+	p.group = scratch(&p, sizeof *p.group * (size_t)(ids + 1));
 	for (int i = 0; i < ids; i++)
 		p.prec[i] = UNDECIDED;
 
@@ -531,9 +544,8 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 	IR_FOR_EACH_NODE(m, n)
 	{
 		struct amp_node *a = info(&p, n);
-		bool force = a->pin == IR_F16 || a->pin == IR_BF16;
-		for (int i = 0; i < o->nforce; i++)
-			force |= !strcmp(o->force_half[i], n->name);
+		bool force = a->pin == IR_F16 || a->pin == IR_BF16 ||
+		             amp_named(n->name, o->force_half, o->nforce);
 		if (!a->paintable) {
 			p.prec[n->id] = AMP_FP32;
 			if (!a->reason[0])
@@ -595,9 +607,8 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 
 		IR_FOR_EACH_NODE(m, n)
 		if (painted(&p, n) && p.prec[n->id] == AMP_HALF) {
-			bool force = info(&p, n)->pin == IR_F16 || info(&p, n)->pin == IR_BF16;
-			for (int i = 0; i < o->nforce; i++)
-				force |= !strcmp(o->force_half[i], n->name);
+			bool force = info(&p, n)->pin == IR_F16 || info(&p, n)->pin == IR_BF16 ||
+			             amp_named(n->name, o->force_half, o->nforce);
 			if (force)
 				continue;
 			set_prec(&p, n, AMP_FP32);
@@ -616,4 +627,9 @@ void amp_decide(struct ir_module *m, const struct amp_options *o, struct amp_res
 		else
 			r->fp32_nodes++;
 	}
+	drop(&p, p.prec);
+	drop(&p, p.fixed);
+	drop(&p, p.mark);
+	drop(&p, p.stack);
+	drop(&p, p.group);
 }

@@ -35,6 +35,7 @@
 
 struct amp_calib_run {
 	int nsamples, noutputs;
+	bool warned; /* that a mixed plan failed to evaluate */
 	float **ref; /* [sample * noutputs + i]: FP32 output i, or NULL (not float) */
 };
 
@@ -45,28 +46,21 @@ const char *amp_rule_name(enum amp_rule r)
 }
 
 /* Evaluates x on sample k in place: every value computed becomes a
- * constant with data. false after reporting (x is then unusable). */
-static bool evaluate(struct ir_module *x, const struct amp_calib *c, int k)
+ * constant with data. false with err set (x is then unusable). */
+static bool evaluate(struct ir_module *x, const struct amp_calib *c, int k, char *err, size_t size)
 {
 	const struct amp_sample *s = &c->samples[k];
-	char err[512];
 	while (x->ninputs) {
 		struct ir_value *v = x->inputs[0];
 		int j = 0;
 		while (j < s->n && strcmp(s->names[j], v->name))
 			j++;
-		if (j == s->n) {
-			ir_error(x->ctx, "--calibrate %s: sample %d has no tensor for input '%s'",
-			         c->source, k + 1, v->name);
+		if (j == s->n || !ir_input_to_const(x, v, s->data[j])) {
+			snprintf(err, size, "no tensor for input '%s'", v->name);
 			return false;
 		}
-		ir_input_to_const(x, v, s->data[j]);
 	}
-	if (ir_fold_all(x, err, sizeof err) < 0) {
-		ir_error(x->ctx, "--calibrate %s: sample %d: %s", c->source, k + 1, err);
-		return false;
-	}
-	return true;
+	return ir_fold_all(x, err, size) >= 0;
 }
 
 static bool computed(const struct ir_value *v)
@@ -119,7 +113,9 @@ struct amp_calib_run *amp_calibrate(struct ir_module *m, const struct amp_option
 	r->ranges = ir_arena_alloc(&m->arena, sizeof *r->ranges * (size_t)(m->nvalues + 1));
 	for (int k = 0; k < c->nsamples; k++) {
 		struct ir_module *x = ir_module_clone(m);
-		if (!evaluate(x, c, k)) {
+		char err[512];
+		if (!evaluate(x, c, k, err, sizeof err)) {
+			ir_error(m->ctx, "--calibrate %s: sample %d: %s", c->source, k + 1, err);
 			ir_module_free(x);
 			amp_calib_free(run);
 			return NULL;
@@ -140,6 +136,13 @@ struct amp_calib_run *amp_calibrate(struct ir_module *m, const struct amp_option
 		}
 		ir_module_free(x);
 	}
+	for (int i = 0; i < c->nsamples * m->noutputs; i++)
+		if (run->ref[i])
+			return run;
+	ir_warning(m->ctx,
+	           "--calibrate %s: the model has no FP32 output the samples compute; the "
+	           "accuracy budget has nothing to measure (the range rule still applies)",
+	           c->source);
 	return run;
 }
 
@@ -174,7 +177,8 @@ void amp_range_rule(struct ir_module *m, const struct amp_options *o, struct amp
 		struct amp_node *a = &r->nodes[n->id];
 		bool over, under;
 		node_range(r, n, &a->absmax, &a->under);
-		if (a->absmax < 0 || o->half != IR_F16 || a->pin != IR_DT_NONE)
+		if (a->absmax < 0 || o->half != IR_F16 || a->pin != IR_DT_NONE || !a->paintable ||
+		    a->cls == IR_AMP_DENY || amp_named(n->name, o->force_half, o->nforce))
 			continue;
 		over = a->absmax * headroom > AMP_F16_MAX;
 		under = a->under > share;
@@ -217,6 +221,20 @@ static double rel_l2(const float *a, const float *b, int64_t n)
 	return den > 0 ? sqrt(num / den) : sqrt(num) > 0 ? INFINITY : 0;
 }
 
+/* A mixed plan that the interpreter cannot finish (an index computed from
+ * rounded values out of range, say) does not fit the budget; said once. */
+static void mixed_failed(struct ir_module *m, const struct amp_options *o,
+                         struct amp_calib_run *run, int k, const char *err)
+{
+	if (run->warned)
+		return;
+	run->warned = true;
+	ir_warning(m->ctx,
+	           "--calibrate %s: sample %d fails in mixed precision (%s); the accuracy "
+	           "budget counts such a plan as missing it",
+	           o->calib->source, k + 1, err);
+}
+
 double amp_measure(struct ir_module *m, const struct amp_options *o, struct amp_result *r,
                    struct amp_calib_run *run)
 {
@@ -224,8 +242,11 @@ double amp_measure(struct ir_module *m, const struct amp_options *o, struct amp_
 	for (int k = 0; k < run->nsamples; k++) {
 		struct ir_module *x = ir_module_clone(m);
 		struct amp_result scratch = *r; /* the rewrite counts what it does */
+		char err[512];
+		r->budget_evals++;
 		amp_rewrite(x, o, &scratch);
-		if (!evaluate(x, o->calib, k)) {
+		if (!evaluate(x, o->calib, k, err, sizeof err)) {
+			mixed_failed(m, o, run, k, err);
 			ir_module_free(x);
 			return INFINITY;
 		}
@@ -237,7 +258,6 @@ double amp_measure(struct ir_module *m, const struct amp_options *o, struct amp_
 		}
 		ir_module_free(x);
 	}
-	r->budget_evals++;
 	return worst;
 }
 
@@ -278,9 +298,12 @@ void amp_contributions(struct ir_module *m, const struct amp_options *o, struct 
 	for (int k = 0; k < run->nsamples; k++) {
 		struct ir_module *x32 = ir_module_clone(m), *xm = ir_module_clone(m);
 		struct amp_result scratch = *r;
+		char err[512];
 		bool ok;
 		amp_rewrite(xm, o, &scratch);
-		ok = evaluate(x32, o->calib, k) && evaluate(xm, o->calib, k);
+		ok = evaluate(x32, o->calib, k, err, sizeof err);
+		if (ok && !(ok = evaluate(xm, o->calib, k, err, sizeof err)))
+			mixed_failed(m, o, run, k, err);
 		IR_FOR_EACH_NODE(m, n)
 		{
 			const struct amp_node *a = &r->nodes[n->id];
@@ -298,6 +321,6 @@ void amp_contributions(struct ir_module *m, const struct amp_options *o, struct 
 		}
 		ir_module_free(xm);
 		ir_module_free(x32);
+		r->budget_evals += 2;
 	}
-	r->budget_evals += 2;
 }

@@ -138,6 +138,40 @@ def check_json(case, *extra):
     return p.returncode, max(errs) if errs else None, p.stderr
 
 
+def plan_names():
+    """Plans for nodes that share a name (the j-th line of a name is the
+    j-th node of it) and for a name starting with #."""
+    d = os.path.join(WORK, "names")
+    os.makedirs(d, exist_ok=True)
+    r = np.random.RandomState(3)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["a"], name="mm"),
+         helper.make_node("Relu", ["a"], ["r"], name="#r"),
+         helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm")],
+        "names", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 512])],
+        [init("w1", r.standard_normal((512, 512))), init("w2", r.standard_normal((512, 512)))])
+    m = os.path.join(d, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), m)
+    plan = os.path.join(d, "names.plan")
+    p = onnxc("ir", m, "--precision", "mixed", "--write-precision-plan", plan,
+              "-o", os.path.join(d, "a.oir"))
+    lines = plan_lines(plan) if p.returncode == 0 else []
+    check([l[0] for l in lines] == ["mm", "\\#r", "mm"],
+          "a plan lists nodes sharing a name in graph order, # escaped: %s" % lines)
+    edited = os.path.join(d, "edited.plan")
+    open(edited, "w").write("mm\tfp16\n\\#r\tfp32\nmm\tfp32\n")
+    p = onnxc("report", m, "--precision", "mixed", "--precision-plan", edited, "--json")
+    got = ([(n["name"], n["precision"], n["rule"]) for n in json.loads(p.stdout)["nodes"]
+            if n["precision"] != "-"] if p.returncode == 0 else p.stderr)
+    check(got == [("mm", "fp16", "plan"), ("#r", "fp32", "plan"), ("mm", "fp32", "plan")],
+          "the j-th plan line of a name pins the j-th node of it: %s" % (got,))
+    open(edited, "w").write("mm\tfp16\nmm\tfp32\nmm\tfp32\n")
+    p = onnxc("report", m, "--precision", "mixed", "--precision-plan", edited)
+    check(p.returncode != 0 and "'mm' is listed more times" in p.stderr,
+          "a plan with more lines for a name than nodes of it is refused")
+
+
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     for name, (g, shapes, ref) in models().items():
@@ -228,6 +262,15 @@ def main():
     p = onnxc("compile", m, "-o", os.path.join(WORK, "out"), "--precision", "mixed",
               "--precision-plan", os.path.join(WORK, "wrong.plan"))
     check(p.returncode != 0 and "nosuchnode" in p.stderr, "a plan naming no node is refused")
+    plan_names()
+    # a folder of data sets and a NAME=FILE sample together
+    x = os.path.join(WORK, "x.npy")
+    np.save(x, np.random.RandomState(5).standard_normal((256, 512)).astype(np.float32))
+    p = onnxc("report", m, "--precision", "mixed", "--json", "--calibrate",
+              os.path.join(WORK, "tiny.calib"), "--calibrate", "x=" + x)
+    sets = len(os.listdir(os.path.join(WORK, "tiny.calib")))
+    got = json.loads(p.stdout)["calibration"]["samples"] if p.returncode == 0 else p.stderr
+    check(got == sets + 1, "a folder and NAME=FILE calibrate on %d samples (%s)" % (sets + 1, got))
     if failures:
         print("%d failures" % len(failures))
         sys.exit(1)
