@@ -127,7 +127,7 @@ bool pass_amp(struct ir_module *m, const struct amp_options *opt, struct amp_res
 			ir_warning(m->ctx, "--precision-plan: node '%s' stays FP32 (%s)", n->name,
 			           a->reason);
 	}
-	if (run && !o->no_budget)
+	if (run)
 		amp_budget(m, o, r, run);
 	amp_calib_free(run);
 	amp_rewrite(m, o, r);

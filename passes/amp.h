@@ -85,7 +85,6 @@ struct amp_options {
 	double headroom;            /* 0: AMP_DEFAULT_HEADROOM */
 	double underflow;           /* 0: AMP_DEFAULT_UNDERFLOW; above 1: never */
 	double max_rel_l2;          /* the budget; 0: 1e-2 for FP16, 5e-2 for BF16 */
-	bool no_budget;             /* calibrate and apply ranges, but no budget search */
 	const struct amp_pin *plan; /* --precision-plan, by node name */
 	int nplan;
 };
