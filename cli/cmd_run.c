@@ -934,7 +934,7 @@ int cmd_check(int argc, char **argv)
 	struct run_sig sig;
 	const char **names = NULL;
 	char model[4200];
-	const char *dir = NULL, *keep;
+	const char *dir = NULL, *keep = NULL;
 	struct check_args ca = {
 		.rtol = 1e-3, .atol = 1e-7, .max_l2 = -1, .target = { "cpu", "native", "sm_90" }
 	};

@@ -4,8 +4,8 @@
  *
  * NAME.c is compiled with $CC (default cc) against the runtime's header;
  * libNAME.a holds NAME.o, NAME_kernels.o and, with --embed-weights, the
- * weights object (and, for --target cuda, the embedded PTX object). `ar D`
- * keeps the archive deterministic. For onnxc run and check, NAME.so
+ * weights object (and, for --target cuda, the embedded PTX object), written
+ * by archiver(); `ar D` keeps the archive deterministic. For onnxc run and check, NAME.so
  * additionally links the runtime (built position independent; for CUDA
  * also the CUDA runtime with cudart, cuBLASLt and cuDNN) and BLAS so it can
  * be loaded with dlopen. Commands run through fork/exec
@@ -103,6 +103,34 @@ static const char *cc(void)
 {
 	const char *c = getenv("CC");
 	return c && *c ? c : "cc";
+}
+
+/* Whether NAME is an executable file in a folder of $PATH. */
+static bool on_path(struct ir_arena *a, const char *name)
+{
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+		char *f = ir_arena_printf(a, "%.*s/%s", (int)n, n ? path : ".", name);
+		if (access(f, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+/* The archiver: $AR, else gcc-ar where it is on PATH, else ar. GNU ar loads
+ * every plugin in /usr/lib/bfd-plugins to look inside the objects, and
+ * LLVM's LLVMgold there loads all of libLLVM: 120 ms for each archive, a
+ * quarter of `onnxc check` on a small model. gcc-ar hands ar GCC's own LTO
+ * plugin, the only one it then loads (10 ms). The objects are plain ELF
+ * either way, so the archive is the same. */
+static char *archiver(struct ir_arena *a)
+{
+	const char *e = getenv("AR");
+	if (e && *e)
+		return (char *)e;
+	return on_path(a, "gcc-ar") ? "gcc-ar" : "ar";
 }
 
 /* cc() for a command run in another folder: a relative $CC such as
@@ -209,7 +237,7 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)(nobjects + 6));
 		int k = 0;
 		unlink(lib);
-		argv[k++] = "ar";
+		argv[k++] = archiver(a);
 		argv[k++] = "rcsD";
 		argv[k++] = lib;
 		argv[k++] = obj;
@@ -298,7 +326,7 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 	{
 		char *step = ir_arena_printf(a, "%s/lib%s_step.a", dir, name);
 		char *eval = ir_arena_printf(a, "%s/lib%s_eval.a", dir, name);
-		char *argv[] = { "ar", "rcsD", lib, obj, NULL };
+		char *argv[] = { archiver(a), "rcsD", lib, obj, NULL };
 		unlink(lib);
 		if (!run(ctx, argv))
 			return false;

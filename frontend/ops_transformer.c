@@ -70,7 +70,7 @@ enum act { GELU_ERF, GELU_TANH, SWISH };
 static struct ir_value *activate(struct fe_node *nd, struct ir_value *x, enum act a, double alpha,
                                  int k)
 {
-	struct ir_value *inner;
+	struct ir_value *inner = NULL;
 	if (!x)
 		return NULL;
 	switch (a) {

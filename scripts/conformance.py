@@ -23,7 +23,10 @@ Every case is checked with the suite's own tolerances
 
 With --expect, the run fails (exit 1) when a case's class differs from the
 one the file records: a case that should pass no longer does, or a case
-listed as failing now passes (update the list with --update-expect).
+listed as failing now passes (update the list with --update-expect). A
+crash, a sanitizer's abort or a timeout (onnxc exiting other than 0 or 1)
+fails the run whatever the file expects: every model, good or bad, must be
+checked or refused with a diagnostic.
 --markdown rewrites the suite's section of docs/conformance.md (the per-op
 table of suite --suite), leaving the other suites' sections as they are.
 """
@@ -64,7 +67,7 @@ def run_case(onnxc, case_dir, timeout):
         p = subprocess.run([onnxc, "check", case_dir, "--json"], capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"class": "error", "reason": "timeout after %d s" % timeout}
+        return {"class": "error", "reason": "timeout after %d s" % timeout, "crash": True}
     elapsed = time.time() - start
     out = p.stdout.strip().splitlines()
     try:
@@ -74,7 +77,7 @@ def run_case(onnxc, case_dir, timeout):
     if p.returncode not in (0, 1) or res is None:
         tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
         return {"class": "error", "reason": "status %d: %s" % (p.returncode, tail[:200]),
-                "seconds": elapsed}
+                "seconds": elapsed, "crash": p.returncode not in (0, 1)}
     if res.get("passed"):
         return {"class": "pass", "seconds": elapsed, "compile_ms": res.get("compile_ms"),
                 "frozen": res.get("frozen_inputs", 0)}
@@ -239,7 +242,10 @@ def main():
         exp = read_expect(args.expect)
         for c in cases:
             want, got = exp.get(c, ("pass", ""))[0], results[c]["class"]
-            if want != got:
+            if results[c].get("crash"):
+                status = 1
+                print("CRASH %s: %s" % (c, results[c]["reason"]))
+            elif want != got:
                 status = 1
                 print("UNEXPECTED %s: expected %s, got %s%s" % (
                     c, want, got, " (" + results[c]["reason"] + ")" if results[c].get("reason") else ""))

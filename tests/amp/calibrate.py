@@ -69,16 +69,16 @@ def models():
     r = np.random.RandomState(0)
     out = {}
     # tiny: outputs around 1e-9
-    w1, b1 = r.standard_normal((512, 1024)) * 0.05, r.standard_normal(1024) * 0.1
-    w2 = r.standard_normal((1024, 256)) * 1e-9
+    w1, b1 = r.standard_normal((256, 512)) * 0.05, r.standard_normal(512) * 0.1
+    w2 = r.standard_normal((512, 128)) * 1e-9
     g = helper.make_graph(
         [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
          helper.make_node("Relu", ["h"], ["r"]),
          helper.make_node("MatMul", ["r", "w2"], ["y"])],
-        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 512])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])],
+        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 128])],
         [init("w1", w1), init("b1", b1), init("w2", w2)])
-    out["tiny"] = (g, {"x": (256, 512)},
+    out["tiny"] = (g, {"x": (64, 256)},
                    lambda x: np.maximum(x @ w1.astype(np.float32) + b1.astype(np.float32), 0)
                    @ w2.astype(np.float32).astype(np.float64))
     # tail: a sigmoid at about 1e-7
@@ -91,25 +91,25 @@ def models():
          helper.make_node("Conv", ["r", "hw", "hb"], ["l"]),
          helper.make_node("Sigmoid", ["l"], ["p"]),
          helper.make_node("Conv", ["p", "mw"], ["y"])],
-        "tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16, 32, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 16, 32, 32])],
+        "tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16, 16, 16])],
         [init("cw", cw), init("cb", cb), init("hw", hw), init("hb", hb), init("mw", mw)])
     f32 = lambda a: np.asarray(a, np.float32).astype(np.float64)
-    out["tail"] = (g, {"x": (8, 16, 32, 32)},
+    out["tail"] = (g, {"x": (2, 16, 16, 16)},
                    lambda x: conv2d(1 / (1 + np.exp(-conv2d(np.maximum(
                        conv2d(x, f32(cw), f32(cb), 1), 0), f32(hw), f32(hb), 0))),
                        f32(mw), np.zeros(16), 0))
     # cancel: x W - x W' with W' close to W
-    wa = r.standard_normal((512, 512)) * 0.05
-    wb = wa + r.standard_normal((512, 512)) * 5e-5
+    wa = r.standard_normal((256, 256)) * 0.05
+    wb = wa + r.standard_normal((256, 256)) * 5e-5
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "wa"], ["a"]),
          helper.make_node("MatMul", ["x", "wb"], ["b"]),
          helper.make_node("Sub", ["a", "b"], ["y"])],
-        "cancel", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 512])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 512])],
+        "cancel", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])],
         [init("wa", wa), init("wb", wb)])
-    out["cancel"] = (g, {"x": (256, 512)}, lambda x: x @ f32(wa) - x @ f32(wb))
+    out["cancel"] = (g, {"x": (64, 256)}, lambda x: x @ f32(wa) - x @ f32(wb))
     return out
 
 
@@ -244,7 +244,7 @@ def main():
     # bad calibration data is refused, naming the file and the input
     m = os.path.join(WORK, "tiny", "model.onnx")
     bad = os.path.join(WORK, "bad.npy")
-    np.save(bad, np.zeros((3, 512), np.float32))
+    np.save(bad, np.zeros((3, 256), np.float32))
     p = onnxc("compile", m, "-o", os.path.join(WORK, "out"), "--precision", "mixed",
               "--calibrate", "x=" + bad)
     check(p.returncode != 0 and "bad.npy" in p.stderr and "'x'" in p.stderr,
@@ -265,7 +265,7 @@ def main():
     plan_names()
     # a folder of data sets and a NAME=FILE sample together
     x = os.path.join(WORK, "x.npy")
-    np.save(x, np.random.RandomState(5).standard_normal((256, 512)).astype(np.float32))
+    np.save(x, np.random.RandomState(5).standard_normal((64, 256)).astype(np.float32))
     p = onnxc("report", m, "--precision", "mixed", "--json", "--calibrate",
               os.path.join(WORK, "tiny.calib"), "--calibrate", "x=" + x)
     sets = len(os.listdir(os.path.join(WORK, "tiny.calib")))
