@@ -68,6 +68,12 @@ static const struct {
 	{ 13, 8 }, { 19, 9 }, { 21, 10 }, { 23, 11 }, { 24, 12 }, { 25, 13 },
 };
 
+/* An If being written (ex_if): its branches' guards and its place. */
+struct ex_level {
+	const struct ir_value *then_g, *else_g;
+	int pos;
+};
+
 struct ex {
 	struct ir_ctx *ctx;
 	struct ir_module *m;
@@ -81,6 +87,15 @@ struct ex {
 	size_t nnodes, cap_nodes;
 	Onnx__TensorProto **inits;
 	size_t ninits, cap_inits;
+	/* If, rebuilt from guards and phis (ex_if); arrays by node id */
+	int *pos;                     /* the node's place in the list */
+	unsigned char *skip;          /* a not/and that built a branch's guard */
+	unsigned char *done;          /* written (a phi: into its If) */
+	const struct ir_node **first; /* a phi: the first phi of its If */
+	const char **if_name;         /* a first phi: its If's node name */
+	const char *strip;            /* node-name prefix of the branch written */
+	struct ex_level *levels;      /* the Ifs being written */
+	int nlevels;
 };
 
 /* One ONNX node being written; its arrays are allocated to their final size. */
@@ -286,18 +301,18 @@ static const char *ex_scalar(struct ex *ex, const struct ir_node *n, const char 
 /* Nodes and attributes                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* A new ONNX node of type op_type from IR node n, with room for max_in inputs
- * and max_attr attributes; the caller adds inputs and outputs. */
-static struct ex_node *ex_node_new(struct ex *ex, const struct ir_node *n, const char *op_type,
-                                   const char *name, int max_in, int max_attr)
+/* An ONNX node named name exactly (a name ex_node_name gave), with room for
+ * max_in inputs, nout outputs and max_attr attributes. */
+static struct ex_node *ex_node_named(struct ex *ex, const struct ir_node *n, const char *op_type,
+                                     const char *name, int max_in, int nout, int max_attr)
 {
 	struct ex_node *en = ir_arena_alloc(&ex->arena, sizeof *en);
 	Onnx__NodeProto *p = ir_arena_alloc(&ex->arena, sizeof *p);
 	onnx__node_proto__init(p);
-	p->name = (char *)ex_node_name(ex, name);
+	p->name = (char *)name;
 	p->op_type = (char *)op_type;
 	p->input = ir_arena_alloc(&ex->arena, sizeof *p->input * (size_t)(max_in + 1));
-	p->output = ir_arena_alloc(&ex->arena, sizeof *p->output * (size_t)(n->nout + 1));
+	p->output = ir_arena_alloc(&ex->arena, sizeof *p->output * (size_t)(nout + 1));
 	p->attribute = ir_arena_alloc(&ex->arena, sizeof *p->attribute * (size_t)(max_attr + 1));
 	en->ex = ex;
 	en->n = n;
@@ -307,6 +322,23 @@ static struct ex_node *ex_node_new(struct ex *ex, const struct ir_node *n, const
 	ex->nodes = ex_grow(ex, ex->nodes, ex->nnodes, &ex->cap_nodes, sizeof *ex->nodes);
 	ex->nodes[ex->nnodes++] = p;
 	return en;
+}
+
+/* Inside a branch, the prefix "IF/then/" the importer gave its nodes'
+ * names is left out: read back, they get it again. */
+static const char *ex_unprefixed(const struct ex *ex, const char *name)
+{
+	size_t k = ex->strip ? strlen(ex->strip) : 0;
+	return k && strncmp(name, ex->strip, k) == 0 && name[k] ? name + k : name;
+}
+
+/* A new ONNX node of type op_type from IR node n, with room for max_in inputs
+ * and max_attr attributes; the caller adds inputs and outputs. */
+static struct ex_node *ex_node_new(struct ex *ex, const struct ir_node *n, const char *op_type,
+                                   const char *name, int max_in, int max_attr)
+{
+	return ex_node_named(ex, n, op_type, ex_node_name(ex, ex_unprefixed(ex, name)), max_in,
+	                     n->nout, max_attr);
 }
 
 static void ex_in(struct ex_node *en, const char *name)
@@ -980,10 +1012,13 @@ static const struct ex_op ex_op_mish = { ex_mish, "Softplus" };
 static const struct ex_op ex_op_refuse_backward = {
 	NULL, NULL, "a training step's backward op has no ONNX form"
 };
-static const struct ex_op ex_op_refuse_guard = {
+static bool ex_if(struct ex *ex, const struct ir_node *phi);
+/* a phi is written as the If it merges (with the If's other phis) */
+static const struct ex_op ex_op_if = { ex_if };
+static const struct ex_op ex_op_refuse_trap = {
 	NULL, NULL,
-	"the merge of an If whose condition is known only at run time cannot be exported yet "
-	"(the writer does not rebuild If)"
+	"the branch was not imported for the shapes the model is compiled for (it traps when "
+	"taken), so the If cannot be written back; compile for shapes both branches accept"
 };
 static const struct ex_op ex_op_refuse_dropout = {
 	NULL, NULL,
@@ -1119,16 +1154,258 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
 	return ok && ex_check_values(ex, n);
 }
 
+/* ------------------------------------------------------------------------ */
+/* If, rebuilt from guards and phis                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The importer turns an If on a run-time condition c inside guard O (NULL
+ * outside any branch) into the then branch's nodes under T (c itself, or
+ * and(O, c) computed under O when nested), the else branch's under E
+ * (not(c), or and(O, not(c))), and one phi(c, then_k, else_k) under O per
+ * output (docs/ir.md, Guards). The writer turns that back into one If per c
+ * and O, at the place of its first phi: its outputs are the phis, its then
+ * branch the nodes under T (nested Ifs under guards within T are written
+ * inside it the same way), its else branch those under E; the not/and
+ * nodes that built T and E are left out, since reading the If back builds
+ * them again, and so are the "IF/then/" prefixes of the branch nodes'
+ * names. A branch output computed outside the branch is named as it is
+ * (ONNX scoping lets a branch return an outer value). What a branch reads
+ * from outside must come before the If's place in the list (the IR's
+ * order is topological, but a pass could put a node a branch reads after
+ * the first phi: that If is refused, naming it).
+ */
+
+/* The node computing op(a, b) (op(a) when b is NULL) under guard g. */
+static const struct ir_node *ex_guard_node(const struct ir_value *a, const struct ir_value *b,
+                                           enum ir_op op, const struct ir_value *g)
+{
+	for (int i = 0; a && i < a->nuses; i++) {
+		const struct ir_node *n = a->uses[i].node;
+		if (n->op == op && a->uses[i].index == 0 && n->guard == g && (!b || n->in[1] == b))
+			return n;
+	}
+	return NULL;
+}
+
+/* The guard-building nodes of the If a phi merges, and its branches' guards
+ * (NULL where the importer built none: a branch without nodes). */
+struct ex_branches {
+	const struct ir_node *and_then, *not_cond, *and_else;
+	const struct ir_value *then_g, *else_g;
+};
+
+static struct ex_branches ex_branches(const struct ir_node *phi)
+{
+	const struct ir_value *c = phi->in[0], *o = phi->guard;
+	struct ex_branches b = { .not_cond = ex_guard_node(c, NULL, IR_OP_NOT, o) };
+	if (!o) {
+		b.then_g = c;
+		b.else_g = b.not_cond ? b.not_cond->out[0] : NULL;
+		return b;
+	}
+	if ((b.and_then = ex_guard_node(o, c, IR_OP_AND, o)))
+		b.then_g = b.and_then->out[0];
+	if (b.not_cond && (b.and_else = ex_guard_node(o, b.not_cond->out[0], IR_OP_AND, o)))
+		b.else_g = b.and_else->out[0];
+	return b;
+}
+
+/* Whether every use of n's result is as a guard or by a skipped node. */
+static bool ex_guard_only(const struct ex *ex, const struct ir_node *n)
+{
+	const struct ir_value *v = n->out[0];
+	for (int i = 0; i < v->nuses; i++)
+		if (v->uses[i].index != IR_USE_GUARD && !ex->skip[v->uses[i].node->id])
+			return false;
+	return true;
+}
+
+/* Marks the nodes that built branch guards (ex->skip), and each phi's
+ * first phi of its If (ex->first). */
+static void ex_find_ifs(struct ex *ex)
+{
+	bool changed = true;
+	IR_FOR_EACH_NODE(ex->m, n)
+	{
+		struct ex_branches b;
+		if (n->op != IR_OP_PHI || ex->first[n->id])
+			continue;
+		b = ex_branches(n);
+		for (const struct ir_node *p = n; p; p = p->next)
+			if (p->op == IR_OP_PHI && p->in[0] == n->in[0] && p->guard == n->guard)
+				ex->first[p->id] = n;
+		if (b.and_then)
+			ex->skip[b.and_then->id] = 1;
+		if (b.not_cond)
+			ex->skip[b.not_cond->id] = 1;
+		if (b.and_else)
+			ex->skip[b.and_else->id] = 1;
+	}
+	/* a not/and the model also reads as data is written after all */
+	while (changed) {
+		changed = false;
+		IR_FOR_EACH_NODE(ex->m, n)
+		if (ex->skip[n->id] && !ex_guard_only(ex, n)) {
+			ex->skip[n->id] = 0;
+			changed = true;
+		}
+	}
+}
+
+/* Whether node d lies in a branch of level l. */
+static bool ex_in_level(const struct ex_level *l, const struct ir_node *d)
+{
+	return (l->then_g && ir_guard_implies(d->guard, l->then_g)) ||
+	       (l->else_g && ir_guard_implies(d->guard, l->else_g));
+}
+
+/* Whether v, read inside the Ifs being written, is visible there: defined
+ * in the same branch, or before the If of the scope it is defined in. */
+static bool ex_visible(const struct ex *ex, const struct ir_value *v)
+{
+	int j = 0;
+	if (v->kind != IR_VAL_NODE)
+		return true;
+	while (j < ex->nlevels && ex_in_level(&ex->levels[j], v->def))
+		j++;
+	return j == ex->nlevels || ex->pos[v->def->id] < ex->levels[j].pos;
+}
+
+static bool ex_write_node(struct ex *ex, const struct ir_node *n);
+
+/* Writes the nodes under guard g (NULL: outside every branch) in list
+ * order, an If at the place of its first phi. */
+static bool ex_scope(struct ex *ex, const struct ir_value *g)
+{
+	bool ok = true;
+	/* the If takes its phi's name first: read back, its branch nodes are
+	 * named after it, and a node written before it may share the name */
+	IR_FOR_EACH_NODE(ex->m, n)
+	if (n->guard == g && n->op == IR_OP_PHI && ex->first[n->id] == n)
+		ex->if_name[n->id] = ex_node_name(ex, ex_unprefixed(ex, n->name));
+	IR_FOR_EACH_NODE(ex->m, n)
+	{
+		if (n->guard != g || ex->skip[n->id] || ex->done[n->id])
+			continue;
+		for (int i = 0; i < n->nin && ex->nlevels; i++)
+			if (n->in[i] && !ex_visible(ex, n->in[i]))
+				return ex_node_error(
+				        ex, n,
+				        "it reads '%s', which comes after the If it is "
+				        "in; the writer cannot order the If",
+				        n->in[i]->name);
+		ok &= ex_write_node(ex, n);
+		ex->done[n->id] = 1;
+	}
+	return ok;
+}
+
+/* value_info for the results of the nodes under guard g, but for the
+ * graph's outputs: out[0..nout) (or, outside every branch, the module's). */
+static void ex_value_infos(struct ex *ex, Onnx__GraphProto *gp, const struct ir_value *g,
+                           const char *const *out, size_t nout)
+{
+	size_t n = 0;
+	IR_FOR_EACH_NODE(ex->m, nd)
+	if (nd->guard == g && !ex->skip[nd->id])
+		n += (size_t)nd->nout;
+	gp->value_info = ir_arena_alloc(&ex->arena, sizeof *gp->value_info * (n + 1));
+	IR_FOR_EACH_NODE(ex->m, nd)
+	{
+		if (nd->guard != g || ex->skip[nd->id])
+			continue;
+		for (int i = 0; i < nd->nout; i++) {
+			const struct ir_value *v = nd->out[i];
+			bool is_out = !g && ir_is_output(ex->m, v);
+			for (size_t k = 0; k < nout && !is_out; k++)
+				is_out = strcmp(out[k], v->name) == 0;
+			if (!is_out)
+				gp->value_info[gp->n_value_info++] = ex_value_info(ex, v);
+		}
+	}
+}
+
+/* One branch of the If merged by phis[0..k): the nodes under g, returning
+ * each phi's operand `which` (1: then, 2: else). */
+static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *phis, int k,
+                                   const struct ir_value *g, int which)
+{
+	Onnx__GraphProto *gp = ir_arena_alloc(&ex->arena, sizeof *gp);
+	Onnx__NodeProto **nodes = ex->nodes;
+	size_t nnodes = ex->nnodes, cap = ex->cap_nodes;
+	const char *strip = ex->strip;
+	const char **out = ir_arena_alloc(&ex->arena, sizeof *out * (size_t)(k + 1));
+	onnx__graph_proto__init(gp);
+	gp->name = (char *)ir_arena_printf(&ex->arena, "%s/%s", phis[0]->name,
+	                                   which == 1 ? "then" : "else");
+	ex->nodes = NULL;
+	ex->nnodes = ex->cap_nodes = 0;
+	ex->strip = ir_arena_printf(&ex->arena, "%s/", gp->name);
+	if (g)
+		ex_scope(ex, g);
+	gp->n_node = ex->nnodes;
+	gp->node = ex->nodes;
+	gp->n_output = (size_t)k;
+	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * (size_t)(k + 1));
+	for (int i = 0; i < k; i++) {
+		const struct ir_value *v = phis[i]->in[which];
+		if (!ex_visible(ex, v))
+			ex_node_error(ex, phis[i],
+			              "its operand '%s' comes after the If's first merge; the "
+			              "writer cannot order the If",
+			              v->name);
+		out[i] = v->name;
+		gp->output[i] = ex_value_info(ex, v);
+	}
+	if (g)
+		ex_value_infos(ex, gp, g, out, (size_t)k);
+	ex->nodes = nodes;
+	ex->nnodes = nnodes;
+	ex->cap_nodes = cap;
+	ex->strip = strip;
+	return gp;
+}
+
+/* Writes the If whose first phi is phi (the other phis of the If are done
+ * with it). */
+static bool ex_if(struct ex *ex, const struct ir_node *phi)
+{
+	struct ex_branches b = ex_branches(phi);
+	const struct ir_node **phis;
+	struct ex_node *en;
+	Onnx__AttributeProto *a;
+	int k = 0, errors = ex->ctx->nerrors;
+	if (ex->first[phi->id] != phi || ex->done[phi->id])
+		return true; /* written with its If */
+	for (const struct ir_node *p = phi; p; p = p->next)
+		k += ex->first[p->id] == phi;
+	phis = ir_arena_alloc(&ex->arena, sizeof *phis * (size_t)k);
+	k = 0;
+	for (const struct ir_node *p = phi; p; p = p->next)
+		if (ex->first[p->id] == phi) {
+			phis[k++] = p;
+			ex->done[p->id] = 1;
+		}
+	ex->levels[ex->nlevels++] = (struct ex_level){ b.then_g, b.else_g, ex->pos[phi->id] };
+	en = ex_node_named(ex, phi, "If", ex->if_name[phi->id], 1, k, 2);
+	ex_in(en, phi->in[0]->name);
+	for (int i = 0; i < k; i++)
+		en->p->output[en->p->n_output++] = (char *)phis[i]->out[0]->name;
+	a = ex_attr(en, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+	a->g = ex_branch(ex, phis, k, b.then_g, 1);
+	a = ex_attr(en, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+	a->g = ex_branch(ex, phis, k, b.else_g, 2);
+	ex->nlevels--;
+	return ex->ctx->nerrors == errors;
+}
+
 static bool ex_write_node(struct ex *ex, const struct ir_node *n)
 {
 	if (ex_ops[n->op]->refuse)
 		return ex_node_error(ex, n, "%s", ex_ops[n->op]->refuse);
-	if (n->guard)
-		return ex_node_error(ex, n,
-		                     "the node runs under guard '%s' (a branch of an If whose "
-		                     "condition is known only at run time), which cannot be "
-		                     "exported yet (the writer does not rebuild If)",
-		                     n->guard->name);
+	if (n->op == IR_OP_PHI) /* its types are its operands' writers' to check */
+		return ex_if(ex, n);
 	return ex_check_op(ex, n) && ex_ops[n->op]->write(ex, n);
 }
 
@@ -1156,7 +1433,6 @@ static Onnx__GraphProto *ex_graph(struct ex *ex)
 {
 	struct ir_module *m = ex->m;
 	Onnx__GraphProto *g = ir_arena_alloc(&ex->arena, sizeof *g);
-	size_t nvi = 0;
 	onnx__graph_proto__init(g);
 	g->name = (char *)m->name;
 	g->n_input = (size_t)m->ninputs;
@@ -1167,13 +1443,7 @@ static Onnx__GraphProto *ex_graph(struct ex *ex)
 	g->output = ir_arena_alloc(&ex->arena, sizeof *g->output * (size_t)(m->noutputs + 1));
 	for (int i = 0; i < m->noutputs; i++)
 		g->output[i] = ex_value_info(ex, m->outputs[i]);
-	IR_FOR_EACH_NODE(m, n)
-	nvi += (size_t)n->nout;
-	g->value_info = ir_arena_alloc(&ex->arena, sizeof *g->value_info * (nvi + 1));
-	IR_FOR_EACH_NODE(m, n)
-	for (int i = 0; i < n->nout; i++)
-		if (!ir_is_output(m, n->out[i]))
-			g->value_info[g->n_value_info++] = ex_value_info(ex, n->out[i]);
+	ex_value_infos(ex, g, NULL, NULL, 0);
 	g->n_node = ex->nnodes;
 	g->node = ex->nodes;
 	g->n_initializer = ex->ninits;
@@ -1256,11 +1526,29 @@ static bool ex_write_file(struct ex *ex, const Onnx__ModelProto *mp, const char 
 
 static bool ex_run(struct ex *ex, const char *path, const struct fe_export_options *o)
 {
-	int errors = ex->ctx->nerrors;
+	struct ir_arena *a = &ex->arena;
+	size_t ids = (size_t)ex->m->next_node_id + 1;
+	int errors = ex->ctx->nerrors, k = 0;
 	if (!ex_constants(ex))
 		return false;
+	ex->pos = ir_arena_alloc(a, sizeof *ex->pos * ids);
+	ex->skip = ir_arena_alloc(a, ids);
+	ex->done = ir_arena_alloc(a, ids);
+	ex->first = ir_arena_alloc(a, sizeof *ex->first * ids);
+	ex->if_name = ir_arena_alloc(a, sizeof *ex->if_name * ids);
+	ex->levels = ir_arena_alloc(a, sizeof *ex->levels * ids);
+	memset(ex->skip, 0, ids);
+	memset(ex->done, 0, ids);
+	memset(ex->first, 0, sizeof *ex->first * ids);
 	IR_FOR_EACH_NODE(ex->m, n)
-	ex_write_node(ex, n);
+	ex->pos[n->id] = k++;
+	ex_find_ifs(ex);
+	ex_scope(ex, NULL);
+	/* a guarded node no phi merges out of its branch (none is made so) */
+	IR_FOR_EACH_NODE(ex->m, n)
+	if (!ex->done[n->id] && !ex->skip[n->id] && ex->ctx->nerrors == errors)
+		ex_node_error(ex, n, "it runs under guard '%s', and no If merges its branch",
+		              n->guard ? n->guard->name : "(none)");
 	if (ex->ctx->nerrors != errors)
 		return false;
 	return ex_write_file(ex, ex_model(ex, o), path);

@@ -117,12 +117,12 @@ IR_OP(WHERE,              "where",              "Where",                 3, 3,  
  * rank at most the operands'), then, else of one type; the result is then
  * where cond holds, else else. The operand not chosen may be unspecified
  * (the result of a node whose guard is false) */
-IR_OP(PHI,                "phi",                "If",                    3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         phi,              eltwise,          refuse_guard,      phi,              fused,            "")
+IR_OP(PHI,                "phi",                "If",                    3, 3,  1, 1,  ELTWISE, CLEAR,   moves,         phi,              eltwise,          if,                phi,              fused,            "")
 /* a branch of a run-time If that cannot run with the compiled shapes (it
  * failed to import): a result of type dtype[shape] for the phi, never
  * written; running it (its guard holds) fails the run with RT_ERR_BRANCH,
  * and message says why the branch cannot run */
-IR_OP(TRAP,               "trap",               "If",                    0, 0,  1, 1,  COMPUTE, CLEAR,   moves,         trap,             trap,             refuse_guard,      none,             trap,             "dtype:t shape:I message:s")
+IR_OP(TRAP,               "trap",               "If",                    0, 0,  1, 1,  COMPUTE, CLEAR,   moves,         trap,             trap,             refuse_trap,       none,             trap,             "dtype:t shape:I message:s")
 /* dropout in training: x, seed (i64 scalar); the mask is drawn from the
  * seed, the salt and the element's index (docs/ir.md#dropout) */
 IR_OP(DROPOUT,            "dropout",            "Dropout",               2, 2,  1, 1,  ELTWISE, CLEAR,   dropout,       dropout,          eltwise,          refuse_dropout,    again,            fused,            "ratio:f salt:i")

@@ -9,6 +9,7 @@ Usage (Debian's /usr/bin/python3: it has onnx and numpy):
     check_export.py small ONNXC ORT_RUN DIR CASES.txt
     check_export.py node ONNXC ORT_RUN NODE_DIR EXPECTED.txt [--opset N] [--all]
     check_export.py cases ONNXC
+    check_export.py ifs ONNXC
     check_export.py opsets ONNXC ORT_RUN FORMS.oir OPSET...
 
 roundtrip  exports MODEL and checks that
@@ -57,6 +58,10 @@ node       the ONNX backend node tests onnxc passes (tests/node/expected.txt)
 cases      error cases (each a diagnostic naming the node or value, exit
            status 1; bad usage exit status 2) and export forms that need an
            opset (allowzero) or a decomposition (Mish).
+ifs        a model of two nested Ifs on run-time conditions exported as If
+           nodes (`roundtrip`, the branches' ops, outputs and node names),
+           both it and the export checked against numpy for every way the
+           conditions go; a branch replaced by a trap is refused.
 opsets     FORMS.oir (the op families whose form changes from opset 18)
            exported at each OPSET (18 to 25) and at 17 (without what 17
            cannot express): every node in the form its op's version there
@@ -103,7 +108,7 @@ def run(cmd, expect=0, what=None):
 # Round trip
 # ---------------------------------------------------------------------------
 
-NODE_LINE = re.compile(r'^(.* = [a-z_]+\(.*\)(?: \{.*\})?) @(.+)$')
+NODE_LINE = re.compile(r'^(.* = [a-z_]+\(.*\)(?: \{.*\})?(?: if %\S+)?) @(.+)$')
 
 
 def unquote(name):
@@ -512,10 +517,6 @@ def random_inputs(graph, rng):
 
 # Golden cases that cannot be exported, and the diagnostic they must get.
 REFUSED = {
-    # a run-time If: its guarded branches and phis are not written back as an
-    # If yet (docs/ir.md, Guards)
-    "if_runtime": "node 'outer/then/Relu_0' (relu): cannot export: the node runs under guard "
-                  "'c1'",
     "amp_first_conv.bf16": "node 'Conv_0' (conv): cannot export: ONNX Conv at opset 17 "
                            "does not take bf16 for its input 0",
     # CumProd exists from opset 26, past the writer's last (25)
@@ -1147,9 +1148,118 @@ def cmd_opsets(argv):
     return 0
 
 
+# ---------------------------------------------------------------------------
+# If on a run-time condition, rebuilt from guards and phis
+# ---------------------------------------------------------------------------
+
+def if_model():
+    """outer If(c1), two outputs: then = Relu, an inner If(c2) (Neg | Mul) and
+    the Relu's result; else = Sigmoid + Add and the outer input x as it is."""
+    from onnx import TensorProto, helper
+    F = TensorProto.FLOAT
+    vi = lambda n: helper.make_tensor_value_info(n, F, [2, 3])
+    inner = helper.make_node(
+        "If", ["c2"], ["z"], name="inner",
+        then_branch=helper.make_graph([helper.make_node("Neg", ["r"], ["z1"], name="neg")],
+                                      "t2", [], [vi("z1")]),
+        else_branch=helper.make_graph([helper.make_node("Mul", ["r", "x"], ["z2"], name="mul")],
+                                      "e2", [], [vi("z2")]))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"), inner],
+                               "then", [], [vi("z"), vi("r")])
+    else_g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+                                helper.make_node("Add", ["s", "x"], ["e"], name="add")],
+                               "else", [], [vi("e"), vi("x")])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c1"], ["y0", "y1"], name="outer", then_branch=then_g,
+                          else_branch=else_g)],
+        "ifs", [vi("x"), helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("c2", TensorProto.BOOL, [])],
+        [vi("y0"), vi("y1")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def if_reference(x, c1, c2):
+    r = np.maximum(x, 0)
+    if c1:
+        return (-r if c2 else r * x), r
+    return 1 / (1 + np.exp(-x)) + x, x
+
+
+def write_if_case(d, model_path):
+    os.makedirs(d)
+    shutil.copy(model_path, os.path.join(d, "model.onnx"))
+    rng = np.random.default_rng(3)
+    for k, (c1, c2) in enumerate([(1, 1), (1, 0), (0, 1), (0, 0)]):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        s = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(s)
+        ins = [("x", x), ("c1", np.array(bool(c1))), ("c2", np.array(bool(c2)))]
+        outs = zip(["y0", "y1"], if_reference(x.astype(np.float64), c1, c2))
+        for j, (n, a) in enumerate(ins):
+            onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(s, "input_%d.pb" % j))
+        for j, (n, a) in enumerate(outs):
+            onnx.save_tensor(numpy_helper.from_array(a.astype(np.float32), n),
+                             os.path.join(s, "output_%d.pb" % j))
+
+
+def branch_ops(g):
+    """{If name: ([then ops], [else ops], [then outputs], [else outputs])}."""
+    found = {}
+    for n in g.node:
+        if n.op_type == "If":
+            a = {x.name: x.g for x in n.attribute}
+            t, e = a["then_branch"], a["else_branch"]
+            found[n.name] = ([m.op_type for m in t.node], [m.op_type for m in e.node],
+                             [o.name for o in t.output], [o.name for o in e.output])
+            for b in (t, e):
+                found.update(branch_ops(b))
+    return found
+
+
+IF_TRAP = ("input %x : f32[2]\ninput %c : bool[]\n%n : bool[] = not(%c) @br\n"
+           "%a : f32[2] = relu(%x) if %c @br/then/r\n"
+           "%t : f32[2] = trap() {dtype=f32, shape=[2], message=\"too short\"} if %n @br/else/t\n"
+           "%y : f32[2] = phi(%c, %a, %t) @br\noutput %y\n")
+
+
+def cmd_ifs(argv):
+    """Ifs on run-time conditions exported as If nodes: the IR read back is the
+    IR exported, the checker accepts the file, the If's branches are the
+    model's, and the export computes what the model does for every way the
+    two conditions go; a branch replaced by a trap is refused."""
+    onnxc = argv[0]
+    with tempfile.TemporaryDirectory() as work:
+        src = os.path.join(work, "ifs.onnx")
+        onnx.save(if_model(), src)
+        out, _ = roundtrip(onnxc, src, [], work)
+        g = onnx.load(out).graph
+        got = ([n.op_type for n in g.node], branch_ops(g))
+        want = (["If"], {"outer": (["Relu", "If"], ["Sigmoid", "Add"], ["z", "r"], ["e", "x"]),
+                         "inner": (["Neg"], ["Mul"], ["z1"], ["z2"])})
+        if got != want:
+            raise Fail("the exported Ifs are %s, expected %s" % (got, want))
+        names = [m.name for m in g.node[0].attribute[0].g.node]
+        if names != ["relu", "inner"]:
+            raise Fail("the then branch's nodes are named %s, not as in the model" % names)
+        for label, model in (("the model", src), ("the export", out)):
+            case = os.path.join(work, "case." + label.split()[1])
+            write_if_case(case, model)
+            r = run([onnxc, "check", case], expect=None)
+            if r.returncode != 0:
+                raise Fail("%s misses numpy's outputs:\n%s%s" % (label, r.stdout, r.stderr))
+        r, _ = export_case(onnxc, work, "trap", IF_TRAP, [])
+        if r.returncode != 1 or "node 'br/else/t' (trap): cannot export: the branch was not " \
+                "imported" not in r.stderr:
+            raise Fail("a trap branch: exit %d:\n%s" % (r.returncode, r.stderr))
+    print("ok: two nested Ifs on run-time conditions exported as If nodes, read back to the "
+          "same IR, checker passed; every way the conditions go computes numpy's outputs; "
+          "a trap branch is refused")
+
+
 def main():
     modes = {"roundtrip": cmd_roundtrip, "ort": cmd_ort, "mixed": cmd_mixed, "half": cmd_half,
-             "small": cmd_small, "node": cmd_node, "cases": cmd_cases, "opsets": cmd_opsets}
+             "small": cmd_small, "node": cmd_node, "cases": cmd_cases, "opsets": cmd_opsets,
+             "ifs": cmd_ifs}
     if len(sys.argv) < 3 or sys.argv[1] not in modes:
         sys.stderr.write(__doc__)
         return 2

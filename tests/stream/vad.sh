@@ -2,8 +2,9 @@
 # examples/vad: a Silero-VAD-like model (a run-time If on the sample rate
 # around two Conv + LSTM networks, its state fed back call after call)
 # compiled for the CPU, its streaming program built and run against torch's
-# outputs at both rates; then, in --precision mixed, the same (the LSTM
-# stays FP32) to 1e-2, and the model compiled for CUDA (no GPU needed).
+# outputs at both rates (and again after `onnxc export`); then, in
+# --precision mixed, the same (the LSTM stays FP32) to 1e-2, and the model
+# compiled for CUDA (no GPU needed).
 #   vad.sh ONNXC PYTHON SOURCE_DIR LIBONNXC_RT WORK [SANITIZE_LINK_FLAGS]
 set -eu
 # $san is a list of flags: split on purpose
@@ -16,6 +17,13 @@ mkdir -p "$work"
 cc -O2 -std=c11 -Wall -Werror "$src/examples/vad/vad.c" -I"$work/out" -I"$src/runtime" \
 	"$work/out/libvad.a" "$rt" $san -lopenblas -lpthread -lm -o "$work/vad"
 "$work/vad" "$work/data" "$work/out/vad.weights"
+# exported back to ONNX (the run-time If rebuilt from its guarded branches),
+# compiled again: the same streaming program, the same outputs
+"$onnxc" export "$work/data/vad.onnx" -o "$work/exported.onnx"
+"$onnxc" compile "$work/exported.onnx" -o "$work/exp" --name vad -q
+cc -O2 -std=c11 -Wall -Werror "$src/examples/vad/vad.c" -I"$work/exp" -I"$src/runtime" \
+	"$work/exp/libvad.a" "$rt" $san -lopenblas -lpthread -lm -o "$work/vad-exp"
+"$work/vad-exp" "$work/data" "$work/exp/vad.weights"
 "$onnxc" compile "$work/data/vad.onnx" --precision mixed -o "$work/mixed" --name vad -q
 cc -O2 -std=c11 -Wall -Werror "$src/examples/vad/vad.c" -I"$work/mixed" -I"$src/runtime" \
 	"$work/mixed/libvad.a" "$rt" $san -lopenblas -lpthread -lm -o "$work/vad-mixed"
