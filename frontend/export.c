@@ -1536,10 +1536,7 @@ static bool ex_run(struct ex *ex, const char *path, const struct fe_export_optio
 	ex->done = ir_arena_alloc(a, ids);
 	ex->first = ir_arena_alloc(a, sizeof *ex->first * ids);
 	ex->if_name = ir_arena_alloc(a, sizeof *ex->if_name * ids);
-	ex->levels = ir_arena_alloc(a, sizeof *ex->levels * ids);
-	memset(ex->skip, 0, ids);
-	memset(ex->done, 0, ids);
-	memset(ex->first, 0, sizeof *ex->first * ids);
+	ex->levels = ir_arena_alloc(a, sizeof *ex->levels * ids); /* all zeroed */
 	IR_FOR_EACH_NODE(ex->m, n)
 	ex->pos[n->id] = k++;
 	ex_find_ifs(ex);
