@@ -1169,8 +1169,9 @@ static bool ex_check_op(struct ex *ex, const struct ir_node *n)
  * inside it the same way), its else branch those under E; the not/and
  * nodes that built T and E are left out, since reading the If back builds
  * them again, and so are the "IF/then/" prefixes of the branch nodes'
- * names. A branch output computed outside the branch is named as it is
- * (ONNX scoping lets a branch return an outer value). What a branch reads
+ * names. A branch output computed outside the branch goes through an
+ * Identity in the branch (ONNX scoping lets a branch return an outer value,
+ * but ONNX Runtime refuses it). What a branch reads
  * from outside must come before the If's place in the list (the IR's
  * order is topological, but a pass could put a node a branch reads after
  * the first phi: that If is refused, naming it).
@@ -1344,8 +1345,6 @@ static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *p
 	ex->strip = ir_arena_printf(&ex->arena, "%s/", gp->name);
 	if (g)
 		ex_scope(ex, g);
-	gp->n_node = ex->nnodes;
-	gp->node = ex->nodes;
 	gp->n_output = (size_t)k;
 	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * (size_t)(k + 1));
 	for (int i = 0; i < k; i++) {
@@ -1357,7 +1356,22 @@ static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *p
 			              v->name);
 		out[i] = v->name;
 		gp->output[i] = ex_value_info(ex, v);
+		if (v->kind != IR_VAL_NODE || !g || v->def->guard != g) {
+			/* ONNX lets a branch return an outer value as it is; ONNX
+			 * Runtime refuses that, so it is passed through an Identity */
+			struct ex_node *en = ex_node_named(
+			        ex, phis[i], "Identity",
+			        ex_node_name(ex, ir_arena_printf(&ex->arena, "%s_out_%d",
+			                                         which == 1 ? "then" : "else", i)),
+			        1, 1, 0);
+			ex_in(en, v->name);
+			out[i] = en->p->output[en->p->n_output++] =
+			        (char *)ex_new_name(ex, phis[i], which == 1 ? "then" : "else");
+			gp->output[i]->name = (char *)out[i];
+		}
 	}
+	gp->n_node = ex->nnodes;
+	gp->node = ex->nodes;
 	if (g)
 		ex_value_infos(ex, gp, g, out, (size_t)k);
 	ex->nodes = nodes;

@@ -6,7 +6,7 @@
  *   onnxc compile DIR/vad.onnx -o OUT --name vad
  *   cc -O2 -std=c11 vad.c -IOUT -Iruntime OUT/libvad.a build/runtime/libonnxc_rt.a \
  *      -lopenblas -lpthread -lm -o OUT/vad
- *   OUT/vad DIR OUT/vad.weights [TOLERANCE]
+ *   OUT/vad DIR OUT/vad.weights [TOLERANCE [REFERENCE]]
  *
  * The model (a Silero-VAD-like network) takes a chunk of 512 samples, the
  * state its previous call returned and the sample rate, which an If tests
@@ -20,7 +20,9 @@
  * state, and compares every probability and the final state with torch's
  * (make_vad.py wrote them; its weights are random, so the probabilities
  * mean nothing but must match). Exit 0 when they agree to TOLERANCE (1e-4; a
- * model compiled with --precision mixed needs more).
+ * model compiled with --precision mixed needs more). REFERENCE names whose
+ * outputs DIR holds in the report ("torch"; vad_ort.js writes ONNX
+ * Runtime's in the same layout).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 
@@ -93,8 +95,9 @@ int main(int argc, char **argv)
 	struct vad *model;
 	int st, bad = 0;
 	double tol = argc > 3 ? atof(argv[3]) : 1e-4;
+	const char *ref = argc > 4 ? argv[4] : "torch";
 	if (argc < 2) {
-		fprintf(stderr, "usage: vad DIR [WEIGHTS [TOLERANCE]]\n");
+		fprintf(stderr, "usage: vad DIR [WEIGHTS [TOLERANCE [REFERENCE]]]\n");
 		return 2;
 	}
 	read_floats(argv[1], "audio.f32", audio, CHUNKS * CHUNK);
@@ -106,7 +109,7 @@ int main(int argc, char **argv)
 		double ms, err;
 		printf("%5lld Hz, speech probability per chunk:", (long long)sr);
 		err = stream(model, audio, sr, argv[1], &ms);
-		printf("\n  max |onnxc - torch| %.2g, %.3f ms a chunk\n", err, ms);
+		printf("\n  max |onnxc - %s| %.2g, %.3f ms a chunk\n", ref, err, ms);
 		bad |= !(err <= tol);
 	}
 	vad_destroy(model);

@@ -2,7 +2,8 @@
 # examples/vad: a Silero-VAD-like model (a run-time If on the sample rate
 # around two Conv + LSTM networks, its state fed back call after call)
 # compiled for the CPU, its streaming program built and run against torch's
-# outputs at both rates (and again after `onnxc export`); then, in
+# outputs at both rates (and ONNX Runtime's, where installed; again after
+# `onnxc export`); then, in
 # --precision mixed, the same (the LSTM stays FP32) to 1e-2, and the model
 # compiled for CUDA (no GPU needed).
 #   vad.sh ONNXC PYTHON SOURCE_DIR LIBONNXC_RT WORK [SANITIZE_LINK_FLAGS]
@@ -17,6 +18,14 @@ mkdir -p "$work"
 cc -O2 -std=c11 -Wall -Werror "$src/examples/vad/vad.c" -I"$work/out" -I"$src/runtime" \
 	"$work/out/libvad.a" "$rt" $san -lopenblas -lpthread -lm -o "$work/vad"
 "$work/vad" "$work/data" "$work/out/vad.weights"
+# against ONNX Runtime streaming the same model, where onnxruntime-node is
+# installed (not in CI)
+if command -v node >/dev/null && node "$src/scripts/ort_run.js" --check >/dev/null 2>&1; then
+	node "$src/examples/vad/vad_ort.js" "$work/data" "$work/ort"
+	"$work/vad" "$work/ort" "$work/out/vad.weights" 1e-4 "ONNX Runtime"
+else
+	echo "ONNX Runtime (onnxruntime-node) not found: its comparison skipped"
+fi
 # exported back to ONNX (the run-time If rebuilt from its guarded branches),
 # compiled again: the same streaming program, the same outputs
 "$onnxc" export "$work/data/vad.onnx" -o "$work/exported.onnx"
