@@ -28,6 +28,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
+from backend_case import ort_outputs, run_model  # noqa: E402
+
 F = TensorProto.FLOAT
 B = TensorProto.BOOL
 rng = np.random.default_rng(11)
@@ -152,33 +155,6 @@ def cases():
 ORT_SKIP = {"nested"}
 
 
-def save(path, a):
-    np.save(path, a)
-    return path
-
-
-def run_onnxc(onnxc, d, model_path, inputs, extra=()):
-    out = tempfile.mkdtemp(dir=d)
-    args = [onnxc, "run", model_path, "--repeat", "1", "--output-dir", out] + list(extra)
-    for n, a in inputs.items():
-        args += ["--input", "%s=%s" % (n, save(os.path.join(out, "in_%s.npy" % n), a))]
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode:
-        return None, p.stderr.strip()
-    return out, ""
-
-
-def ort_outputs(ort_run, d, model_path, inputs, names):
-    out = tempfile.mkdtemp(dir=d)
-    args = ["node", ort_run, model_path, "--output-dir", out]
-    for n, a in inputs.items():
-        args += ["--input", "%s=%s" % (n, save(os.path.join(out, "in_%s.npy" % n), a))]
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode:
-        return None, p.stderr.strip()
-    return [np.load(os.path.join(out, "output_%d.npy" % k)) for k in range(len(names))], ""
-
-
 def main():
     onnxc = sys.argv[1]
     ort_run = sys.argv[2] if len(sys.argv) > 2 else None
@@ -216,7 +192,7 @@ def main():
                 if exported:
                     modes.append(("exported", (), 1e-5, 1e-5))
                 for mode, extra, rtol, atol in modes:
-                    out, err = run_onnxc(onnxc, d, exported if mode == "exported" else path,
+                    out, err = run_model(onnxc, d, exported if mode == "exported" else path,
                                          inputs, extra)
                     label = "%s %s %s" % (name, mode, k)
                     if out is None:
@@ -233,7 +209,7 @@ def main():
                         else:
                             print("ok: %s: %s" % (label, n))
                 if have_ort and name not in ORT_SKIP:
-                    got, err = ort_outputs(ort_run, d, path, inputs, outs)
+                    got, err = ort_outputs(ort_run, d, path, inputs, len(outs))
                     if got is None:
                         print("FAIL: %s: ONNX Runtime: %s" % (name, err))
                         failures += 1
@@ -260,8 +236,8 @@ def main():
         x = rng.standard_normal(6).astype(np.float32)
         p = subprocess.run([onnxc, "compile", path, "-o", os.path.join(d, "trap")],
                            capture_output=True, text=True)
-        out, err = run_onnxc(onnxc, d, path, {"x": x, "c": np.array(True)})
-        bad, why = run_onnxc(onnxc, d, path, {"x": x, "c": np.array(False)})
+        out, err = run_model(onnxc, d, path, {"x": x, "c": np.array(True)})
+        bad, why = run_model(onnxc, d, path, {"x": x, "c": np.array(False)})
         if (p.returncode or "node 'by_size' (If): the else branch cannot be compiled" not in p.stderr
                 or out is None or not np.array_equal(np.load(os.path.join(out, "y.npy")),
                                                       x.reshape(2, 3))
