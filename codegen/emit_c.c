@@ -8,8 +8,8 @@
  * naming the ONNX nodes it covers, so a user can read what the compiler did.
  * Output is deterministic: no timestamps, no paths, no hash-order effects.
  *
- * The steps go CG_STEPS_PER_FUNCTION to a static function (NAME_steps_<i>,
- * steps i*CG_STEPS_PER_FUNCTION onwards), which NAME_run calls in order:
+ * The steps go CG_STEPS_PER_FUNCTION to a static function (NAME_steps_<i>;
+ * more where a run-time loop would be cut), which NAME_run calls in order:
  * a C compiler's optimiser takes time growing faster than a function's
  * length (one NAME_run of 25,000 lines took cc 75 s at -O2), and bounded
  * functions keep it linear in the steps. A part returns the first failing
@@ -342,41 +342,97 @@ void cg_c_banner(FILE *f, const struct cg_plan *p, const char *n, const char *wh
 	fprintf(f, ". Do not edit.\n *\n * %s */\n", what);
 }
 
-/* The calls of steps [from, to) (the same for every target; the macros
- * and the calls' heads differ). */
-/* Opens the block of a run of steps under guard st->guard: each guard of
- * the chain, outermost first, read only while those before it held
- * (GUARD(g, ptr): the target's read of a bool, host or device). */
-static void open_guard(FILE *f, const struct cg_plan *p, const struct cg_step *st)
+/*
+ * The calls of steps [from, to), the same for every target (the macros and
+ * the calls' heads differ). A step under a guard runs inside a block per
+ * guard of its chain, outermost first, each read only while those before
+ * it held (GUARD(g, ptr): the target's read of a bool, host or device); a
+ * run-time loop's steps [open, close) run inside `for (;;)`, which reads
+ * the loop's token at the top of each iteration and leaves when it is
+ * false. The blocks open are a stack of the guards and tokens they test:
+ * a step keeps the blocks of its chain's prefix, closes the others (never
+ * a loop's: a loop closes at its close step) and opens the rest (never a
+ * loop's: a loop opens at its open step).
+ */
+struct blocks {
+	struct ir_value *open[CG_MAX_GUARDS];
+	int n;
+};
+
+/* Closes blocks until the first keep remain. */
+static void close_blocks(FILE *f, struct blocks *b, int keep)
 {
-	struct ir_value *g[CG_MAX_GUARDS];
-	int n = cg_step_guards(st, g);
-	fputs("\n\t{ /* under guard", f);
-	for (int i = 0; i < n; i++) {
-		fputs(i ? " and " : " ", f);
+	while (b->n > keep) {
+		IR_ASSERT(!ir_is_loop(b->open[b->n - 1]));
+		b->n--;
+		fputs("\t}}\n", f);
+	}
+}
+
+/* Makes the blocks open those of chain g[0..n). */
+static void enter(FILE *f, const struct cg_plan *p, struct blocks *b, struct ir_value *const *g,
+                  int n)
+{
+	int same = 0;
+	while (same < b->n && same < n && b->open[same] == g[same])
+		same++;
+	close_blocks(f, b, same);
+	for (int i = same; i < n; i++) {
+		IR_ASSERT(!ir_is_loop(g[i]) && b->n < CG_MAX_GUARDS);
+		fputs("\t{ /* under guard ", f);
 		cg_print_comment_text(f, g[i]->name);
-	}
-	fputs(" */\n\t\tint g_ = 1;\n", f);
-	for (int i = 0; i < n; i++) {
-		fputs("\t\tGUARD(g_, ", f);
+		fprintf(f, " */\n\tint g%d_ = 1;\n\tGUARD(g%d_, ", b->n, b->n);
 		ref(f, p, g[i]);
-		fputs(");\n", f);
+		fprintf(f, ");\n\tif (g%d_) {\n", b->n);
+		b->open[b->n++] = g[i];
 	}
-	fputs("\t\tif (g_) {\n", f);
+}
+
+/* The chain of guard g (cg_step_guards), outermost first. */
+static int chain_of(struct ir_value *g, struct ir_value **out)
+{
+	struct cg_step s = { .guard = g };
+	return cg_step_guards(&s, out);
 }
 
 static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 {
-	const struct ir_value *guard = NULL; /* of the run of steps being written */
-	for (int s = from; s < to; s++) {
+	struct blocks b = { .n = 0 };
+	struct ir_value *g[CG_MAX_GUARDS];
+	for (int s = from; s <= to; s++) {
 		const struct cg_step *st = &p->steps[s];
 		char what[1024];
-		if (st->guard != guard) {
-			if (guard)
-				fputs("\t\t}\n\t}\n", f);
-			if ((guard = st->guard))
-				open_guard(f, p, st);
+		/* a loop closes where its steps end (nested: the inner first) */
+		for (int i = p->nloops - 1; i >= 0; i--) {
+			struct ir_value *t = p->loops[i].token;
+			int n;
+			if (p->loops[i].close != s)
+				continue;
+			n = chain_of(t, g);
+			enter(f, p, &b, g, n);
+			IR_ASSERT(b.n == n && b.open[n - 1] == t);
+			b.n--;
+			fputs("\t} /* end of loop ", f);
+			cg_print_comment_text(f, t->name);
+			fputs(" */\n", f);
 		}
+		if (s == to)
+			break;
+		for (int i = 0; i < p->nloops; i++) {
+			struct ir_value *t = p->loops[i].token;
+			if (p->loops[i].open != s)
+				continue;
+			enter(f, p, &b, g, chain_of(t->def->guard, g));
+			fputs("\n\tfor (;;) { /* loop ", f);
+			cg_print_comment_text(f, t->name);
+			fprintf(f, ": while it holds */\n\tint g%d_ = 1;\n\tGUARD(g%d_, ", b.n,
+			        b.n);
+			ref(f, p, t);
+			fprintf(f, ");\n\tif (!g%d_)\n\t\tbreak;\n", b.n);
+			IR_ASSERT(b.n < CG_MAX_GUARDS);
+			b.open[b.n++] = t;
+		}
+		enter(f, p, &b, g, cg_step_guards(st, g));
 		step_label(p, s, what, sizeof what);
 		fputc('\n', f);
 		comment(f, "\t", what);
@@ -393,13 +449,45 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 		}
 		fprintf(f, "\tEND(%d);\n", s);
 	}
-	if (guard)
-		fputs("\t\t}\n\t}\n", f);
+	close_blocks(f, &b, 0);
+}
+
+/* Where part i ends, starting at from: CG_STEPS_PER_FUNCTION steps on, or
+ * further where that would cut a run-time loop (a loop runs in one
+ * function). */
+static int part_end(const struct cg_plan *p, int from)
+{
+	int to = from + CG_STEPS_PER_FUNCTION;
+	bool moved = true;
+	if (to > p->nsteps)
+		to = p->nsteps;
+	while (moved) {
+		moved = false;
+		for (int i = 0; i < p->nloops; i++)
+			if (p->loops[i].open < to && to < p->loops[i].close) {
+				to = p->loops[i].close;
+				moved = true;
+			}
+	}
+	return to;
 }
 
 int cg_c_nparts(const struct cg_plan *p)
 {
-	return (p->nsteps + CG_STEPS_PER_FUNCTION - 1) / CG_STEPS_PER_FUNCTION;
+	int n = 0;
+	for (int from = 0; from < p->nsteps; from = part_end(p, from))
+		n++;
+	return n;
+}
+
+void cg_c_part_range(const struct cg_plan *p, int i, int *from, int *to)
+{
+	*from = 0;
+	*to = part_end(p, 0);
+	while (i-- > 0) {
+		*from = *to;
+		*to = part_end(p, *from);
+	}
 }
 
 /* The static functions NAME_steps_<i> running the steps in bounded parts;
@@ -407,14 +495,13 @@ int cg_c_nparts(const struct cg_plan *p)
 void cg_c_parts(FILE *f, const struct cg_plan *p, const char *n, const char *params,
                 const char *intro)
 {
-	for (int i = 0; i < cg_c_nparts(p); i++) {
-		int from = i * CG_STEPS_PER_FUNCTION, to = from + CG_STEPS_PER_FUNCTION;
-		if (to > p->nsteps)
-			to = p->nsteps;
+	for (int i = 0, from = 0; from < p->nsteps; i++) {
+		int to = part_end(p, from);
 		fprintf(f, "\n/* Steps %d to %d. */\nstatic int %s_steps_%d(%s)\n{\n%s", from,
 		        to - 1, n, i, params, intro);
 		emit_steps(f, p, from, to);
 		fprintf(f, "\treturn RT_OK;\n}\n");
+		from = to;
 	}
 }
 

@@ -104,18 +104,25 @@ int cg_step_guards(const struct cg_step *s, struct ir_value **g)
 	return n;
 }
 
+/* arr, of n elements of size elem, with room for one more: copied into
+ * one twice as big when full. */
+static void *room(struct lower *l, void *arr, int n, int *cap, size_t elem)
+{
+	void *more;
+	if (n < *cap)
+		return arr;
+	*cap = *cap ? 2 * *cap : 16;
+	more = ir_arena_alloc(ARENA(l), elem * (size_t)*cap);
+	if (n)
+		memcpy(more, arr, elem * (size_t)n);
+	return more;
+}
+
 static struct cg_step *new_step(struct lower *l, const struct ir_node *n)
 {
 	struct cg_plan *p = l->p;
 	struct cg_step *s;
-	if (p->nsteps == p->cap_steps) {
-		int cap = p->cap_steps ? 2 * p->cap_steps : 64;
-		struct cg_step *ns = ir_arena_alloc(ARENA(l), sizeof *ns * (size_t)cap);
-		if (p->nsteps)
-			memcpy(ns, p->steps, sizeof *ns * (size_t)p->nsteps);
-		p->steps = ns;
-		p->cap_steps = cap;
-	}
+	p->steps = room(l, p->steps, p->nsteps, &p->cap_steps, sizeof *p->steps);
 	s = &p->steps[p->nsteps++];
 	memset(s, 0, sizeof *s);
 	s->node = n;
@@ -745,6 +752,125 @@ static bool lower_copy(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Run-time loops (docs/ir.md, Loops)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A copy step dst <- src (one type) for node n, run under guard g; none
+ * for an empty tensor. */
+static void copy_value(struct lower *l, struct ir_node *n, struct ir_value *dst,
+                       struct ir_value *src, struct ir_value *g)
+{
+	int64_t st[IR_MAX_RANK];
+	struct cg_step *s;
+	if (!elems(src))
+		return;
+	strides_of(&src->type, st);
+	s = copy_step(l, n, dst, src, src->type.rank, src->type.dims, 0, st);
+	s->guard = g;
+}
+
+/* The loop's token takes the entry condition and each carried value its
+ * initial value (the carries are lowered here, before the loop opens:
+ * under the loop's own guard, not its token), then the loop opens. */
+static bool lower_loop(struct lower *l, struct ir_node *n)
+{
+	struct cg_plan *p = l->p;
+	struct ir_value *t = n->out[0];
+	copy_value(l, n, t, n->in[0], n->guard);
+	for (int i = 0; i < t->nuses; i++) {
+		struct ir_node *c = t->uses[i].node;
+		if (t->uses[i].index == IR_USE_GUARD && c->op == IR_OP_CARRY) {
+			copy_value(l, c, c->out[0], c->in[0], n->guard);
+			l->absorbed[c->id] = true;
+		}
+	}
+	p->loops = room(l, p->loops, p->nloops, &p->cap_loops, sizeof *p->loops);
+	p->loops[p->nloops++] = (struct cg_loop){ t, p->nsteps, -1 };
+	return true;
+}
+
+/* Lowered with their loop (lower_loop). */
+static bool lower_carry(struct lower *l, struct ir_node *n)
+{
+	(void)l;
+	ir_panic(__FILE__, __LINE__, "carry '%s' outside its loop's lowering", n->name);
+}
+
+/* The end of an iteration: the token takes the condition (first: a carried
+ * value it reads is still this iteration's), each carried value its next
+ * value (none where that is the carried value itself; cg_lower made sure no
+ * next value is another carried value's storage), and the loop closes.
+ * The results are the carried values' storage. */
+static bool lower_loop_end(struct lower *l, struct ir_node *n)
+{
+	struct cg_plan *p = l->p;
+	struct ir_value *t = n->in[0];
+	int k = (n->nin - 2) / 2, i = p->nloops - 1;
+	while (i >= 0 && p->loops[i].token != t)
+		i--;
+	IR_ASSERT(i >= 0 && p->loops[i].close < 0);
+	copy_value(l, n, t, n->in[1], t);
+	for (int j = 0; j < k; j++) {
+		struct ir_value *x = n->in[2 + j], *next = n->in[2 + k + j];
+		if (cg_root(p, next) != cg_root(p, x))
+			copy_value(l, n, x, next, t);
+		p->vals[n->out[j]->id].alias_of = cg_root(p, x);
+	}
+	p->loops[i].close = p->nsteps;
+	return true;
+}
+
+/* Where a value's storage comes from at the IR level: through views. */
+static struct ir_value *ir_root(struct ir_value *v)
+{
+	while (v->kind == IR_VAL_NODE && cg_is_view(v->def->op))
+		v = v->def->in[0];
+	return v;
+}
+
+/*
+ * Before lowering, each loop's nodes are put in the order its steps need:
+ * its body alone between it and its loop_end (ir_loops_together), so that
+ * the body's steps are the loop's only ones. And a next value whose
+ * storage is another carried value's (carried values that swap) is copied
+ * in the body first: the loop_end's copies run one after the other, and
+ * would otherwise read a carried value already replaced.
+ */
+static void prepare_loops(struct ir_module *m)
+{
+	ir_loops_together(m);
+	IR_FOR_EACH_NODE(m, n)
+	{
+		struct ir_node *end;
+		struct ir_value *t;
+		int k;
+		if (n->op != IR_OP_LOOP)
+			continue;
+		t = n->out[0];
+		end = ir_loop_end(t);
+		k = (end->nin - 2) / 2;
+		for (int j = 0; j < k; j++) {
+			struct ir_value *x = end->in[2 + j], *nx = end->in[2 + k + j];
+			struct ir_value *r = ir_root(nx);
+			bool other = false;
+			for (int i = 0; i < k; i++)
+				other |= i != j && r == end->in[2 + i];
+			if (other) {
+				struct ir_node *c = ir_add_node(
+				        m, IR_OP_COPY, x->def->name, &nx, 1,
+				        (const char *[]){ ir_unique_name(m, x->name) }, 1);
+				char err[256];
+				if (!ir_infer_node(m, c, err, sizeof err))
+					ir_panic(__FILE__, __LINE__, "%s", err);
+				ir_move_before(m, c, end);
+				ir_set_guard(m, c, t);
+				ir_set_input(m, end, 2 + k + j, c->out[0]);
+			}
+		}
+	}
+}
+
 static bool lower_transpose(struct lower *l, struct ir_node *n)
 {
 	const struct ir_type *x = &n->in[0]->type;
@@ -1099,14 +1225,7 @@ struct kbuild {
 static int add_x(struct kbuild *b, const struct cg_kx *x)
 {
 	struct cg_kernel *k = b->k;
-	if (k->nx == k->cap_x) {
-		int cap = k->cap_x ? 2 * k->cap_x : 16;
-		struct cg_kx *nx = ir_arena_alloc(ARENA(b->l), sizeof *nx * (size_t)cap);
-		if (k->nx)
-			memcpy(nx, k->x, sizeof *nx * (size_t)k->nx);
-		k->x = nx;
-		k->cap_x = cap;
-	}
+	k->x = room(b->l, k->x, k->nx, &k->cap_x, sizeof *k->x);
 	k->x[k->nx] = *x;
 	return k->nx++;
 }
@@ -1119,14 +1238,7 @@ static int add_arg(struct kbuild *b, struct ir_value *v)
 	IR_ASSERT(v->id < l->nvals);
 	if (l->arg_stamp[v->id] == b->stamp)
 		return l->arg_of[v->id];
-	if (k->nargs == k->cap_args) {
-		int cap = k->cap_args ? 2 * k->cap_args : 8;
-		struct ir_value **na = ir_arena_alloc(ARENA(l), sizeof *na * (size_t)cap);
-		if (k->nargs)
-			memcpy(na, k->args, sizeof *na * (size_t)k->nargs);
-		k->args = na;
-		k->cap_args = cap;
-	}
+	k->args = room(l, k->args, k->nargs, &k->cap_args, sizeof *k->args);
 	k->args[k->nargs] = v;
 	l->arg_stamp[v->id] = b->stamp;
 	l->arg_of[v->id] = k->nargs;
@@ -1274,14 +1386,7 @@ static bool lower_kernel(struct lower *l, struct ir_node *root)
 	k->rank = b.space->rank;
 	memcpy(k->dims, b.space->dims, sizeof k->dims);
 	collapse(k);
-	if (p->nkernels == p->cap_kernels) {
-		int cap = p->cap_kernels ? 2 * p->cap_kernels : 32;
-		struct cg_kernel **nk = ir_arena_alloc(ARENA(l), sizeof *nk * (size_t)cap);
-		if (p->nkernels)
-			memcpy(nk, p->kernels, sizeof *nk * (size_t)p->nkernels);
-		p->kernels = nk;
-		p->cap_kernels = cap;
-	}
+	p->kernels = room(l, p->kernels, p->nkernels, &p->cap_kernels, sizeof *p->kernels);
 	p->kernels[p->nkernels++] = k;
 	s = new_step(l, root);
 	s->is_kernel = true;
@@ -1543,11 +1648,13 @@ bool cg_lower(struct cg_plan *p)
 {
 	struct ir_module *m = p->m;
 	struct lower l = { .p = p };
-	int ids = m->next_node_id + 1, pos = 0, nvals;
+	int ids, pos = 0, nvals;
 	bool ok = true;
 	if (!p->target)
 		p->target = cg_find_target(p->opt->target);
 	IR_ASSERT(p->target);
+	prepare_loops(m);
+	ids = m->next_node_id + 1;
 	l.pos = ir_arena_alloc(&m->arena, sizeof *l.pos * (size_t)ids);
 	l.group = ir_arena_alloc(&m->arena, sizeof *l.group * (size_t)ids);
 	l.absorbed = ir_arena_alloc(&m->arena, sizeof *l.absorbed * (size_t)ids);

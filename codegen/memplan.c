@@ -348,6 +348,18 @@ bool cg_plan_memory(struct cg_plan *p)
 			}
 		}
 	}
+	/* a run-time loop's steps run again in every iteration: what they read
+	 * from before the loop (its token and carried values included) lives
+	 * until the loop ends */
+	for (int i = 0; i < p->nloops; i++) {
+		const struct cg_loop *lp = &p->loops[i];
+		for (int v = 0; v < m->nvalues; v++) {
+			struct cg_val *cv = &p->vals[v];
+			if (cv->first < lp->open && cv->last >= lp->open &&
+			    cv->last < lp->close - 1)
+				cv->last = lp->close - 1;
+		}
+	}
 	for (int i = 0; i < m->noutputs; i++)
 		p->vals[cg_root(p, m->outputs[i])->id].needed = true;
 

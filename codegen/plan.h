@@ -152,6 +152,15 @@ struct cg_val {
 	struct ir_value *inplace_of; /* shares the block of this dying input */
 };
 
+/* A run-time loop (docs/ir.md, Loops): steps [open, close) run in a loop
+ * while the bool at token holds; the steps before open that lower the loop
+ * node and its carries set the token and the carried values first. A
+ * part of NAME.c (emit_c.c) never splits a loop. */
+struct cg_loop {
+	struct ir_value *token;
+	int open, close;
+};
+
 struct cg_plan {
 	struct ir_module *m;
 	const struct cg_options *opt;
@@ -163,6 +172,8 @@ struct cg_plan {
 	int nsteps, cap_steps;
 	struct cg_kernel **kernels;
 	int nkernels, cap_kernels;
+	struct cg_loop *loops; /* in the order they open */
+	int nloops, cap_loops;
 	struct cg_val *vals; /* by value id */
 	int64_t arena_bytes, naive_bytes, weight_bytes;
 	int cast_kernels, casts_fused; /* cg_stats */

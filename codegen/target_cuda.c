@@ -248,9 +248,9 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 
 	/* create: open, plans, kernels (in parts, as the steps), capture */
 	for (int i = 0; i < cg_c_nparts(p); i++) {
-		int from = i * CG_STEPS_PER_FUNCTION, to = from + CG_STEPS_PER_FUNCTION;
-		fprintf(f, "\n/* The plans and kernels of steps %d to %d. */\n", from,
-		        (to < p->nsteps ? to : p->nsteps) - 1);
+		int from, to;
+		cg_c_part_range(p, i, &from, &to);
+		fprintf(f, "\n/* The plans and kernels of steps %d to %d. */\n", from, to - 1);
 		fprintf(f, "static int %s_prepare_%d(struct %s *model)\n{\n", n, i, n);
 		bool any = false;
 		for (int s = from; s < to && s < p->nsteps; s++)

@@ -1020,6 +1020,14 @@ static const struct ex_op ex_op_refuse_trap = {
 	"the branch was not imported for the shapes the model is compiled for (it traps when "
 	"taken), so the If cannot be written back; compile for shapes both branches accept"
 };
+static bool ex_loop(struct ex *ex, const struct ir_node *n);
+static const struct ex_op ex_op_loop = { ex_loop };
+/* a loop's carries and loop_end are written with it (ex_loop) */
+static bool ex_loop_part(struct ex *ex, const struct ir_node *n)
+{
+	return ex_node_error(ex, n, "is not written with its loop");
+}
+static const struct ex_op ex_op_loop_part = { ex_loop_part };
 static const struct ex_op ex_op_refuse_dropout = {
 	NULL, NULL,
 	"training-mode dropout draws its mask from onnxc's own random stream, which ONNX's "
@@ -1314,8 +1322,8 @@ static void ex_value_infos(struct ex *ex, Onnx__GraphProto *gp, const struct ir_
 	gp->value_info = ir_arena_alloc(&ex->arena, sizeof *gp->value_info * (n + 1));
 	IR_FOR_EACH_NODE(ex->m, nd)
 	{
-		if (nd->guard != g || ex->skip[nd->id])
-			continue;
+		if (nd->guard != g || ex->skip[nd->id] || nd->op == IR_OP_LOOP)
+			continue; /* a loop's token is no ONNX value */
 		for (int i = 0; i < nd->nout; i++) {
 			const struct ir_value *v = nd->out[i];
 			bool is_out = !g && ir_is_output(ex->m, v);
@@ -1414,12 +1422,108 @@ static bool ex_if(struct ex *ex, const struct ir_node *phi)
 	return ex->ctx->nerrors == errors;
 }
 
+/*
+ * A run-time loop (docs/ir.md, Loops) is written as a Loop without a trip
+ * count (the importer folded one into the condition and a carried
+ * iteration number): its inputs the entry condition and the carried values'
+ * initial values, its outputs loop_end's results. Its body is the nodes
+ * under the token (nested Ifs and loops inside it written the same way,
+ * the "LOOP/body/" prefix of their names left out); its inputs an
+ * iteration number nothing reads, the condition and the carried values
+ * (named as the carries), its outputs the condition and the next values
+ * loop_end takes, through an Identity where the body does not compute one
+ * itself (ONNX Runtime refuses an outer value as a body output) or where
+ * it is an output already.
+ */
+static bool ex_loop(struct ex *ex, const struct ir_node *n)
+{
+	const struct ir_value *t = n->out[0];
+	const struct ir_node *end = ir_loop_end(t);
+	int k = (end->nin - 2) / 2, errors = ex->ctx->nerrors;
+	Onnx__GraphProto *gp = ir_arena_alloc(&ex->arena, sizeof *gp);
+	const char *strip = ex->strip, *name = ex_node_name(ex, ex_unprefixed(ex, n->name));
+	const char **out = ir_arena_alloc(&ex->arena, sizeof *out * (size_t)(k + 2));
+	struct ex_node *en = ex_node_named(ex, n, "Loop", name, 2 + k, k, 1);
+	Onnx__NodeProto **nodes = ex->nodes; /* the scope's, the Loop in it */
+	size_t nnodes = ex->nnodes, cap = ex->cap_nodes;
+	ex_in(en, "");
+	ex_in(en, n->in[0]->name);
+	for (int j = 0; j < k; j++) {
+		const struct ir_node *c = end->in[2 + j]->def;
+		ex_in(en, c->in[0]->name);
+		en->p->output[en->p->n_output++] = (char *)end->out[j]->name;
+		ex->skip[c->id] = 1; /* a body input */
+	}
+	ex->done[end->id] = 1;
+	onnx__graph_proto__init(gp);
+	gp->name = (char *)ir_arena_printf(&ex->arena, "%s/body", name);
+	gp->n_input = (size_t)(k + 2);
+	gp->input = ir_arena_alloc(&ex->arena, sizeof *gp->input * (size_t)(k + 3));
+	{
+		struct ir_type it = { .dtype = IR_I64 }, bt = { .dtype = IR_BOOL };
+		gp->input[0] = ir_arena_alloc(&ex->arena, sizeof *gp->input[0]);
+		onnx__value_info_proto__init(gp->input[0]);
+		gp->input[0]->name = (char *)ex_new_name(ex, n, "iteration");
+		gp->input[0]->type = ex_type(ex, &it);
+		gp->input[1] = ir_arena_alloc(&ex->arena, sizeof *gp->input[1]);
+		onnx__value_info_proto__init(gp->input[1]);
+		gp->input[1]->name = (char *)ex_new_name(ex, n, "cond");
+		gp->input[1]->type = ex_type(ex, &bt);
+	}
+	for (int j = 0; j < k; j++)
+		gp->input[2 + j] = ex_value_info(ex, end->in[2 + j]);
+	/* the body's nodes, then its outputs */
+	ex->nodes = NULL;
+	ex->nnodes = ex->cap_nodes = 0;
+	ex->strip = ir_arena_printf(&ex->arena, "%s/body/", n->name);
+	ex->levels[ex->nlevels++] = (struct ex_level){ t, NULL, ex->pos[n->id] };
+	ex_scope(ex, t);
+	gp->n_output = (size_t)(k + 1);
+	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * (size_t)(k + 2));
+	for (int i = 0; i <= k; i++) {
+		const struct ir_value *v = end->in[i ? 2 + k + i - 1 : 1];
+		bool again = false;
+		for (int j = 0; j < i; j++)
+			again |= strcmp(out[j], v->name) == 0;
+		if (!ex_visible(ex, v))
+			ex_node_error(
+			        ex, end,
+			        "its input '%s' comes after its loop; the writer cannot order "
+			        "the Loop",
+			        v->name);
+		out[i] = v->name;
+		gp->output[i] = ex_value_info(ex, v);
+		if (v->kind != IR_VAL_NODE || v->def->guard != t || again) {
+			struct ex_node *id = ex_node_named(
+			        ex, end, "Identity",
+			        ex_node_name(ex, ir_arena_printf(&ex->arena, "out_%d", i)), 1, 1,
+			        0);
+			ex_in(id, v->name);
+			out[i] = id->p->output[id->p->n_output++] =
+			        (char *)ex_new_name(ex, end, i ? "next" : "cond");
+			gp->output[i]->name = (char *)out[i];
+		}
+	}
+	gp->n_node = ex->nnodes;
+	gp->node = ex->nodes;
+	ex_value_infos(ex, gp, t, out, (size_t)(k + 1));
+	ex->nlevels--;
+	ex->nodes = nodes;
+	ex->nnodes = nnodes;
+	ex->cap_nodes = cap;
+	ex->strip = strip;
+	ex_attr(en, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = gp;
+	return ex->ctx->nerrors == errors;
+}
+
 static bool ex_write_node(struct ex *ex, const struct ir_node *n)
 {
 	if (ex_ops[n->op]->refuse)
 		return ex_node_error(ex, n, "%s", ex_ops[n->op]->refuse);
 	if (n->op == IR_OP_PHI) /* its types are its operands' writers' to check */
 		return ex_if(ex, n);
+	if (n->op == IR_OP_LOOP)
+		return ex_loop(ex, n);
 	return ex_check_op(ex, n) && ex_ops[n->op]->write(ex, n);
 }
 
@@ -1551,6 +1655,7 @@ static bool ex_run(struct ex *ex, const char *path, const struct fe_export_optio
 	ex->first = ir_arena_alloc(a, sizeof *ex->first * ids);
 	ex->if_name = ir_arena_alloc(a, sizeof *ex->if_name * ids);
 	ex->levels = ir_arena_alloc(a, sizeof *ex->levels * ids); /* all zeroed */
+	ir_loops_together(ex->m); /* a node a pass left inside a loop goes before it */
 	IR_FOR_EACH_NODE(ex->m, n)
 	ex->pos[n->id] = k++;
 	ex_find_ifs(ex);

@@ -31,17 +31,33 @@
 
 #define FE_UNROLL_MAX 100000
 
+/* Can iterations x g's nodes be unrolled? */
+static bool fits(const Onnx__GraphProto *g, int64_t iterations)
+{
+	int64_t per = g->n_node > 0 ? (int64_t)g->n_node : 1;
+	return iterations <= FE_UNROLL_MAX / per;
+}
+
 /* Refuses a loop that would import more than FE_UNROLL_MAX body nodes. */
 static bool within_budget(struct fe_node *nd, const Onnx__GraphProto *g, int64_t iterations)
 {
 	int64_t per = g->n_node > 0 ? (int64_t)g->n_node : 1;
-	if (iterations > FE_UNROLL_MAX / per)
+	if (!fits(g, iterations))
 		return fe_fail(nd,
-		               "runs %lld iterations of a %lld-node body; onnxc unrolls loops and "
-		               "imports at most %d body nodes for one (a loop over run-time data "
-		               "is not compiled)",
+		               "runs %lld iterations of a %lld-node body; onnxc unrolls a loop "
+		               "with scan outputs and imports at most %d body nodes for one",
 		               (long long)iterations, (long long)per, FE_UNROLL_MAX);
 	return true;
+}
+
+/* Does the model read one of the Loop's k scan outputs (after its n
+ * carried values)? */
+static bool scans_used(struct fe_node *nd, int n, int k)
+{
+	for (int j = 0; j < k && n + j < nd->nout; j++)
+		if (nd->proto->output[n + j][0])
+			return true;
+	return false;
 }
 
 /* One more iteration: g imported with in[0..nin) bound to its inputs, its
@@ -102,6 +118,137 @@ static bool const_scalar(struct fe_node *nd, int i, const char *what, int64_t *v
 	return true;
 }
 
+/* x (one element) as a scalar. */
+static struct ir_value *scalar_of(struct fe_node *nd, struct ir_value *x)
+{
+	return x && x->type.rank ? fe_reshape(nd, x, (const int64_t[]){ 0 }, 0, -1) : x;
+}
+
+/* a and b, where a may be the constant true (then b). */
+static struct ir_value *and_of(struct fe_node *nd, struct ir_value *a, struct ir_value *b)
+{
+	if (!a || !b)
+		return NULL;
+	if (a->kind == IR_VAL_CONST && a->data && ir_load_f64(IR_BOOL, a->data, 0))
+		return b;
+	return fe_binary(nd, IR_OP_AND, a, b, -1);
+}
+
+/*
+ * The Loop from iteration `first` on as a loop run at run time (docs/ir.md,
+ * Loops), its body imported once under the loop's token: go (NULL: true)
+ * says whether iteration `first` runs, trip is the trip count (NULL: none),
+ * v[0..n) the carried values entering it and has_cond whether the Loop takes
+ * a condition (else the body's is ignored). The iteration number is one more
+ * carried value, counted by the body; with a trip count, the condition each
+ * iteration computes is and-ed with iteration + 1 < trip. The carried values
+ * must keep their types (a buffer each); scan outputs, stacked from a number
+ * of iterations known only at run time, cannot be compiled.
+ */
+static bool runtime_loop(struct fe_node *nd, const Onnx__GraphProto *g, int64_t first,
+                         struct ir_value *go, struct ir_value *trip, struct ir_value *const *v,
+                         int n, int k, bool has_cond)
+{
+	struct fe *fe = nd->fe;
+	struct ir_arena *a = &fe->m->arena;
+	struct ir_value *outer = fe->guard, *tok, *one, *next, *cn;
+	struct ir_value **in = ir_arena_alloc(a, sizeof *in * (size_t)(n + 2));
+	struct ir_value **out = ir_arena_alloc(a, sizeof *out * (size_t)(n + k + 1));
+	struct ir_value **ends = ir_arena_alloc(a, sizeof *ends * (size_t)(2 * n + 4));
+	const char **names = ir_arena_alloc(a, sizeof *names * (size_t)(n + 1));
+	struct ir_node *end;
+	int mark, c;
+	bool ok;
+	if (scans_used(nd, n, k))
+		return fe_fail(nd, "its iterations are known only at run time, so its scan outputs "
+		                   "(the iterations' values stacked) have no static shape; onnxc "
+		                   "compiles static shapes");
+	if (!(go = go ? scalar_of(nd, go) : fe_scalar(nd, IR_BOOL, 1)))
+		return false;
+	if (go->type.dtype != IR_BOOL)
+		return fe_fail(nd, "the condition is %s, not bool", ir_dtype_name(go->type.dtype));
+	if (trip) {
+		if (!(trip = scalar_of(nd, trip)))
+			return false;
+		if (trip->type.dtype != IR_I64)
+			return fe_fail(nd, "the trip count is %s, not int64",
+			               ir_dtype_name(trip->type.dtype));
+		go = and_of(
+		        nd, go,
+		        fe_binary(nd, IR_OP_LESS, fe_scalar(nd, IR_I64, (double)first), trip, -1));
+	}
+	if (!go || !(tok = fe_simple(nd, IR_OP_LOOP, &go, 1, -1)))
+		return false;
+	fe->guard = tok;
+	/* the Loop's carried values first, the iteration number last: written
+	 * back (export) and read again, the loop's values get the same names */
+	for (int j = 0; j < n; j++)
+		in[2 + j] = fe_simple(nd, IR_OP_CARRY, (struct ir_value *const *)&v[j], 1, -1);
+	in[0] = fe_simple(nd, IR_OP_CARRY,
+	                  (struct ir_value *[]){ fe_scalar(nd, IR_I64, (double)first) }, 1, -1);
+	in[1] = fe_scalar(nd, IR_BOOL, 1);
+	for (int j = 0; j < n + 2; j++)
+		if (!in[j])
+			return fe->guard = outer, false;
+	mark = ir_map_mark(&fe->values);
+	ok = fe_import_graph(nd, g, "body", in, n + 2, out, n + k + 1);
+	ir_map_pop(&fe->values, mark);
+	one = fe_scalar(nd, IR_I64, 1);
+	next = ok ? fe_binary(nd, IR_OP_ADD, in[0], one, -1) : NULL;
+	cn = ok && has_cond ? scalar_of(nd, out[0]) : fe_scalar(nd, IR_BOOL, 1);
+	if (next && cn && trip)
+		cn = and_of(nd, cn, fe_binary(nd, IR_OP_LESS, next, trip, -1));
+	fe->guard = outer;
+	if (!next || !cn)
+		return false;
+	if (cn->type.dtype != IR_BOOL || ir_type_elems(&cn->type) != 1)
+		return fe_fail(nd,
+		               "the condition its body computes is %s, not a bool of one element",
+		               ir_dtype_name(cn->type.dtype));
+	if (!trip && cn->kind == IR_VAL_CONST && cn->data && ir_load_f64(IR_BOOL, cn->data, 0))
+		return fe_fail(nd, "has no trip count and its body's condition is always true: it "
+		                   "never ends");
+	for (int j = 0; j < n; j++)
+		if (!ir_type_eq(&out[1 + j]->type, &v[j]->type)) {
+			char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
+			return fe_fail(
+			        nd,
+			        "loop-carried value %d enters an iteration as %s and leaves "
+			        "it as %s; a loop whose iterations are known only at run time "
+			        "keeps each carried value in one buffer, so its type must "
+			        "not change",
+			        j, ir_type_str(&v[j]->type, want, sizeof want),
+			        ir_type_str(&out[1 + j]->type, got, sizeof got));
+		}
+	/* the iteration number is carried only where something reads it: the
+	 * trip count or the body (not only its own increment), or where it is
+	 * the only carried value (a loop whose results nothing reads: DCE
+	 * removes it whole) */
+	c = in[0]->nuses > 1 || next->nuses || !n ? 1 : 0;
+	if (!c) {
+		ir_remove_node(fe->m, next->def);
+		ir_remove_node(fe->m, in[0]->def);
+	}
+	ends[0] = tok;
+	ends[1] = cn;
+	for (int j = 0; j < n; j++) {
+		ends[2 + j] = in[2 + j];
+		ends[2 + n + c + j] = out[1 + j];
+		names[j] = j < nd->nout ? fe_out_name(nd, j) : fe_tmp_name(nd, "carried");
+	}
+	if (c) {
+		ends[2 + n] = in[0];
+		ends[3 + 2 * n] = next;
+		names[n] = fe_tmp_name(nd, "iterations");
+	}
+	end = fe_emit(nd, IR_OP_LOOP_END, ends, 2 * (n + c) + 2, names, n + c);
+	if (!fe_finish(nd, end))
+		return false;
+	for (int j = 0; j < n && j < nd->nout; j++)
+		fe_bind(nd, j, end->out[j]);
+	return true;
+}
+
 /*
  * Loop (M, cond, v_initial...) -> (v_final..., scan_outputs...), the body
  * (iteration_num, cond, v...) -> (cond, v..., scans...). As ONNX defines
@@ -133,35 +280,38 @@ static bool imp_loop(struct fe_node *nd)
 		               n, nd->nout, g->n_output);
 	if (!fe_in(nd, 0) && !fe_in(nd, 1))
 		return fe_fail(nd, "has neither a trip count nor a condition: it never ends");
+	if ((fe_in(nd, 0) && !fe_is_const(nd, 0)) || (fe_in(nd, 1) && !fe_is_const(nd, 1))) {
+		if (scans_used(nd, n, k)) /* stacked: their number must be known */
+			return (!fe_in(nd, 0) ||
+			        fe_need_const_value(nd, 0,
+			                            "the trip count, for the scan outputs")) &&
+			       (!fe_in(nd, 1) ||
+			        fe_need_const_value(nd, 1, "the condition, for the scan outputs"));
+		return runtime_loop(nd, g, 0, fe_in(nd, 1), fe_in(nd, 0), nd->in + 2, n, k,
+		                    fe_in(nd, 1) != NULL);
+	}
 	if (fe_in(nd, 0) && !const_scalar(nd, 0, "the trip count", &trip))
 		return false;
 	if (fe_in(nd, 1) && !const_scalar(nd, 1, "the condition", &go))
 		return false;
-	if (fe_in(nd, 0) && !within_budget(nd, g, trip))
-		return false;
+	if (fe_in(nd, 0) && go && !fits(g, trip))
+		return scans_used(nd, n, k) ? within_budget(nd, g, trip)
+		                            : runtime_loop(nd, g, 0, NULL, fe_in(nd, 0), nd->in + 2,
+		                                           n, k, fe_in(nd, 1) != NULL);
 	in = ir_arena_alloc(a, sizeof *in * (size_t)(n + 2));
 	out = ir_arena_alloc(a, sizeof *out * (size_t)(n + k + 1));
 	scans = NULL;
 	for (int j = 0; j < n; j++)
 		in[2 + j] = nd->in[2 + j];
 	for (; go && iters < trip; iters++) {
-		if (!fe_in(nd, 0) && !within_budget(nd, g, iters + 1))
-			return false;
+		if (!fe_in(nd, 0) && !fits(g, iters + 1))
+			return scans_used(nd, n, k)
+			               ? within_budget(nd, g, iters + 1)
+			               : runtime_loop(nd, g, iters, NULL, NULL, in + 2, n, k, true);
 		in[0] = fe_scalar(nd, IR_I64, (double)iters);
 		in[1] = fe_scalar(nd, IR_BOOL, 1);
 		if (!in[0] || !in[1] || !iterate(nd, g, iters, in, n + 2, out, n + k + 1))
 			return false;
-		if (fe_in(nd, 1)) { /* without a condition input, the body's is ignored */
-			struct ir_value *c = out[0];
-			if (c->kind != IR_VAL_CONST || !c->data || ir_type_elems(&c->type) != 1)
-				return fe_fail(
-				        nd,
-				        "the condition its body computes in iteration %lld is "
-				        "known only at run time; onnxc unrolls a Loop, so its "
-				        "iterations must be known at compile time",
-				        (long long)iters);
-			go = ir_load_f64(c->type.dtype, c->data, 0) != 0;
-		}
 		for (int j = 0; j < n; j++) {
 			if (out[1 + j]->type.dtype != nd->in[2 + j]->type.dtype)
 				return fe_fail(
@@ -171,6 +321,19 @@ static bool imp_loop(struct fe_node *nd)
 				        j, ir_dtype_name(nd->in[2 + j]->type.dtype),
 				        ir_dtype_name(out[1 + j]->type.dtype));
 			in[2 + j] = out[1 + j];
+		}
+		if (fe_in(nd, 1)) { /* without a condition input, the body's is ignored */
+			struct ir_value *c = out[0];
+			if (ir_type_elems(&c->type) != 1)
+				return fe_fail(nd,
+				               "the condition its body computes has %lld elements, "
+				               "not one",
+				               (long long)ir_type_elems(&c->type));
+			/* known only at run time: the rest runs as a loop */
+			if (c->kind != IR_VAL_CONST || !c->data)
+				return runtime_loop(nd, g, iters + 1, c, fe_in(nd, 0), in + 2, n, k,
+				                    true);
+			go = ir_load_f64(c->type.dtype, c->data, 0) != 0;
 		}
 		if (k && iters == cap) { /* room for the iterations' scan outputs */
 			struct ir_value **more;

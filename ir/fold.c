@@ -430,6 +430,12 @@ static bool eval_eltwise(struct fold *f)
 /* A branch that cannot run (trap): evaluating it is its error. */
 static bool eval_trap(struct fold *f) { FAIL("%s", ir_attr_s(f->n, "message")); }
 
+/* A run-time loop's ops mean something only together, iteration after
+ * iteration: they are not folded node by node (docs/ir.md, Loops). */
+#define eval_loop NULL
+/* the most body nodes ir_fold_all copies running loops */
+#define IR_PEEL_MAX (1 << 22)
+
 /* Every op's evaluator, named by the fold column of its row (ops.h):
  * elementwise ops and copy share eval_eltwise. */
 static const eval_fn evaluators[IR_OP_COUNT] = {
@@ -595,9 +601,31 @@ int ir_fold_all(struct ir_module *m, char *err, size_t errlen)
 {
 	struct ir_node *next;
 	int left = 0;
+	int64_t peeled = 0;
 	for (struct ir_node *n = m->first; n; n = next) {
 		char msg[512];
 		next = n->next;
+		/* a run-time loop whose condition is known runs by peeling one
+		 * iteration at a time in front of it, until the condition is
+		 * false; bounded, since the trip count is the data's */
+		if (n->op == IR_OP_LOOP && has_data(n->in[0]) &&
+		    (!n->guard || (has_data(n->guard) && *(const uint8_t *)n->guard->data))) {
+			struct ir_node *before = n->prev;
+			if (!*(const uint8_t *)n->in[0]->data) {
+				next = ir_loop_end(n->out[0])->next;
+				ir_loop_exit(m, n);
+				continue;
+			}
+			if ((peeled += ir_loop_peel(m, n)) > IR_PEEL_MAX) {
+				snprintf(err, errlen,
+				         "node '%s' (loop): the loop runs past %d nodes' worth of "
+				         "iterations, more than the reference evaluator follows",
+				         n->name, IR_PEEL_MAX);
+				return -1;
+			}
+			next = before ? before->next : m->first;
+			continue;
+		}
 		/* a guarded node runs only where its guard was computed and is
 		 * true (a nested guard is not computed when the outer is false) */
 		if (!ir_fold_ready(n) ||

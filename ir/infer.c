@@ -250,6 +250,41 @@ bool ir_infer_phi(const struct ir_node *n, struct ir_type *out, char *err, size_
 	return true;
 }
 
+bool ir_infer_loop(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	char a[96];
+	if (T(0)->dtype != IR_BOOL || ir_type_elems(T(0)) != 1)
+		FAIL("the condition must be a bool of one element, not %s",
+		     ir_type_str(T(0), a, sizeof a));
+	memset(&out[0], 0, sizeof out[0]);
+	out[0].dtype = IR_BOOL;
+	return true;
+}
+
+/* loop_end(token, cond, carried[k], next[k]) -> k results, the carried
+ * values' types */
+bool ir_infer_loop_end(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
+{
+	char a[96], b[96];
+	int k = (n->nin - 2) / 2;
+	if (n->nin % 2 || n->nout != k)
+		FAIL("takes the loop, a condition, k carried values and their k next values, "
+		     "and gives k results: %d inputs, %d results",
+		     n->nin, n->nout);
+	for (int i = 0; i < 2; i++)
+		if (T(i)->dtype != IR_BOOL || ir_type_elems(T(i)) != 1)
+			FAIL("the %s must be a bool of one element, not %s",
+			     i ? "condition" : "loop", ir_type_str(T(i), a, sizeof a));
+	for (int i = 0; i < k; i++) {
+		if (!ir_type_eq(T(2 + i), T(2 + k + i)))
+			FAIL("carried value %d is %s but its next value is %s", i,
+			     ir_type_str(T(2 + i), a, sizeof a),
+			     ir_type_str(T(2 + k + i), b, sizeof b));
+		out[i] = *T(2 + i);
+	}
+	return true;
+}
+
 bool ir_infer_dropout(const struct ir_node *n, struct ir_type *out, char *err, size_t errlen)
 {
 	float ratio = ir_attr_f(n, "ratio");

@@ -1033,6 +1033,24 @@ struct ir_module *ir_module_clone(const struct ir_module *m)
 	return c;
 }
 
+int ir_guarded_operands(const struct ir_node *n)
+{
+	return n->op == IR_OP_PHI || n->op == IR_OP_LOOP_END ? 1 : n->nin;
+}
+
+bool ir_is_loop(const struct ir_value *v)
+{
+	return v && v->kind == IR_VAL_NODE && v->def->op == IR_OP_LOOP;
+}
+
+struct ir_node *ir_loop_end(const struct ir_value *t)
+{
+	for (int i = 0; i < t->nuses; i++)
+		if (t->uses[i].index == 0 && t->uses[i].node->op == IR_OP_LOOP_END)
+			return t->uses[i].node;
+	return NULL;
+}
+
 bool ir_guard_implies(const struct ir_value *a, const struct ir_value *b)
 {
 	for (; a; a = a->kind == IR_VAL_NODE ? a->def->guard : NULL)

@@ -390,6 +390,26 @@ void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_valu
 void ir_set_input(struct ir_module *m, struct ir_node *n, int i, struct ir_value *v);
 /* Sets (g non-NULL) or clears n's guard. */
 void ir_set_guard(struct ir_module *m, struct ir_node *n, struct ir_value *g);
+/* How many of n's operands, from the first, are read where n runs, so that
+ * n's guard must imply their producers' guards: all but what a phi merges
+ * (operands 1, 2) and what a loop_end takes from its body (operands 1 on). */
+int ir_guarded_operands(const struct ir_node *n);
+/* Is v a run-time loop's token, the result of a loop node (docs/ir.md,
+ * Loops)? */
+bool ir_is_loop(const struct ir_value *v);
+/* The loop_end reading loop token t, NULL when none does. */
+struct ir_node *ir_loop_end(const struct ir_value *t);
+/* Loop node loop's first iteration copied in front of it (its token read
+ * as the entry condition, its carried values as their initial values), the
+ * loop left to start at the second: how many nodes were copied. */
+int ir_loop_peel(struct ir_module *m, struct ir_node *loop);
+/* The loop replaced by its carried values' initial values (it runs no
+ * iteration), its body removed. */
+void ir_loop_exit(struct ir_module *m, struct ir_node *loop);
+/* Moves the nodes between each loop and its loop_end that are not in its
+ * body (a pass may put one there: they read nothing of the body) before
+ * the loop, leaving the body alone between the two. */
+void ir_loops_together(struct ir_module *m);
 /* Does guard a imply guard b: b is NULL, or a is b, or a's defining node
  * is guarded by a guard that implies b (nested Ifs)? */
 bool ir_guard_implies(const struct ir_value *a, const struct ir_value *b);
@@ -566,8 +586,11 @@ bool ir_can_fold(enum ir_op op);
  * every node in list order with no size or cost limit and returns the number
  * of nodes left unfolded (those with an input that is not a constant with
  * data, and guarded nodes whose guard is not a constant true), or -1 with a message naming the node in err when evaluation finds an
- * error in the constants. Graph outputs whose nodes folded become constants
- * with data.
+ * error in the constants or a run-time loop runs too long. A loop whose
+ * condition is a constant runs by peeling one iteration at a time in front
+ * of it (ir_loop_peel) until the condition is false (ir_loop_exit), copying
+ * at most 2^22 body nodes in all. Graph outputs whose nodes folded become
+ * constants with data.
  */
 bool ir_input_to_const(struct ir_module *m, struct ir_value *v, const void *data);
 int ir_fold_all(struct ir_module *m, char *err, size_t errlen);

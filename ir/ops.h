@@ -123,6 +123,19 @@ IR_OP(PHI,                "phi",                "If",                    3, 3,  
  * written; running it (its guard holds) fails the run with RT_ERR_BRANCH,
  * and message says why the branch cannot run */
 IR_OP(TRAP,               "trap",               "If",                    0, 0,  1, 1,  COMPUTE, CLEAR,   moves,         trap,             trap,             refuse_trap,       none,             trap,             "dtype:t shape:I message:s")
+/* a Loop run at run time (docs/ir.md, Loops). loop(cond) starts it: its
+ * result is the loop's token, a bool true while an iteration runs (cond
+ * before the first, then what each iteration computes), and the body's nodes
+ * are guarded by it (or by guards nested in it) and lie between it and its
+ * loop_end. carry(init), guarded by the token, is a loop-carried value: init
+ * in the first iteration, then the value the previous one gave it.
+ * loop_end(token, cond, carried..., next...) ends each iteration: each
+ * carried value takes its next value and the loop runs again while cond (a
+ * bool of one element computed in the body) holds; its results are the
+ * carried values after the last iteration (their inits when none ran) */
+IR_OP(LOOP,               "loop",               "Loop",                  1, 1,  1, 1,  MOVE,    DENY,    loop,          loop,             loop,             loop,              none,             loop,             "")
+IR_OP(CARRY,              "carry",              "Loop",                  1, 1,  1, 1,  MOVE,    DENY,    loop,          any,              loop,             loop_part,         none,             carry,            "")
+IR_OP(LOOP_END,           "loop_end",           "Loop",                  4, -1, 1, -1, MOVE,    DENY,    loop,          loop_end,         loop,             loop_part,         none,             loop_end,         "")
 /* dropout in training: x, seed (i64 scalar); the mask is drawn from the
  * seed, the salt and the element's index (docs/ir.md#dropout) */
 IR_OP(DROPOUT,            "dropout",            "Dropout",               2, 2,  1, 1,  ELTWISE, CLEAR,   dropout,       dropout,          eltwise,          refuse_dropout,    again,            fused,            "ratio:f salt:i")

@@ -108,13 +108,100 @@ static int check_guard(struct ir_module *m, struct ir_node *n, const char *defin
 	for (int i = 0; i < n->nin; i++) {
 		struct ir_value *v = n->in[i];
 		struct ir_value *h = v->kind == IR_VAL_NODE && v->def ? v->def->guard : NULL;
-		if ((n->op == IR_OP_PHI && i > 0) || ir_guard_implies(g, h))
+		if (i >= ir_guarded_operands(n) || ir_guard_implies(g, h))
 			continue;
 		VERR(n,
 		     "input %d '%s' is a result of a node guarded by '%s', read under guard "
 		     "'%s', which does not imply it",
 		     i, v->name, h->name, guard_name(g));
 		errs++;
+	}
+	return errs;
+}
+
+/*
+ * Run-time loops (docs/ir.md, Loops): a loop's token is read as data only
+ * by its one loop_end, whose guard is the loop's, and in its body (where
+ * it is true: a nested If's guard is and-ed with it); the nodes it guards (its
+ * body, nested guards included) come before that loop_end (closed: the
+ * tokens whose loop_end has been passed); a carry is guarded by the token
+ * itself; the loop_end lists every carry of its loop once, and what it
+ * takes from the body is the body's or from outside the loop.
+ */
+static int check_loop(struct ir_module *m, struct ir_node *n, const char *closed)
+{
+	int errs = 0;
+	for (const struct ir_value *g = n->guard; g;
+	     g = g->kind == IR_VAL_NODE ? g->def->guard : NULL)
+		if (ir_is_loop(g) && closed[g->id]) {
+			VERR(n, "is in the body of loop '%s' but comes after its loop_end",
+			     g->name);
+			errs++;
+		}
+	if (n->op == IR_OP_LOOP) {
+		const struct ir_value *t = n->out[0];
+		int ends = 0;
+		for (int i = 0; i < t->nuses; i++) {
+			const struct ir_node *u = t->uses[i].node;
+			if (t->uses[i].index == IR_USE_GUARD)
+				continue;
+			if (u->op == IR_OP_LOOP_END && t->uses[i].index == 0 && !ends++)
+				continue;
+			if (u->op != IR_OP_LOOP_END && ir_guard_implies(u->guard, t))
+				continue; /* in the body (a nested If's guard): true there */
+			VERR(n,
+			     "its token '%s' is read by node '%s' (%s), which is neither in its "
+			     "body nor its one loop_end",
+			     t->name, u->name, ir_ops[u->op].name);
+			errs++;
+		}
+	}
+	if (n->op == IR_OP_CARRY && !ir_is_loop(n->guard)) {
+		VERR(n, "a carried value must be guarded by its loop's token, not '%s'",
+		     guard_name(n->guard));
+		errs++;
+	}
+	if (n->op == IR_OP_LOOP_END) {
+		struct ir_value *t = n->in[0];
+		int k = (n->nin - 2) / 2, carries = 0;
+		if (!ir_is_loop(t)) {
+			VERR(n, "input 0 '%s' is not a loop's token", t->name);
+			return errs + 1;
+		}
+		if (n->guard != t->def->guard) {
+			VERR(n, "is guarded by '%s', its loop by '%s'", guard_name(n->guard),
+			     guard_name(t->def->guard));
+			errs++;
+		}
+		for (int i = 0; i < t->nuses; i++)
+			carries += t->uses[i].index == IR_USE_GUARD &&
+			           t->uses[i].node->op == IR_OP_CARRY;
+		if (carries != k) {
+			VERR(n, "lists %d carried values; its loop has %d", k, carries);
+			errs++;
+		}
+		for (int i = 1; i < n->nin; i++) {
+			const struct ir_value *v = n->in[i];
+			const struct ir_value *h = v->kind == IR_VAL_NODE ? v->def->guard : NULL;
+			if (i >= 2 && i < 2 + k &&
+			    (v->kind != IR_VAL_NODE || v->def->op != IR_OP_CARRY || h != t)) {
+				VERR(n, "input %d '%s' is not a carried value of its loop", i,
+				     v->name);
+				errs++;
+			}
+			for (int j = 2; j < i && i < 2 + k; j++)
+				if (n->in[j] == v) {
+					VERR(n, "lists carried value '%s' twice", v->name);
+					errs++;
+				}
+			if (!ir_guard_implies(h, t) && !ir_guard_implies(t, h)) {
+				VERR(n,
+				     "input %d '%s' is guarded by '%s', neither in the loop nor "
+				     "outside it",
+				     i, v->name, h->name);
+				errs++;
+			}
+		}
 	}
 	return errs;
 }
@@ -200,11 +287,14 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 
 int ir_verify(struct ir_module *m)
 {
-	int errs = check_values(m), count = 0;
-	char *defined = ir_malloc(m->ctx, (size_t)(m->nvalues ? m->nvalues : 1));
+	int errs = check_values(m), count = 0, e;
+	/* one allocation: a failing second one would leak the first */
+	char *defined = ir_malloc(m->ctx, 2 * (size_t)(m->nvalues ? m->nvalues : 1));
+	char *closed = defined + (m->nvalues ? m->nvalues : 1);
 	struct ir_node *prev = NULL;
 
 	memset(defined, 0, (size_t)m->nvalues);
+	memset(closed, 0, (size_t)m->nvalues);
 	for (int i = 0; i < m->nvalues; i++)
 		defined[i] =
 		        m->values[i]->kind == IR_VAL_INPUT || m->values[i]->kind == IR_VAL_CONST;
@@ -228,7 +318,11 @@ int ir_verify(struct ir_module *m)
 			errs++;
 			break;
 		}
-		errs += check_node(m, n, defined);
+		if (!(e = check_node(m, n, defined)))
+			e = check_loop(m, n, closed);
+		errs += e;
+		if (n->op == IR_OP_LOOP_END && ir_is_loop(n->in[0]))
+			closed[n->in[0]->id] = 1;
 		for (int i = 0; i < n->nout; i++)
 			if (n->out[i]->id < m->nvalues)
 				defined[n->out[i]->id] = 1;

@@ -136,6 +136,12 @@ static const struct amp_why amp_prod = { "TensorFlow lists Prod infer" };
 static const struct amp_why amp_recurrent = {
 	"a recurrent state summed over every step: FP32, as ONNX's reference keeps it"
 };
+/* a rounding at every iteration compounds over a trip count known only
+ * at run time */
+static const struct amp_why amp_loop = {
+	"a loop-carried value keeps FP32 from one iteration to the next (a run-time loop's "
+	"rounding would compound with its trip count)"
+};
 /* FlashAttention's rule (Micikevicius et al.'s, per tile): the scores,
  * the running max and sum, the log-sum-exp and the accumulators stay FP32
  * inside the kernel, and the bias is never rounded to half (a finfo(f32).min

@@ -555,8 +555,13 @@ bool ad_gradients(struct ir_module *m, struct ir_value *loss, struct ir_value *s
 			ir_node_error(
 			        m->ctx, n->name, ir_ops[n->op].name,
 			        "no gradient for %s (it lies between the loss '%s' and a value "
-			        "differentiated)",
-			        ir_ops[n->op].name, loss->name);
+			        "differentiated)%s",
+			        ir_ops[n->op].name, loss->name,
+			        ir_ops[n->op].onnx && !strcmp(ir_ops[n->op].onnx, "Loop")
+			                ? "; a Loop whose iterations are known only at run time "
+			                  "is not differentiated: a trip count bound with --const "
+			                  "unrolls it, and the unrolled iterations are"
+			                : "");
 			ok = false;
 		}
 	}

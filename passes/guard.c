@@ -9,7 +9,8 @@
  * pass_guards, which gives each node reading a guarded result the strongest
  * guard among its operands' producers (nested Ifs: the guard that implies
  * the others), in list order so that the guard travels along a chain of new
- * nodes. A phi's merged operands (1 and 2) do not count. Two operands of
+ * nodes. A phi's merged operands (1 and 2) and what a loop_end takes from
+ * its loop's body (operands 1 on) do not count. Two operands of
  * exclusive guards (a pass combining both branches outside a phi) are an
  * internal error.
  */
@@ -19,7 +20,7 @@ void pass_guards(struct ir_module *m)
 {
 	IR_FOR_EACH_NODE(m, n)
 	{
-		struct ir_value *g = ir_operand_guard(n->in, n->op == IR_OP_PHI ? 1 : n->nin);
+		struct ir_value *g = ir_operand_guard(n->in, ir_guarded_operands(n));
 		if (ir_guard_implies(n->guard, g))
 			continue;
 		if (!ir_guard_implies(g, n->guard))

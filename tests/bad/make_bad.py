@@ -1964,18 +1964,23 @@ def flex_heads_not_grouped(d):
 
 
 # --------------------------------------------------------------------------
-# Loop and Scan (frontend/ops_loop.c: unrolled, so their iterations must be known)
+# Loop and Scan (frontend/ops_loop.c: unrolled when their iterations are known, else
+# a loop run at run time, whose carried values keep their types and which stacks no
+# scan output)
 
 def loop_model(body_nodes, trip=None, cond=True, trip_input=False, body_out_cond="cond_in",
-               y_dtype=F, y_input=False):
+               y_dtype=F, y_input=False, y_out_dims=(2,), scan=False):
     """y = Loop(trip, cond, y0) with body (i, cond_in, y_in) -> (cond_out, y_out); y0 a
-    constant, or a graph input with y_input."""
+    constant, or a graph input with y_input; with scan, y_out is also a scan output."""
+    outs = [vi("cond_out", [], TensorProto.BOOL), vi("y_out", list(y_out_dims), y_dtype)]
+    nodes = list(body_nodes) + [helper.make_node("Identity", [body_out_cond], ["cond_out"],
+                                                 name="c")]
+    if scan:
+        nodes.append(helper.make_node("Identity", ["y_out"], ["s_out"], name="s"))
+        outs.append(vi("s_out", list(y_out_dims), y_dtype))
     body = helper.make_graph(
-        list(body_nodes) + [helper.make_node("Identity", [body_out_cond], ["cond_out"],
-                                             name="c")],
-        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL),
-                 vi("y_in", [2], F)], [vi("cond_out", [], TensorProto.BOOL),
-                                      vi("y_out", [2], y_dtype)])
+        nodes, "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL),
+                        vi("y_in", [2], F)], outs)
     inits, inputs = ([], [vi("y0", [2])]) if y_input else ([const("y0", np.zeros(2, np.float32))], [])
     m_name = "" if trip is None and not trip_input else "m"
     if trip_input:
@@ -1986,8 +1991,10 @@ def loop_model(body_nodes, trip=None, cond=True, trip_input=False, body_out_cond
     if cond is not None:
         inits.append(const("c", np.bool_(cond)))
         c_name = "c"
-    return model([helper.make_node("Loop", [m_name, c_name, "y0"], ["y"], name="loop",
-                                   body=body)], inputs, [vi("y", [2])], inits, opset=16)
+    results = ["y", "ys"] if scan else ["y"]
+    graph_outs = [vi("y", [2])] + ([vi("ys", [None, 2])] if scan else [])
+    return model([helper.make_node("Loop", [m_name, c_name, "y0"], results, name="loop",
+                                   body=body)], inputs, graph_outs, inits, opset=16)
 
 
 def add_one():
@@ -1997,22 +2004,24 @@ def add_one():
 
 
 @case
-def loop_runtime_trip_count(d):
-    return loop_model(add_one(), trip_input=True)
+def loop_runtime_scan_output(d):
+    return loop_model(add_one(), trip_input=True, scan=True)
 
 
 @case
-def loop_runtime_condition(d):
-    nodes = add_one() + [helper.make_node("ReduceSum", ["y_out"], ["s"], name="sum", keepdims=0),
-                         helper.make_node("Constant", [], ["lim"], name="lim",
-                                          value=numpy_helper.from_array(np.float32(5))),
-                         helper.make_node("Less", ["s", "lim"], ["go"], name="less")]
-    return loop_model(nodes, trip=10, body_out_cond="go", y_input=True)
+def loop_runtime_always_true(d):
+    return loop_model(add_one(), trip=None, cond=True)
+
+
+@case
+def loop_runtime_changes_shape(d):
+    return loop_model([helper.make_node("Concat", ["y_in", "y_in"], ["y_out"], name="cat",
+                                        axis=0)], trip_input=True, y_out_dims=(4,))
 
 
 @case
 def loop_too_many_iterations(d):
-    return loop_model(add_one(), trip=10 ** 9)
+    return loop_model(add_one(), trip=10 ** 9, scan=True)
 
 
 @case

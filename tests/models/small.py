@@ -407,6 +407,27 @@ def function_cases():
     m.ir_version = 9
     c["if_runtime"] = m
 
+    # Loop whose trip count and condition are known only at run time
+    # (docs/ir.md, Loops): one loop around its body, the iteration number
+    # carried (the body reads it, and the trip count bounds it), the
+    # condition the body computes and-ed with i + 1 < m
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], name="fi", to=F),
+         helper.make_node("Mul", ["x_in", "two"], ["x2"], name="x2"),
+         helper.make_node("Add", ["x2", "fi"], ["x_out"], name="x_out"),
+         helper.make_node("ReduceSum", ["x_out"], ["s"], name="s", keepdims=0),
+         helper.make_node("Less", ["s", "limit"], ["go"], name="go")],
+        "body", [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+                 vi("x_in", F, [2, 3])],
+        [vi("go", TensorProto.BOOL, []), vi("x_out", F, [2, 3])],
+        [const("two", np.array(2, np.float32)), const("limit", np.array(100, np.float32))])
+    m = model([helper.make_node("Loop", ["m", "c", "x"], ["y0"], name="loop", body=body),
+               helper.make_node("Sigmoid", ["y0"], ["y"])],
+              [vi("x", F, [2, 3]), vi("m", TensorProto.INT64, []),
+               vi("c", TensorProto.BOOL, [])], [vi("y", F, [2, 3])], opset=18)
+    m.ir_version = 9
+    c["loop_runtime"] = m
+
     # Resize-18 antialias: 4 -> 2 by 0.5 along H and W, a MatMul by the
     # filter's weights per dimension (H moved last and back); by hand, the
     # stretched triangle at 0.5 gives output 0 taps -1..2 weighted

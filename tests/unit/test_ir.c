@@ -304,6 +304,129 @@ static void eval_branches(struct ir_module *mm, int k)
 	ir_module_free(mm);
 }
 
+/* A run-time loop (docs/ir.md, Loops): m iterations of v, u <- (flip ? v/2
+ * : v + u), v (carried values that swap), under a nested If whose guards
+ * read the token; the iteration count comes out too. */
+static const char loop_text[] =
+        "onnxc-ir 1\nmodule \"loops\"\ninput %x : f32[2]\ninput %m : i64[]\n"
+        "input %flip : bool[]\nconst %zero : i64[] = [0]\nconst %one : i64[] = [1]\n"
+        "const %half : f32[] = [0.5]\n%go : bool[] = less(%zero, %m) @l\n"
+        "%t : bool[] = loop(%go) @l\n%i : i64[] = carry(%zero) if %t @l\n"
+        "%v : f32[2] = carry(%x) if %t @l\n%u : f32[2] = carry(%x) if %t @l\n"
+        "%g : bool[] = and(%t, %flip) if %t @l/if\n"
+        "%a : f32[2] = mul(%v, %half) if %g @l/if/then/a\n"
+        "%nf : bool[] = not(%flip) if %t @l/if\n%ge : bool[] = and(%t, %nf) if %t @l/if\n"
+        "%b : f32[2] = add(%v, %u) if %ge @l/if/else/b\n"
+        "%p : f32[2] = phi(%flip, %a, %b) if %t @l/if\n"
+        "%i1 : i64[] = add(%i, %one) if %t @l\n%c : bool[] = less(%i1, %m) if %t @l\n"
+        "%n : i64[], %vf : f32[2], %uf : f32[2] = loop_end(%t, %c, %i, %v, %u, %i1, %p, %v) "
+        "@l\noutput %vf\noutput %uf\noutput %n\n";
+
+/* The loop module evaluated for m iterations (ir_fold_all peels them). */
+static void eval_loop(int64_t m, bool flip)
+{
+	struct ir_ctx c;
+	struct ir_module *mm;
+	const float x[2] = { 1, 2 };
+	double v[2] = { 1, 2 }, u[2] = { 1, 2 };
+	char err[256];
+	ir_ctx_init(&c);
+	mm = ir_parse(&c, loop_text, sizeof loop_text - 1);
+	CHECK(mm != NULL);
+	if (!mm)
+		return;
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "x"), x));
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "m"), &m));
+	CHECK(ir_input_to_const(mm, ir_find_value(mm, "flip"), &flip));
+	/* left: the nodes of the branches the iterations did not take */
+	CHECK(ir_fold_all(mm, err, sizeof err) >= 0);
+	CHECK_EQ(ir_verify(mm), 0);
+	for (int64_t k = 0; k < m; k++)
+		for (int e = 0; e < 2; e++) {
+			double nv = flip ? v[e] * 0.5 : v[e] + u[e];
+			u[e] = v[e];
+			v[e] = nv;
+		}
+	for (int o = 0; o < 3; o++)
+		CHECK(mm->outputs[o]->kind == IR_VAL_CONST && mm->outputs[o]->data);
+	if (mm->outputs[2]->data) {
+		const float *vf = mm->outputs[0]->data, *uf = mm->outputs[1]->data;
+		for (int e = 0; e < 2; e++) {
+			CHECK(vf[e] == (float)v[e]);
+			CHECK(uf[e] == (float)u[e]);
+		}
+		CHECK_EQ(*(const int64_t *)mm->outputs[2]->data, m);
+	}
+	IR_FOR_EACH_NODE(mm, n)
+	CHECK(n->op != IR_OP_LOOP && n->op != IR_OP_CARRY && n->op != IR_OP_LOOP_END);
+	ir_module_free(mm);
+}
+
+static void test_verify_loops(void)
+{
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m;
+	struct ir_node *a, *end, *bad;
+	ctx_collect(&ctx, &d);
+	m = ir_parse(&ctx, loop_text, sizeof loop_text - 1);
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK_EQ(ir_verify(m), 0);
+	/* print -> parse -> print */
+	{
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		ir_print(m, f);
+		fclose(f);
+		CHECK(len == sizeof loop_text - 1 && !memcmp(text, loop_text, len));
+		free(text);
+	}
+	end = ir_find_value(m, "vf")->def;
+	/* a body node after its loop_end */
+	a = ir_add_node(m, IR_OP_NEG, "late", (struct ir_value *[]){ ir_find_value(m, "v") }, 1,
+	                (const char *[]){ "late" }, 1);
+	CHECK(ir_infer_node(m, a, NULL, 0));
+	ir_set_guard(m, a, ir_find_value(m, "t"));
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "node 'late' (neg): is in the body of loop 't' but comes after its "
+	                  "loop_end");
+	ir_move_before(m, a, end);
+	CHECK_EQ(ir_verify(m), 0);
+	ir_remove_node(m, a);
+	/* the token read outside its body */
+	bad = ir_add_node(m, IR_OP_NOT, "bad", (struct ir_value *[]){ ir_find_value(m, "t") }, 1,
+	                  (const char *[]){ "nt" }, 1);
+	CHECK(ir_infer_node(m, bad, NULL, 0));
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "its token 't' is read by node 'bad' (not), which is neither in its body "
+	                  "nor its one loop_end");
+	ir_remove_node(m, bad);
+	/* a carried value under a guard other than its token */
+	ir_set_guard(m, ir_find_value(m, "u")->def, ir_find_value(m, "go"));
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "a carried value must be guarded by its loop's token, not 'go'");
+	ir_set_guard(m, ir_find_value(m, "u")->def, ir_find_value(m, "t"));
+	/* a loop_end listing a value that is not a carried value */
+	ir_set_input(m, end, 4, ir_find_value(m, "p"));
+	d.len = 0;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "input 4 'p' is not a carried value of its loop");
+	ir_set_input(m, end, 4, ir_find_value(m, "u"));
+	CHECK_EQ(ir_verify(m), 0);
+	ir_module_free(m);
+	/* the reference evaluator runs it: none, one and several iterations */
+	eval_loop(0, false);
+	eval_loop(1, true);
+	eval_loop(3, false);
+	eval_loop(6, true);
+}
+
 static void test_verify_guards(void)
 {
 	struct diag_buf d;
@@ -948,7 +1071,7 @@ static void test_map_scopes(void)
 
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
               T(test_minifloats) T(test_broadcast) T(test_module_basics) T(test_verify_catches)
-                      T(test_verify_guards) T(test_infer) T(test_fold) T(test_text_roundtrip)
-                              T(test_parse_errors) T(test_parse_oom) T(test_oom_exits)
-                                      T(test_diag_escapes) T(test_arena_big_blocks)
-                                              T(test_map_scopes))
+                      T(test_verify_guards) T(test_verify_loops) T(test_infer) T(test_fold)
+                              T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
+                                      T(test_oom_exits) T(test_diag_escapes)
+                                              T(test_arena_big_blocks) T(test_map_scopes))
