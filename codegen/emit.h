@@ -52,8 +52,10 @@ void cg_c_common_api(FILE *f, const struct cg_plan *p, const char *n, const char
  * functions NAME_steps_<i>(params) starting with the lines intro, and the
  * calls of them in order (each returning its failure), passing args. */
 int cg_c_nparts(const struct cg_plan *p);
-/* Part i's steps [from, to). */
-void cg_c_part_range(const struct cg_plan *p, int i, int *from, int *to);
+/* Where the part starting at step from ends: CG_STEPS_PER_FUNCTION steps
+ * on, or further where that would cut a run-time loop (a loop runs in one
+ * function). */
+int cg_c_part_end(const struct cg_plan *p, int from);
 void cg_c_parts(FILE *f, const struct cg_plan *p, const char *n, const char *params,
                 const char *intro);
 void cg_c_call_parts(FILE *f, const struct cg_plan *p, const char *n, const char *args);

@@ -452,10 +452,7 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 	close_blocks(f, &b, 0);
 }
 
-/* Where part i ends, starting at from: CG_STEPS_PER_FUNCTION steps on, or
- * further where that would cut a run-time loop (a loop runs in one
- * function). */
-static int part_end(const struct cg_plan *p, int from)
+int cg_c_part_end(const struct cg_plan *p, int from)
 {
 	int to = from + CG_STEPS_PER_FUNCTION;
 	bool moved = true;
@@ -475,19 +472,9 @@ static int part_end(const struct cg_plan *p, int from)
 int cg_c_nparts(const struct cg_plan *p)
 {
 	int n = 0;
-	for (int from = 0; from < p->nsteps; from = part_end(p, from))
+	for (int from = 0; from < p->nsteps; from = cg_c_part_end(p, from))
 		n++;
 	return n;
-}
-
-void cg_c_part_range(const struct cg_plan *p, int i, int *from, int *to)
-{
-	*from = 0;
-	*to = part_end(p, 0);
-	while (i-- > 0) {
-		*from = *to;
-		*to = part_end(p, *from);
-	}
 }
 
 /* The static functions NAME_steps_<i> running the steps in bounded parts;
@@ -496,7 +483,7 @@ void cg_c_parts(FILE *f, const struct cg_plan *p, const char *n, const char *par
                 const char *intro)
 {
 	for (int i = 0, from = 0; from < p->nsteps; i++) {
-		int to = part_end(p, from);
+		int to = cg_c_part_end(p, from);
 		fprintf(f, "\n/* Steps %d to %d. */\nstatic int %s_steps_%d(%s)\n{\n%s", from,
 		        to - 1, n, i, params, intro);
 		emit_steps(f, p, from, to);

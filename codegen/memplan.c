@@ -353,11 +353,16 @@ bool cg_plan_memory(struct cg_plan *p)
 	 * until the loop ends */
 	for (int i = 0; i < p->nloops; i++) {
 		const struct cg_loop *lp = &p->loops[i];
-		for (int v = 0; v < m->nvalues; v++) {
-			struct cg_val *cv = &p->vals[v];
-			if (cv->first < lp->open && cv->last >= lp->open &&
-			    cv->last < lp->close - 1)
-				cv->last = lp->close - 1;
+		for (int s = lp->open; s < lp->close; s++) {
+			const struct cg_step *st = &p->steps[s];
+			struct ir_value *g[CG_MAX_GUARDS];
+			int ng = cg_step_guards(st, g);
+			for (int a = 0; a < st->nargs + ng; a++) {
+				struct ir_value *v = a < st->nargs ? st->args[a] : g[a - st->nargs];
+				struct cg_val *cv = v ? &p->vals[cg_root(p, v)->id] : NULL;
+				if (cv && cv->first < lp->open && cv->last < lp->close - 1)
+					cv->last = lp->close - 1;
+			}
 		}
 	}
 	for (int i = 0; i < m->noutputs; i++)

@@ -247,9 +247,8 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	cg_c_common_api(f, p, n, N);
 
 	/* create: open, plans, kernels (in parts, as the steps), capture */
-	for (int i = 0; i < cg_c_nparts(p); i++) {
-		int from, to;
-		cg_c_part_range(p, i, &from, &to);
+	for (int i = 0, from = 0, to; from < p->nsteps; i++, from = to) {
+		to = cg_c_part_end(p, from);
 		fprintf(f, "\n/* The plans and kernels of steps %d to %d. */\n", from, to - 1);
 		fprintf(f, "static int %s_prepare_%d(struct %s *model)\n{\n", n, i, n);
 		bool any = false;

@@ -155,6 +155,10 @@ static int check_loop(struct ir_module *m, struct ir_node *n, const char *closed
 			     t->name, u->name, ir_ops[u->op].name);
 			errs++;
 		}
+		if (!ends) {
+			VERR(n, "has no loop_end");
+			errs++;
+		}
 	}
 	if (n->op == IR_OP_CARRY && !ir_is_loop(n->guard)) {
 		VERR(n, "a carried value must be guarded by its loop's token, not '%s'",

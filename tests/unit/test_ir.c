@@ -420,6 +420,15 @@ static void test_verify_loops(void)
 	ir_set_input(m, end, 4, ir_find_value(m, "u"));
 	CHECK_EQ(ir_verify(m), 0);
 	ir_module_free(m);
+	/* a loop without its loop_end */
+	{
+		static const char text[] = "onnxc-ir 1\nmodule \"t\"\ninput %c : bool[]\n"
+		                           "input %x : f32[2]\n%t : bool[] = loop(%c) @l\n"
+		                           "%y : f32[2] = neg(%x) if %t @l\noutput %x\n";
+		d.len = 0;
+		CHECK(ir_parse(&ctx, text, sizeof text - 1) == NULL);
+		CHECK_STR(d.text, "node 'l' (loop): has no loop_end");
+	}
 	/* the reference evaluator runs it: none, one and several iterations */
 	eval_loop(0, false);
 	eval_loop(1, true);
