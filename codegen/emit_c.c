@@ -399,16 +399,18 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 {
 	struct blocks b = { .n = 0 };
 	struct ir_value *g[CG_MAX_GUARDS];
+	/* the loops opening from here (p->loops is in order of opening), and
+	 * those open, innermost last: a part never splits a loop */
+	int next = 0, open[CG_MAX_GUARDS], nopen = 0;
+	while (next < p->nloops && p->loops[next].open < from)
+		next++;
 	for (int s = from; s <= to; s++) {
 		const struct cg_step *st = &p->steps[s];
 		char what[1024];
 		/* a loop closes where its steps end (nested: the inner first) */
-		for (int i = p->nloops - 1; i >= 0; i--) {
-			struct ir_value *t = p->loops[i].token;
-			int n;
-			if (p->loops[i].close != s)
-				continue;
-			n = chain_of(t, g);
+		while (nopen && p->loops[open[nopen - 1]].close == s) {
+			struct ir_value *t = p->loops[open[--nopen]].token;
+			int n = chain_of(t, g);
 			enter(f, p, &b, g, n);
 			IR_ASSERT(b.n == n && b.open[n - 1] == t);
 			b.n--;
@@ -418,10 +420,8 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 		}
 		if (s == to)
 			break;
-		for (int i = 0; i < p->nloops; i++) {
-			struct ir_value *t = p->loops[i].token;
-			if (p->loops[i].open != s)
-				continue;
+		for (; next < p->nloops && p->loops[next].open == s; next++) {
+			struct ir_value *t = p->loops[next].token;
 			enter(f, p, &b, g, chain_of(t->def->guard, g));
 			fputs("\n\tfor (;;) { /* loop ", f);
 			cg_print_comment_text(f, t->name);
@@ -429,8 +429,9 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 			        b.n);
 			ref(f, p, t);
 			fprintf(f, ");\n\tif (!g%d_)\n\t\tbreak;\n", b.n);
-			IR_ASSERT(b.n < CG_MAX_GUARDS);
+			IR_ASSERT(b.n < CG_MAX_GUARDS && nopen < CG_MAX_GUARDS);
 			b.open[b.n++] = t;
+			open[nopen++] = next;
 		}
 		enter(f, p, &b, g, cg_step_guards(st, g));
 		step_label(p, s, what, sizeof what);
@@ -449,6 +450,7 @@ static void emit_steps(FILE *f, const struct cg_plan *p, int from, int to)
 		}
 		fprintf(f, "\tEND(%d);\n", s);
 	}
+	IR_ASSERT(!nopen);
 	close_blocks(f, &b, 0);
 }
 

@@ -1335,6 +1335,29 @@ static void ex_value_infos(struct ex *ex, Onnx__GraphProto *gp, const struct ir_
 	}
 }
 
+/* Output i of a sub-graph (an If's branch, a Loop's body) written under
+ * guard g returns v: as it is where a node under g computes it (and, with
+ * before, no output before it returns it), else through an Identity named
+ * PREFIXout_i (ONNX lets a sub-graph return an outer value as it is, ONNX
+ * Runtime refuses that) whose result is named after n's with what.
+ * Returns the name the sub-graph returns. */
+static const char *ex_sub_output(struct ex *ex, const struct ir_node *n, const struct ir_value *v,
+                                 const struct ir_value *g, const char *prefix, const char *what,
+                                 int i, const char *const *before)
+{
+	struct ex_node *id;
+	bool again = false;
+	for (int j = 0; before && j < i; j++)
+		again |= strcmp(before[j], v->name) == 0;
+	if (v->kind == IR_VAL_NODE && g && v->def->guard == g && !again)
+		return v->name;
+	id = ex_node_named(ex, n, "Identity",
+	                   ex_node_name(ex, ir_arena_printf(&ex->arena, "%sout_%d", prefix, i)), 1,
+	                   1, 0);
+	ex_in(id, v->name);
+	return id->p->output[id->p->n_output++] = (char *)ex_new_name(ex, n, what);
+}
+
 /* One branch of the If merged by phis[0..k): the nodes under g, returning
  * each phi's operand `which` (1: then, 2: else). */
 static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *phis, int k,
@@ -1362,21 +1385,10 @@ static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *p
 			              "its operand '%s' comes after the If's first merge; the "
 			              "writer cannot order the If",
 			              v->name);
-		out[i] = v->name;
 		gp->output[i] = ex_value_info(ex, v);
-		if (v->kind != IR_VAL_NODE || !g || v->def->guard != g) {
-			/* ONNX lets a branch return an outer value as it is; ONNX
-			 * Runtime refuses that, so it is passed through an Identity */
-			struct ex_node *en = ex_node_named(
-			        ex, phis[i], "Identity",
-			        ex_node_name(ex, ir_arena_printf(&ex->arena, "%s_out_%d",
-			                                         which == 1 ? "then" : "else", i)),
-			        1, 1, 0);
-			ex_in(en, v->name);
-			out[i] = en->p->output[en->p->n_output++] =
-			        (char *)ex_new_name(ex, phis[i], which == 1 ? "then" : "else");
-			gp->output[i]->name = (char *)out[i];
-		}
+		out[i] = gp->output[i]->name =
+		        (char *)ex_sub_output(ex, phis[i], v, g, which == 1 ? "then_" : "else_",
+		                              which == 1 ? "then" : "else", i, NULL);
 	}
 	gp->n_node = ex->nnodes;
 	gp->node = ex->nodes;
@@ -1482,27 +1494,15 @@ static bool ex_loop(struct ex *ex, const struct ir_node *n)
 	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * (size_t)(k + 2));
 	for (int i = 0; i <= k; i++) {
 		const struct ir_value *v = end->in[i ? 2 + k + i - 1 : 1];
-		bool again = false;
-		for (int j = 0; j < i; j++)
-			again |= strcmp(out[j], v->name) == 0;
 		if (!ex_visible(ex, v))
 			ex_node_error(
 			        ex, end,
 			        "its input '%s' comes after its loop; the writer cannot order "
 			        "the Loop",
 			        v->name);
-		out[i] = v->name;
 		gp->output[i] = ex_value_info(ex, v);
-		if (v->kind != IR_VAL_NODE || v->def->guard != t || again) {
-			struct ex_node *id = ex_node_named(
-			        ex, end, "Identity",
-			        ex_node_name(ex, ir_arena_printf(&ex->arena, "out_%d", i)), 1, 1,
-			        0);
-			ex_in(id, v->name);
-			out[i] = id->p->output[id->p->n_output++] =
-			        (char *)ex_new_name(ex, end, i ? "next" : "cond");
-			gp->output[i]->name = (char *)out[i];
-		}
+		out[i] = gp->output[i]->name =
+		        (char *)ex_sub_output(ex, end, v, t, "", i ? "next" : "cond", i, out);
 	}
 	gp->n_node = ex->nnodes;
 	gp->node = ex->nodes;
