@@ -17,7 +17,8 @@ the body, nested loops whose inner trip count is the outer iteration
 number, a Loop inside an If branch, a constant trip count too long to
 unroll (200,000 iterations), int64 and bool loop-carried values (the
 condition itself carried) - runs each on the CPU with several inputs,
-edge cases included (`onnxc run`), and compares every output with a numpy
+edge cases included (one `onnxc check`
+of every run), and compares every output with a numpy
 float64 reference of the model (f32 within rtol 1e-5 / atol 1e-6, int64
 and bool exactly), and with ONNX Runtime where scripts/ort_run.js finds
 onnxruntime-node (CI installs only Debian packages, so there that part is
@@ -49,7 +50,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
-from backend_case import ort_outputs, run_model  # noqa: E402
+from backend_case import ort_outputs, run_check, run_model  # noqa: E402
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 f32, i64 = np.float32, np.int64
@@ -570,28 +571,58 @@ def check_runs(label, case, outs, run_one, rtol, atol):
     return fails
 
 
+def write_case_dir(case, d, model=None):
+    """The case as an `onnxc check` case in d, ONNX's node-test layout:
+    d/model.onnx (case.model, or model) and a test_data_set_<k> per run
+    (inputs in graph order, the float64 reference as the outputs' type)."""
+    os.makedirs(d)
+    onnx.save(model or case.model, os.path.join(d, "model.onnx"))
+    ins = [i.name for i in case.model.graph.input]
+    outs = case.model.graph.output
+    for k, inp in enumerate(case.runs):
+        s = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(s)
+        for j, n in enumerate(ins):
+            onnx.save_tensor(numpy_helper.from_array(np.asarray(inp[n]), n),
+                             os.path.join(s, "input_%d.pb" % j))
+        for j, (o, w) in enumerate(zip(outs, case.ref(inp))):
+            dt = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[o.type.tensor_type.elem_type]
+            onnx.save_tensor(numpy_helper.from_array(np.asarray(w).astype(dt), o.name),
+                             os.path.join(s, "output_%d.pb" % j))
+    return d
+
+
 def write_cases(root):
-    """Every model as an `onnxc check` case, ONNX's node-test layout: ROOT/
-    loop_<name>/model.onnx and a test_data_set_<k> per run (inputs in graph
-    order, the float64 reference as the outputs' type). scripts/gpu-check
-    bundles them and checks each on the CUDA target."""
+    """Every model as an `onnxc check` case, ROOT/loop_<name>/ (write_case_dir):
+    scripts/gpu-check bundles them and checks each on the CUDA target."""
     for case in cases():
-        d = os.path.join(root, "loop_" + case.name)
-        os.makedirs(d)
-        onnx.save(case.model, os.path.join(d, "model.onnx"))
-        ins = [i.name for i in case.model.graph.input]
-        outs = case.model.graph.output
-        for k, inp in enumerate(case.runs):
-            s = os.path.join(d, "test_data_set_%d" % k)
-            os.makedirs(s)
-            for j, n in enumerate(ins):
-                onnx.save_tensor(numpy_helper.from_array(np.asarray(inp[n]), n),
-                                 os.path.join(s, "input_%d.pb" % j))
-            for j, (o, w) in enumerate(zip(outs, case.ref(inp))):
-                dt = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[o.type.tensor_type.elem_type]
-                onnx.save_tensor(numpy_helper.from_array(np.asarray(w).astype(dt), o.name),
-                                 os.path.join(s, "output_%d.pb" % j))
+        write_case_dir(case, os.path.join(root, "loop_" + case.name))
     return 0
+
+
+def check_case(onnxc, label, case, d, rtol, atol, extra=()):
+    """`onnxc check` of case dir d (every run in one process), the outputs
+    within rtol/atol of the reference (integers and bools exactly), compiled
+    without freezing an input; prints an ok or FAIL line, returns failures."""
+    ok, r = run_check(onnxc, d, ["--rtol", repr(rtol), "--atol", repr(atol)] + list(extra))
+    outs = r.get("outputs", [])
+    if ok and r.get("frozen_inputs", 0) == 0:
+        print("ok: %s %s: %d run%s match%s the reference (max abs error %.3g; %s)" %
+              (case.name, label, len(case.runs), "s" * (len(case.runs) > 1),
+               "es" * (len(case.runs) == 1), max((o["max_abs_err"] for o in outs), default=0),
+               case.what))
+        return 0
+    if ok:
+        print("FAIL: %s %s: onnxc check froze %d input(s) to compile it" %
+              (case.name, label, r["frozen_inputs"]))
+    elif outs:
+        print("FAIL: %s %s: %s" % (case.name, label, "; ".join(
+            "output %s: %d mismatches, max abs error %g" %
+            (o["name"], o["mismatches"], o["max_abs_err"]) for o in outs if o["mismatches"])))
+    else:
+        print("FAIL: %s %s: %s" % (case.name, label,
+                                   (r.get("error") or r.get("message") or str(r)).strip()))
+    return 1
 
 
 def main():
@@ -630,14 +661,8 @@ def main():
             onnx.save(case.model, path)
             outs = [o.name for o in case.model.graph.output]
             if not args.ort_only:
-                def fetch(out):
-                    return [np.load(os.path.join(out, n.replace("/", "_") + ".npy"))
-                            for n in outs]
-
-                def run_fp32(inp, extra=()):
-                    out, err = run_model(onnxc, d, path, inp, extra)
-                    return (None, "onnxc run failed: " + err) if out is None else (fetch(out), "")
-                failures += check_runs("fp32", case, outs, run_fp32, case.rtol, case.atol)
+                cdir = write_case_dir(case, os.path.join(d, case.name))
+                failures += check_case(onnxc, "fp32", case, cdir, case.rtol, case.atol)
                 # written back by onnxc export: the checker accepts it, and
                 # it computes the same (with onnxc, and ONNX Runtime below)
                 exported = os.path.join(d, case.name + ".exported.onnx")
@@ -655,17 +680,12 @@ def main():
                         print("FAIL: %s: the ONNX checker rejects the export: %s" %
                               (case.name, e))
                         failures += 1
-
-                    def run_exported(inp):
-                        out, err = run_model(onnxc, d, exported, inp)
-                        return ((None, "onnxc run of the export failed: " + err)
-                                if out is None else (fetch(out), ""))
-                    failures += check_runs("exported", case, outs, run_exported, case.rtol,
-                                           case.atol)
+                    edir = write_case_dir(case, os.path.join(d, case.name + ".exported"),
+                                          onnx.load(exported))
+                    failures += check_case(onnxc, "exported", case, edir, case.rtol, case.atol)
                 if case.mixed:
-                    failures += check_runs(
-                        "mixed", case, outs, lambda inp: run_fp32(inp, ("--precision", "mixed")),
-                        MIXED_RTOL, MIXED_ATOL)
+                    failures += check_case(onnxc, "mixed", case, cdir, MIXED_RTOL, MIXED_ATOL,
+                                           ("--precision", "mixed"))
                 if case.cuda:
                     p = subprocess.run([onnxc, "compile", path, "--target", "cuda", "-o",
                                         os.path.join(d, case.name + "-cuda"), "-q"],
