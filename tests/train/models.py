@@ -363,6 +363,17 @@ def main():
                       output_names=["loss" if with_loss else "y"], opset_version=14,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
     model.load_state_dict(state)
+    # the export recorded the buffers after its forward pass (BatchNorm's
+    # running statistics moved once): the initial ones go back in, or the
+    # trained statistics differ from PyTorch's by 0.9^steps of that move
+    import onnx
+    from onnx import numpy_helper
+    path = os.path.join(args.out, "model.onnx")
+    exported = onnx.load(path)
+    for init in exported.graph.initializer:
+        if init.name in state and "running_" in init.name:
+            init.CopyFrom(numpy_helper.from_array(state[init.name].numpy(), init.name))
+    onnx.save(exported, path)
     np.save(os.path.join(args.out, "data", "x.npy"), x)
     np.save(os.path.join(args.out, "data", "label.npy"), label)
     model.train()
