@@ -60,6 +60,9 @@ static const char train_help[] =
         "  --shape, --dim       bind the batch (and other symbolic dims)\n"
         "  --depfile FILE       also write a Make-syntax depfile (the outputs depend\n"
         "                       on the model and its external data)\n"
+        "  --no-mpi             a one-process program (by default, where onnxc was\n"
+        "                       built with MPI, OUTDIR/train runs data-parallel when\n"
+        "                       started by mpirun -np N or srun)\n"
         "  -q, --quiet          print nothing on success\n";
 
 struct train_cli {
@@ -68,6 +71,7 @@ struct train_cli {
 	struct rt_train_config cfg;
 	struct cg_options co;
 	const char *input, *name, *loss_scale, *depfile;
+	bool no_mpi;
 	struct deps deps;
 	char *trainable_arg, *frozen_arg;
 	const char **trainable, **frozen;
@@ -194,6 +198,8 @@ static int train_opt(int argc, char **argv, int *i, void *ud)
 			c->to.ntrainable = split_names(v, &c->trainable);
 	} else if ((v = opt_value(argc, argv, i, "--frozen", true, &bad)))
 		c->to.nfrozen = split_names(v, &c->frozen);
+	else if (opt_value(argc, argv, i, "--no-mpi", false, &bad))
+		c->no_mpi = true;
 	else
 		return bad ? -1 : 0;
 	return 1;
@@ -701,7 +707,7 @@ static int run_train(struct train_cli *c)
 	if (!write_header(&ctx, ir_arena_printf(&a, "%s/%s_train.h", dir, n), &g) ||
 	    !write_source(&ctx, &a, ir_arena_printf(&a, "%s/%s_train.c", dir, n), &g))
 		goto out;
-	if (!cg_build_trainer(&ctx, &a, &c->co, n))
+	if (!cg_build_trainer(&ctx, &a, &c->co, n, cg_have_mpi() && !c->no_mpi))
 		goto out;
 	if (c->depfile) {
 		static const char *const outs[] = { "%s/train",        "%s/lib%s_train.a",

@@ -1,10 +1,12 @@
 # onnxc_install.cmake - what `cmake --install` puts under the prefix:
 #
 #   bin/onnxc
-#   lib/libonnxc_rt.a, lib/libonnxc_rt_cuda.a (where the CUDA runtime is built)
+#   lib/libonnxc_rt.a, lib/libonnxc_rt_cuda.a (where the CUDA runtime is built),
+#   lib/libonnxc_rt_mpi.a (where MPI is found)
 #   include/onnxc/onnxc_rt.h, onnxc_rt_cuda.h (what generated code includes)
 #   lib/cmake/onnxc/   onnxcConfig.cmake, onnxcConfigVersion.cmake,
-#                      onnxcTargets.cmake (onnxc::onnxc, onnxc::rt, onnxc::rt_cuda),
+#                      onnxcTargets.cmake (onnxc::onnxc, onnxc::rt, onnxc::rt_cuda,
+#                      onnxc::rt_mpi),
 #                      onnxcFunctions.cmake (onnxc_add_model)
 #   lib/pkgconfig/     onnxc.pc, onnxc-cuda.pc
 #
@@ -43,12 +45,16 @@ endif()
 set(ONNXC_INSTALL_OPENBLAS_DIR "${OPENBLAS_LIBRARY_DIRS}")
 set(ONNXC_INSTALL_CUDA_LIBDIR "${CUDAToolkit_LIBRARY_DIR}")
 set(ONNXC_INSTALL_CUDNN "${ONNXC_CUDNN}")
+set(ONNXC_INSTALL_MPI_LIBS "${MPI_C_LIBRARIES}")
 
 # an installed onnxc finds LLVM where it was linked from
 set_target_properties(onnxc PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
 
 install(TARGETS onnxc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS onnxc_rt ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(ONNXC_HAVE_MPI)
+  install(TARGETS onnxc_rt_mpi ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(ONNXC_HAS_RT_CUDA)
   install(TARGETS onnxc_rt_cuda ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()

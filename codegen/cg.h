@@ -85,9 +85,13 @@ bool cg_runtime_paths(struct ir_ctx *ctx, const char **include_dir, const char *
 
 /* onnxc train: compiles OUTDIR/NAME_train.c (written by the caller next to
  * the compiled NAME_step and NAME_eval libraries) into libNAME_train.a and
- * links the training program OUTDIR/train. false after reporting. */
+ * links the training program OUTDIR/train: with mpi, over MPI
+ * (rt_train_main_mpi, libonnxc_rt_mpi.a and MPI's libraries), which needs
+ * cg_have_mpi(). false after reporting. */
 bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_options *o,
-                      const char *name);
+                      const char *name, bool mpi);
+/* Whether this onnxc was built with MPI (libonnxc_rt_mpi.a). */
+bool cg_have_mpi(void);
 
 /* Checks that name is a valid C identifier prefix. */
 bool cg_valid_name(const char *name);

@@ -46,6 +46,7 @@ enum rt_train_status {
 	RT_TRAIN_ERR_NONFINITE = 8,  /* non-finite gradients: loss scaling off, or at
 	                                every scale down to RT_TRAIN_MIN_LOSS_SCALE */
 	RT_TRAIN_ERR_NO_EVAL = 9,    /* eval requested but the model has no eval step */
+	RT_TRAIN_ERR_COMM = 10,      /* data-parallel ranks disagree, or a collective failed */
 	RT_TRAIN_STATUS_COUNT
 };
 
@@ -296,6 +297,53 @@ int64_t rt_train_data_batches(const struct rt_trainer *t, const struct rt_train_
  * whole program; returns its exit status (0, 1 on an error, 2 on a usage
  * error). NAME_train's main is `return rt_train_main(&NAME_train_model, argc, argv);`. */
 int rt_train_main(const struct rt_train_model *model, int argc, char **argv);
+
+/* ------------------------------------------------------------------------ */
+/* Data parallelism (docs/training.md#data-parallel-training)               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The processes that train together: each runs the step on its share of a
+ * global batch of size * model->batch samples (rank r the r-th share), the
+ * loss and the gradients are summed over the ranks and divided by size, and
+ * every rank applies the same update (rt_train.c says exactly what is
+ * reduced). The trainer knows no transport: rt_train_main_mpi fills this in
+ * over MPI. NULL, or size 1, is one process.
+ */
+struct rt_train_comm {
+	int rank, size;
+	const char *name; /* the transport, for messages ("MPI") */
+	void *ctx;        /* the transport's own */
+	/* sums x[0..n) over the ranks, in place, the same on every rank; 0 on
+	 * success */
+	int (*sum_f32)(void *ctx, float *x, int64_t n);
+	/* the smallest and the largest of v over the ranks; 0 on success */
+	int (*min_max_u64)(void *ctx, uint64_t v, uint64_t *min, uint64_t *max);
+};
+/* Makes t rank c->rank of c->size (before its first step; c must outlive
+ * t). The data's epochs are then in global batches (rt_train_data_batches),
+ * checkpoints hold the global batch, and rt_train_load resumes a checkpoint
+ * of another rank count at the same sample of its epoch. */
+int rt_train_set_comm(struct rt_trainer *t, const struct rt_train_comm *c);
+/* RT_TRAIN_OK when v is the same on every rank (a collective: every rank
+ * calls it), else RT_TRAIN_ERR_COMM naming what. */
+int rt_train_agree(struct rt_trainer *t, const char *what, uint64_t v);
+/* FNV-1a of the weights, the state, the optimizer's moments, the counters,
+ * the loss scale and the RNG: the same on every rank of a run. */
+uint64_t rt_train_hash(const struct rt_trainer *t);
+
+/* rt_train_main as one rank of c (NULL: one process): rank 0 alone prints,
+ * logs, checkpoints, evaluates and exports; every rank reads the data, the
+ * initial weights and a resumed checkpoint (a shared file system), which
+ * must agree. A nonzero status on any rank must end every rank: the others
+ * may be waiting in a collective (rt_train_main_mpi calls MPI_Abort). */
+int rt_train_main_comm(const struct rt_train_model *model, const struct rt_train_comm *c, int argc,
+                       char **argv);
+/* In libonnxc_rt_mpi.a, where onnxc was built with MPI: under an MPI
+ * launcher (mpirun or srun: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_SIZE or
+ * SLURM_STEP_NUM_TASKS set) rt_train_main_comm over MPI_COMM_WORLD, else
+ * rt_train_main without initializing MPI. */
+int rt_train_main_mpi(const struct rt_train_model *model, int argc, char **argv);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint files (docs/training.md#checkpoint-format)                    */

@@ -27,6 +27,20 @@
  * resumed run sees exactly the batches an uninterrupted one would. The
  * dropout masks depend only on the seed and the step count, which
  * checkpoints also keep.
+ *
+ * Data parallelism (rt_train_set_comm): size ranks each run the step on
+ * their share of a global batch of size * batch samples - rank r takes
+ * samples r*batch .. (r+1)*batch - 1 of it, in the order one process would
+ * take the global batch - then sum the loss and the gradients over the
+ * ranks in one call (they lie in one slab for it) and divide by size: the
+ * mean over the global batch when the loss is a mean over its batch, as
+ * PyTorch's DistributedDataParallel computes. The inf/NaN test runs on the
+ * sum, so every rank skips the same steps and keeps the same scale, and
+ * every rank applies the same update to the same weights. The new state
+ * (BatchNorm's running statistics) is rank 0's on every rank, as DDP
+ * broadcasts rank 0's buffers; the ranks' batch statistics stay their own.
+ * Each rank draws its own dropout masks (the stream's entry step * size +
+ * rank: one process is rank 0 of 1, as before).
  */
 #include "onnxc_rt.h"
 #include "rt_train_internal.h"
@@ -43,6 +57,13 @@ struct rt_trainer {
 	void *step, *eval;  /* the model instances */
 	struct rt_ctx *ctx; /* threads for the update loops */
 	float **params, **state, **grads, **new_state, **mom1, **mom2;
+	/* the step's outputs, one block: the loss, then the gradients and the
+	 * new state, each at a multiple of SLAB_ALIGN floats (the all-reduce's
+	 * buffer); grads[i] and new_state[i] point into it */
+	float *slab;
+	int64_t slab_n, state_off;
+	const struct rt_train_comm *comm; /* NULL: one process */
+	int rank, size;
 	const void **inputs; /* params, state, data, scale */
 	void **outputs;      /* loss, grads, new state */
 	const void **eval_inputs;
@@ -51,8 +72,8 @@ struct rt_trainer {
 	void **batch; /* rt_train_step_data's batch buffers */
 	int64_t *perm, perm_n;
 	int perm_valid;
-	uint64_t rng_after[4]; /* the RNG after drawing the current epoch's order */
-	float loss, scale;
+	uint64_t rng_after[4];        /* the RNG after drawing the current epoch's order */
+	float loss, scale;            /* loss: this step's, the mean over the ranks */
 	int64_t dropout_seed;         /* the step's dropout seed input (model->dropout) */
 	struct rt_train_ckpt_meta st; /* counters, RNG at the epoch's start, scale */
 	char err[1024];
@@ -71,6 +92,7 @@ const char *rt_train_strerror(int status)
 		[RT_TRAIN_ERR_DATA] = "bad training data",
 		[RT_TRAIN_ERR_NONFINITE] = "non-finite gradients",
 		[RT_TRAIN_ERR_NO_EVAL] = "the model has no eval step",
+		[RT_TRAIN_ERR_COMM] = "the data-parallel ranks disagree or cannot communicate",
 	};
 	if (status < 0 || status >= RT_TRAIN_STATUS_COUNT)
 		return "unknown status";
@@ -249,6 +271,37 @@ static float **alloc_f32s(int n, const struct rt_train_tensor *ts)
 	return a;
 }
 
+/* The step's outputs as one slab (struct rt_trainer's slab): the loss, the
+ * gradients, the new state, each from a multiple of SLAB_ALIGN floats. */
+#define SLAB_ALIGN 16
+static int64_t slab_room(const struct rt_train_tensor *ts)
+{
+	return (ts->elems + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN;
+}
+
+static int alloc_slab(struct rt_trainer *t)
+{
+	const struct rt_train_model *m = t->m;
+	int np = m->num_params, ns = m->num_state;
+	int64_t n = SLAB_ALIGN;
+	for (int i = 0; i < np; i++)
+		n += slab_room(&m->params[i]);
+	t->state_off = n;
+	for (int i = 0; i < ns; i++)
+		n += slab_room(&m->state[i]);
+	if (!(t->grads = calloc((size_t)np + 1, sizeof *t->grads)) ||
+	    !(t->new_state = calloc((size_t)ns + 1, sizeof *t->new_state)) ||
+	    !(t->slab = calloc((size_t)n, sizeof(float))))
+		return 0;
+	t->slab_n = n;
+	n = SLAB_ALIGN;
+	for (int i = 0; i < np; n += slab_room(&m->params[i]), i++)
+		t->grads[i] = t->slab + n;
+	for (int i = 0; i < ns; n += slab_room(&m->state[i]), i++)
+		t->new_state[i] = t->slab + n;
+	return 1;
+}
+
 static void free_f32s(float **a, int n)
 {
 	for (int i = 0; a && i < n; i++)
@@ -288,6 +341,7 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 	if (!m || !cfg)
 		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "no model or configuration");
 	t->m = m;
+	t->size = 1;
 	int rc;
 	if (!m->step_create || !m->step_run || !m->step_destroy || m->batch < 1 ||
 	    (m->eval_create && (!m->eval_run || !m->eval_destroy)))
@@ -302,8 +356,8 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 		return rc;
 	t->cfg = *cfg;
 	int np = m->num_params, ns = m->num_state, nd = m->num_data;
-	if (!(t->params = alloc_f32s(np, m->params)) || !(t->grads = alloc_f32s(np, m->params)) ||
-	    !(t->state = alloc_f32s(ns, m->state)) || !(t->new_state = alloc_f32s(ns, m->state)) ||
+	if (!(t->params = alloc_f32s(np, m->params)) || !(t->state = alloc_f32s(ns, m->state)) ||
+	    !alloc_slab(t) ||
 	    !(t->inputs = calloc((size_t)(np + ns + nd + 2), sizeof *t->inputs)) ||
 	    !(t->outputs = calloc((size_t)(1 + np + ns), sizeof *t->outputs)) ||
 	    !(t->batch = calloc((size_t)nd + 1, sizeof *t->batch)))
@@ -324,7 +378,7 @@ int rt_train_create(struct rt_trainer **out, const struct rt_train_model *m,
 	t->inputs[np + ns + nd] = &t->scale;
 	if (m->dropout)
 		t->inputs[np + ns + nd + 1] = &t->dropout_seed;
-	t->outputs[0] = &t->loss;
+	t->outputs[0] = t->slab;
 	if ((rc = ensure_moments(t, cfg->optimizer)))
 		return rc;
 	if (m->eval_create) {
@@ -373,16 +427,17 @@ void rt_train_destroy(struct rt_trainer *t)
 		rt_ctx_destroy(t->ctx);
 	if (m) {
 		free_f32s(t->params, m->num_params);
-		free_f32s(t->grads, m->num_params);
 		free_f32s(t->mom1, m->num_params);
 		free_f32s(t->mom2, m->num_params);
 		free_f32s(t->state, m->num_state);
-		free_f32s(t->new_state, m->num_state);
 		for (int i = 0; t->batch && i < m->num_data; i++)
 			free(t->batch[i]);
 		for (int i = 0; t->eval_scratch && i < m->num_eval_outputs; i++)
 			free(t->eval_scratch[i]);
 	}
+	free(t->grads);
+	free(t->new_state);
+	free(t->slab);
 	free(t->batch);
 	free(t->eval_scratch);
 	free(t->eval_inputs);
@@ -516,6 +571,8 @@ static void update_range(void *arg, int64_t begin, int64_t end)
 	}
 }
 
+/* The update with the gradients divided by scale (the loss scale times
+ * the rank count). */
 static void apply_update(struct rt_trainer *t, double scale)
 {
 	const struct rt_train_config *c = &t->cfg;
@@ -572,13 +629,24 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 	if (rc)
 		return rc;
 	t->scale = (float)scale;
-	t->dropout_seed = (int64_t)rt_train_dropout_seed(t->cfg.seed, t->st.step);
-	t->loss = NAN;
+	t->dropout_seed = (int64_t)rt_train_dropout_seed(
+	        t->cfg.seed, t->st.step * (uint64_t)t->size + (uint64_t)t->rank);
+	t->slab[0] = NAN;
 	rc = m->step_run(t->step, t->inputs, t->outputs);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "step %llu: the step model failed: %s",
 		                     (unsigned long long)t->st.step + 1,
 		                     m->step_strerror ? m->step_strerror(rc) : "error");
+	if (t->size > 1) { /* the sums over the ranks; the state rank 0's */
+		if (t->rank)
+			memset(t->slab + t->state_off, 0,
+			       (size_t)(t->slab_n - t->state_off) * sizeof(float));
+		if (t->comm->sum_f32(t->comm->ctx, t->slab, t->slab_n))
+			return rt_train_fail(t, RT_TRAIN_ERR_COMM,
+			                     "step %llu: the all-reduce over %s failed",
+			                     (unsigned long long)t->st.step + 1, t->comm->name);
+	}
+	t->loss = t->slab[0] / (float)t->size;
 	for (int i = 0; i < ns; i++)
 		memcpy(t->state[i], t->new_state[i], (size_t)m->state[i].elems * sizeof(float));
 	t->st.step++;
@@ -612,7 +680,7 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 		return RT_TRAIN_OK;
 	}
 	t->st.opt_step++;
-	apply_update(t, scale);
+	apply_update(t, scale * t->size);
 	if (t->cfg.loss_scaling && ++t->st.good_steps >= (uint64_t)t->cfg.growth_interval) {
 		t->st.loss_scale *= t->cfg.growth;
 		if (t->st.loss_scale > RT_TRAIN_MAX_LOSS_SCALE) /* stays a finite float */
@@ -657,9 +725,11 @@ int rt_train_eval_step(struct rt_trainer *t, const void *const batch[], float *l
 /* Data                                                                     */
 /* ------------------------------------------------------------------------ */
 
+int64_t rt_train_global_batch(const struct rt_trainer *t) { return t->m->batch * t->size; }
+
 int64_t rt_train_data_batches(const struct rt_trainer *t, const struct rt_train_data *d)
 {
-	return d->samples / t->m->batch;
+	return d->samples / rt_train_global_batch(t);
 }
 
 static void gather(struct rt_trainer *t, struct rt_train_data *d, const int64_t *idx)
@@ -686,7 +756,7 @@ static void epoch_order(struct rt_trainer *t, int64_t n)
 
 int rt_train_step_data(struct rt_trainer *t, struct rt_train_data *d, struct rt_train_result *r)
 {
-	int64_t n = d->samples, nb = n / t->m->batch;
+	int64_t n = d->samples, gb = rt_train_global_batch(t), nb = n / gb;
 	if (t->st.data_samples && t->st.data_samples != (uint64_t)n)
 		return rt_train_fail(t, RT_TRAIN_ERR_DATA,
 		                     "the run's data set had %llu samples, this one has %lld: "
@@ -710,7 +780,8 @@ int rt_train_step_data(struct rt_trainer *t, struct rt_train_data *d, struct rt_
 		memcpy(t->st.rng, t->rng_after, sizeof t->st.rng);
 		epoch_order(t, n);
 	}
-	gather(t, d, t->perm + t->st.epoch_pos * (uint64_t)t->m->batch);
+	/* this rank's share of the global batch */
+	gather(t, d, t->perm + t->st.epoch_pos * (uint64_t)gb + t->rank * t->m->batch);
 	int rc = rt_train_step(t, (const void *const *)t->batch, r);
 	if (rc == RT_TRAIN_OK || rc == RT_TRAIN_ERR_NONFINITE)
 		t->st.epoch_pos++;
@@ -762,7 +833,7 @@ int rt_train_save(struct rt_trainer *t, const char *path)
 	ck.model_id = m->model_id;
 	ck.meta = t->st;
 	ck.meta.cfg = t->cfg;
-	ck.meta.batch = (uint64_t)m->batch;
+	ck.meta.batch = (uint64_t)rt_train_global_batch(t);
 	ck.num_params = m->num_params;
 	ck.params = ts;
 	ck.num_state = m->num_state;
@@ -825,14 +896,38 @@ int rt_train_load(struct rt_trainer *t, const char *path)
 		snprintf(msg, sizeof msg, "an all-zero RNG state");
 		goto bad;
 	}
-	if (meta->batch != (uint64_t)t->m->batch) {
-		snprintf(msg, sizeof msg, "written for batch %llu, the model's is %lld",
-		         (unsigned long long)meta->batch, (long long)t->m->batch);
-		goto bad;
+	/* the checkpoint holds global state: a run of another rank count (another
+	 * global batch) resumes at the same sample of the epoch */
+	uint64_t gb = (uint64_t)rt_train_global_batch(t), epoch_pos = meta->epoch_pos;
+	if (meta->batch != gb) {
+		uint64_t at = meta->epoch_pos * meta->batch;
+		if (!meta->batch || meta->batch % (uint64_t)t->m->batch ||
+		    meta->epoch_pos > UINT64_MAX / meta->batch) {
+			snprintf(msg, sizeof msg,
+			         "written for a global batch of %llu, not a multiple of the "
+			         "model's batch %lld",
+			         (unsigned long long)meta->batch, (long long)t->m->batch);
+			goto bad;
+		}
+		if (meta->data_samples && at + meta->batch > meta->data_samples)
+			epoch_pos = meta->data_samples / gb; /* at the epoch's end */
+		else if (at % gb) {
+			snprintf(msg, sizeof msg,
+			         "stopped %llu samples into its epoch, which is not a whole "
+			         "number of this run's global batches of %llu (%d rank%s of "
+			         "%lld): resume with the rank count it was written with, or "
+			         "from a checkpoint written at the end of an epoch",
+			         (unsigned long long)at, (unsigned long long)gb, t->size,
+			         t->size > 1 ? "s" : "", (long long)t->m->batch);
+			goto bad;
+		} else
+			epoch_pos = at / gb;
 	}
-	/* every step counted is an update or a skip */
-	if (meta->epoch_pos > meta->step || meta->opt_step > meta->step ||
-	    meta->skipped != meta->step - meta->opt_step) {
+	/* every step counted is an update or a skip, and the epoch's position
+	 * lies in its data (a position, not a step count: a run of another
+	 * global batch may have resumed it) */
+	if (meta->opt_step > meta->step || meta->skipped != meta->step - meta->opt_step ||
+	    meta->epoch_pos > (meta->data_samples ? meta->data_samples / meta->batch : 0)) {
 		snprintf(msg, sizeof msg,
 		         "inconsistent counters: step %llu, %llu updates, %llu skipped, %llu "
 		         "batches into the epoch",
@@ -860,10 +955,76 @@ int rt_train_load(struct rt_trainer *t, const char *path)
 			memcpy(t->mom2[i], ck.mom2[i], (size_t)ck.params[i].elems * sizeof(float));
 	t->cfg = meta->cfg;
 	t->st = *meta;
+	t->st.epoch_pos = epoch_pos;
+	t->st.batch = gb;
 	t->perm_valid = 0;
 	free(buf);
 	return RT_TRAIN_OK;
 bad:
 	free(buf);
 	return rt_train_fail(t, RT_TRAIN_ERR_CHECKPOINT, "%s: %s", path, msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data parallelism                                                         */
+/* ------------------------------------------------------------------------ */
+
+int rt_train_set_comm(struct rt_trainer *t, const struct rt_train_comm *c)
+{
+	if (!c || c->size == 1) {
+		t->comm = NULL;
+		t->rank = 0;
+		t->size = 1;
+		return RT_TRAIN_OK;
+	}
+	if (c->size < 1 || c->rank < 0 || c->rank >= c->size || !c->sum_f32 || !c->min_max_u64 ||
+	    !c->name)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+		                     "communicator: rank %d of %d, or a missing function", c->rank,
+		                     c->size);
+	if (t->st.step)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "communicator: set after %llu steps",
+		                     (unsigned long long)t->st.step);
+	t->comm = c;
+	t->rank = c->rank;
+	t->size = c->size;
+	t->perm_valid = 0;
+	return RT_TRAIN_OK;
+}
+
+int rt_train_agree(struct rt_trainer *t, const char *what, uint64_t v)
+{
+	uint64_t lo, hi;
+	if (t->size == 1)
+		return RT_TRAIN_OK;
+	if (t->comm->min_max_u64(t->comm->ctx, v, &lo, &hi))
+		return rt_train_fail(t, RT_TRAIN_ERR_COMM, "comparing %s over %s failed", what,
+		                     t->comm->name);
+	if (lo != hi)
+		return rt_train_fail(t, RT_TRAIN_ERR_COMM,
+		                     "%s differs between the %d ranks (this rank's: %#llx)", what,
+		                     t->size, (unsigned long long)v);
+	return RT_TRAIN_OK;
+}
+
+static uint64_t hash_f32s(uint64_t h, float *const *a, int n, const struct rt_train_tensor *ts)
+{
+	for (int i = 0; a && i < n; i++)
+		h = rt_train_fnv1a(h, a[i], (size_t)ts[i].elems * sizeof(float));
+	return h;
+}
+
+uint64_t rt_train_hash(const struct rt_trainer *t)
+{
+	const struct rt_train_model *m = t->m;
+	const struct rt_train_ckpt_meta *s = &t->st;
+	uint64_t c[11] = { s->step,      s->opt_step,   s->skipped, s->epoch,
+		           s->epoch_pos, s->good_steps, s->rng[0],  s->rng[1],
+		           s->rng[2],    s->rng[3],     0 };
+	memcpy(&c[10], &s->loss_scale, sizeof c[10]);
+	uint64_t h = rt_train_fnv1a(RT_TRAIN_FNV_OFFSET, c, sizeof c);
+	h = hash_f32s(h, t->params, m->num_params, m->params);
+	h = hash_f32s(h, t->state, m->num_state, m->state);
+	h = hash_f32s(h, t->mom1, m->num_params, m->params);
+	return hash_f32s(h, t->mom2, m->num_params, m->params);
 }

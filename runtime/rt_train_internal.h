@@ -115,6 +115,8 @@ struct rt_train_data {
 int rt_train_fail(struct rt_trainer *t, int status, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 const struct rt_train_model *rt_train_model_of(const struct rt_trainer *t);
+/* The samples one step takes over all ranks: model->batch times the ranks. */
+int64_t rt_train_global_batch(const struct rt_trainer *t);
 
 /* Little-endian stores and loads. */
 static inline void rt_train_put_u32(unsigned char *p, uint32_t v)

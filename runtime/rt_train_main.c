@@ -33,7 +33,8 @@ struct options {
 	struct rt_train_config cfg;
 };
 
-static void usage(FILE *f, const struct rt_train_model *m, const char *prog)
+static void usage(FILE *f, const struct rt_train_model *m, const struct rt_train_comm *c,
+                  const char *prog)
 {
 	fprintf(f,
 	        "usage: %s --data DIR (--steps N | --epochs E) [options]\n"
@@ -77,6 +78,14 @@ static void usage(FILE *f, const struct rt_train_model *m, const char *prog)
 	        m->defaults.weight_decay, m->defaults.loss_scaling ? "on" : "off",
 	        (long long)m->defaults.growth_interval, (unsigned long long)m->defaults.seed,
 	        m->name);
+	if (c && c->name)
+		fprintf(f,
+		        "\nData parallel over %s: `mpirun -np N %s ...` (or srun) trains on N\n"
+		        "processes, each on its share of a global batch of N x %lld samples.\n",
+		        c->name, prog, (long long)m->batch);
+	else
+		fprintf(f, "\nOne process: this program was built without MPI (onnxc train "
+		           "--no-mpi,\nor an onnxc built where CMake found no MPI).\n");
 }
 
 static int parse_i64(const char *s, int64_t *v, int64_t min)
@@ -283,9 +292,33 @@ static void fmt_eta(char *buf, size_t n, double s)
 		snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
 }
 
+/* The configuration as numbers, for rt_train_agree (a struct's padding is
+ * not part of it). */
+static uint64_t config_hash(const struct rt_train_config *c, int64_t total, int64_t samples)
+{
+	double d[] = { c->lr,           c->momentum,   c->beta1,  c->beta2,  c->eps,
+		       c->weight_decay, c->init_scale, c->growth, c->backoff };
+	int64_t i[] = { c->optimizer,     c->loss_scaling, c->growth_interval,
+		        (int64_t)c->seed, c->shuffle,      total,
+		        samples };
+	return rt_train_fnv1a(rt_train_fnv1a(RT_TRAIN_FNV_OFFSET, d, sizeof d), i, sizeof i);
+}
+
 int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 {
+	return rt_train_main_comm(m, NULL, argc, argv);
+}
+
+int rt_train_main_comm(const struct rt_train_model *m, const struct rt_train_comm *c, int argc,
+                       char **argv)
+{
 	const char *prog = argc > 0 && argv[0] ? argv[0] : "train";
+	int ranks = c ? c->size : 1, rank0 = !c || c->rank == 0;
+	char who[600]; /* the messages' prefix: the program, and the rank of several */
+	if (ranks > 1)
+		snprintf(who, sizeof who, "%s (rank %d of %d)", prog, c->rank, ranks);
+	else
+		snprintf(who, sizeof who, "%s", prog);
 	struct options o = { 0 };
 	struct rt_train_config cfg;
 	if (m->defaults.optimizer)
@@ -297,7 +330,8 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 	if (rc)
 		return rc;
 	if (o.help) {
-		usage(stdout, m, prog);
+		if (rank0)
+			usage(stdout, m, c, prog);
 		return 0;
 	}
 	const char *usage_err = NULL;
@@ -310,23 +344,23 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 	else if (o.checkpoint_every && !o.checkpoint)
 		usage_err = "--checkpoint-every needs --checkpoint DIR";
 	if (usage_err) {
-		fprintf(stderr, "%s: %s (--help for the options)\n", prog, usage_err);
+		fprintf(stderr, "%s: %s (--help for the options)\n", who, usage_err);
 		return 2;
 	}
 	if (o.batch && o.batch != m->batch) {
 		fprintf(stderr,
 		        "%s: --batch %lld, but %s was compiled for batch %lld (shapes are static: "
 		        "recompile with onnxc train --shape to change it)\n",
-		        prog, (long long)o.batch, m->name, (long long)m->batch);
+		        who, (long long)o.batch, m->name, (long long)m->batch);
 		return 2;
 	}
 	if (o.eval_data && !m->eval_create) {
-		fprintf(stderr, "%s: --eval-data: %s was compiled without an eval model\n", prog,
+		fprintf(stderr, "%s: --eval-data: %s was compiled without an eval model\n", who,
 		        m->name);
 		return 2;
 	}
 	if (o.export_onnx && !m->onnx_template_bytes) {
-		fprintf(stderr, "%s: --export-onnx: %s carries no ONNX template\n", prog, m->name);
+		fprintf(stderr, "%s: --export-onnx: %s carries no ONNX template\n", who, m->name);
 		return 2;
 	}
 	apply_overrides(&o, &cfg);
@@ -337,37 +371,38 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 	char *ckpt = NULL;
 	char init[4096];
 	int status = 1;
-	if ((rc = rt_train_create(&t, m, &cfg, o.weights, o.eval_weights))) {
-		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+	if ((rc = rt_train_create(&t, m, &cfg, o.weights, o.eval_weights)) ||
+	    (rc = rt_train_set_comm(t, c))) {
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 		goto out;
 	}
 	if (o.checkpoint) {
 		size_t n = strlen(o.checkpoint) + 8;
 		if (!(ckpt = malloc(n))) {
-			fprintf(stderr, "%s: out of memory\n", prog);
+			fprintf(stderr, "%s: out of memory\n", who);
 			goto out;
 		}
 		snprintf(ckpt, n, "%s/ckpt", o.checkpoint);
-		if (mkdir(o.checkpoint, 0755) && errno != EEXIST) {
-			fprintf(stderr, "%s: cannot create %s: %s\n", prog, o.checkpoint,
+		if (rank0 && mkdir(o.checkpoint, 0755) && errno != EEXIST) {
+			fprintf(stderr, "%s: cannot create %s: %s\n", who, o.checkpoint,
 			        strerror(errno));
 			goto out;
 		}
 	}
 	if (o.resume) {
 		if (!path_exists(ckpt)) {
-			fprintf(stderr, "%s: --resume: no checkpoint %s\n", prog, ckpt);
+			fprintf(stderr, "%s: --resume: no checkpoint %s\n", who, ckpt);
 			goto out;
 		}
 		if ((rc = rt_train_load(t, ckpt))) {
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
-		struct rt_train_config c;
-		rt_train_get_config(t, &c);
-		apply_overrides(&o, &c);
-		if ((rc = rt_train_set_config(t, &c))) {
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+		struct rt_train_config now;
+		rt_train_get_config(t, &now);
+		apply_overrides(&o, &now);
+		if ((rc = rt_train_set_config(t, &now))) {
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
 	} else {
@@ -378,33 +413,47 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 			        "%s: no initial weights: %s.init is neither next to the program "
 			        "nor "
 			        "in the current folder (--init FILE)\n",
-			        prog, m->name);
+			        who, m->name);
 			goto out;
 		}
 		if ((rc = rt_train_load_weights(t, init))) {
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
 	}
 	if ((rc = rt_train_data_open(t, o.data, &data)) ||
 	    (o.eval_data && (rc = rt_train_data_open(t, o.eval_data, &eval)))) {
-		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 		goto out;
 	}
 	int64_t nb = rt_train_data_batches(t, data);
 	int64_t total = o.steps ? o.steps : o.epochs * nb;
 	if (o.epochs && total / nb != o.epochs) {
-		fprintf(stderr, "%s: --epochs %lld is too many\n", prog, (long long)o.epochs);
+		fprintf(stderr, "%s: --epochs %lld is too many\n", who, (long long)o.epochs);
 		goto out;
 	}
-	if (o.log) {
+	/* the ranks train in step only if they agree on everything that decides
+	 * a step: the same program, options, data and starting point */
+	rt_train_get_config(t, &cfg);
+	if (ranks > 1 &&
+	    ((rc = rt_train_agree(t, "the model (its id)", m->model_id)) ||
+	     (rc = rt_train_agree(t, "the configuration (options, steps, data set size)",
+	                          config_hash(&cfg, total, rt_train_data_samples(data)))) ||
+	     (rc = rt_train_agree(t,
+	                          "the starting weights, optimizer state and counters (each "
+	                          "rank reads the same --init or checkpoint file)",
+	                          rt_train_hash(t))))) {
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
+		goto out;
+	}
+	if (o.log && rank0) {
 		/* resuming appends to the log (a header first if it is empty) */
 		char why[600];
 		int64_t size = 0;
 		if (!(log = rt_train_fopen_regular(
 		              o.log, O_WRONLY | O_CREAT | (o.resume ? O_APPEND : O_TRUNC), &size,
 		              NULL, why, sizeof why))) {
-			fprintf(stderr, "%s: cannot write the log: %s\n", prog, why);
+			fprintf(stderr, "%s: cannot write the log: %s\n", who, why);
 			goto out;
 		}
 		if (size == 0)
@@ -430,7 +479,7 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		} else if (rc) {
 			if (tty)
 				fputc('\n', stderr);
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
 		rt_train_get_progress(t, &p);
@@ -440,62 +489,84 @@ int rt_train_main(const struct rt_train_model *m, int argc, char **argv)
 		if (log)
 			fprintf(log, "%lld,%lld,%.9g,%.9g,%d,%.1f\n", (long long)p.step,
 			        (long long)p.epoch, (double)r.loss, r.loss_scale, r.skipped,
-			        dt > 0 ? (double)m->batch / dt : 0.0);
-		if (tty && (now - last_print > 0.1 || p.step == total)) {
+			        dt > 0 ? (double)(m->batch * ranks) / dt : 0.0);
+		if (rank0 && tty && (now - last_print > 0.1 || p.step == total)) {
 			double rate = (double)(p.step - first) / (now - start);
 			char eta[32];
 			fmt_eta(eta, sizeof eta, (double)(total - p.step) / rate);
 			fprintf(stderr,
 			        "\rstep %lld/%lld  loss %.5g  %.0f samples/s  scale %g  ETA %s   ",
 			        (long long)p.step, (long long)total, (double)r.loss,
-			        rate * (double)m->batch, r.loss_scale, eta);
+			        rate * (double)(m->batch * ranks), r.loss_scale, eta);
 			last_print = now;
 		}
-		if (ckpt && o.checkpoint_every && p.step % o.checkpoint_every == 0 &&
+		if (ckpt && rank0 && o.checkpoint_every && p.step % o.checkpoint_every == 0 &&
 		    p.step < total && !stopped && (rc = rt_train_save(t, ckpt))) {
 			if (tty)
 				fputc('\n', stderr);
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
 	}
-	if (tty && p.step > first)
+	if (rank0 && tty && p.step > first)
 		fputc('\n', stderr);
+	/* the same update on the same weights: every rank ends where rank 0 does */
+	if (ranks > 1 &&
+	    (rc = rt_train_agree(t, "the trained weights and training state", rt_train_hash(t)))) {
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
+		goto out;
+	}
+	if (!rank0) { /* rank 0 alone reports, checkpoints, evaluates and exports */
+		status = stopped;
+		goto wait;
+	}
 	if (log && fflush(log)) {
-		fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.log, strerror(errno));
+		fprintf(stderr, "%s: cannot write %s: %s\n", who, o.log, strerror(errno));
 		goto out;
 	}
 	if (ckpt && (rc = rt_train_save(t, ckpt))) {
 		if (stopped)
-			fprintf(stderr, "%s: %s\n", prog, why);
-		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, why);
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 		goto out;
 	}
 	if (stopped) {
-		fprintf(stderr, "%s: %s%s%s%s\n", prog, why, ckpt ? "; checkpoint written to " : "",
+		fprintf(stderr, "%s: %s%s%s%s\n", who, why, ckpt ? "; checkpoint written to " : "",
 		        ckpt ? ckpt : "", ckpt ? " (--resume continues from it)" : "");
-		goto out;
+		goto wait;
 	}
 	printf("%s: step %lld, epoch %lld, loss %.6g, loss scale %g, %lld skipped\n", m->name,
 	       (long long)p.step, (long long)p.epoch, (double)loss, p.loss_scale,
 	       (long long)p.skipped);
+	if (ranks > 1)
+		printf("%s: %d ranks of batch %lld over %s, weights identical on every rank "
+		       "(hash %016llx)\n",
+		       m->name, ranks, (long long)m->batch, c->name,
+		       (unsigned long long)rt_train_hash(t));
 	if (eval) {
 		double mean;
 		if ((rc = rt_train_eval_data(t, eval, &mean))) {
-			fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+			fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 			goto out;
 		}
 		printf("%s: eval loss %.6g (%lld samples)\n", m->name, mean,
 		       (long long)(rt_train_data_batches(t, eval) * m->batch));
 	}
 	if (o.export_onnx && (rc = rt_train_export_onnx(t, o.export_onnx))) {
-		fprintf(stderr, "%s: %s\n", prog, rt_train_error(t));
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
 		goto out;
 	}
 	status = 0;
+wait:
+	/* the other ranks wait for rank 0's files; a rank that fails before
+	 * this point never comes here, and its failure ends every rank */
+	if (ranks > 1 && rt_train_agree(t, "the end of the run", 0)) {
+		fprintf(stderr, "%s: %s\n", who, rt_train_error(t));
+		status = 1;
+	}
 out:
 	if (log && fclose(log) && !status) {
-		fprintf(stderr, "%s: cannot write %s\n", prog, o.log);
+		fprintf(stderr, "%s: cannot write %s\n", who, o.log);
 		status = 1;
 	}
 	fflush(stdout);

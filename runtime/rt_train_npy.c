@@ -452,10 +452,15 @@ int rt_train_data_open(struct rt_trainer *t, const char *dir, struct rt_train_da
 			first = m->data[i].name;
 		d->samples = a.dims[0];
 	}
-	if (d->samples < m->batch) {
+	if (d->samples < rt_train_global_batch(t)) {
+		int64_t gb = rt_train_global_batch(t);
+		char ranks[64] = "";
+		if (gb != m->batch)
+			snprintf(ranks, sizeof ranks, " (%lld ranks of %lld)",
+			         (long long)(gb / m->batch), (long long)m->batch);
 		rt_train_fail(t, RT_TRAIN_ERR_DATA,
-		              "%s: %lld samples, fewer than one batch of %lld", dir,
-		              (long long)(d->samples < 0 ? 0 : d->samples), (long long)m->batch);
+		              "%s: %lld samples, fewer than one batch of %lld%s", dir,
+		              (long long)(d->samples < 0 ? 0 : d->samples), (long long)gb, ranks);
 		goto fail;
 	}
 	free(path);

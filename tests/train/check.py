@@ -2,7 +2,7 @@
 weights, data order and hyper-parameters.
 
     check.py --onnxc ONNXC MODEL OPTIMIZER [--precision mixed] [--steps N]
-             [--rtol R] [--keep DIR]
+             [--rtol R] [--resume-at K] [--ranks R] [--keep DIR]
 
 MODEL is one of tests/train/models.py's (mlp, mse, cnn, gpt, drop, up, sce,
 nll, lstm, gru, branch, loop). PyTorch 1.13
@@ -13,6 +13,15 @@ step's loss must agree with PyTorch's within RTOL relative (FP32 default
 1e-4). With --precision mixed the step runs in half precision where the
 cost model says so and the bound is the mixed-precision one (default
 2e-2): the curve tracks the FP32 one. Prints the largest deviation.
+
+With --ranks R (R > 1) the program runs data-parallel under Open MPI's
+`mpirun -np R`, compiled for the per-rank batch, against PyTorch's run of
+the global batch as DistributedDataParallel computes it (models.py
+--ranks); it must say that its weights are identical on every rank. Then
+also: with --resume-at, a run of the R ranks stopped and resumed gives the
+same losses, and its checkpoint resumes in one process at the same sample
+(the step's loss PyTorch computes with the checkpoint's weights on that
+batch); and a rank killed mid-run ends the run, not a hang.
 """
 import argparse
 import csv
@@ -27,10 +36,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 
 
-def check_trained(args, work, ref, trained):
-    """The exported model: its running statistics are PyTorch's, its
-    weights in PyTorch reach PyTorch's own held-out accuracy, and ONNX
-    Runtime runs it to the same outputs."""
+def launcher(ranks):
+    """The command that starts ranks processes (none for one)."""
+    if ranks == 1:
+        return []
+    # in the sanitizer build, no leak report: Open MPI keeps what its
+    # plugins allocate past MPI_Finalize, and unloads the plugins, so no
+    # suppression can name them (the one-process runs check the trainer)
+    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x", "ASAN_OPTIONS=" + asan,
+            "-np", str(ranks)]
+
+
+def torch_model(args, ref, exported):
+    """(the PyTorch model with the weights of onnxc's export, its inputs x,
+    the export's initializers {name: array}) or Nones after a FAIL line."""
     import numpy as np
     import onnx
     import torch
@@ -39,16 +59,28 @@ def check_trained(args, work, ref, trained):
     import models
     torch.manual_seed(0)
     model, x, _ = models.make(args.model, ref["batch"], args.steps, np.random.default_rng(0))
-    weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+    weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(exported).graph.initializer}
     state = model.state_dict()
     missing = [n for n in state if n not in weights and state[n].is_floating_point()]
     if missing:
         print("FAIL: the exported model lacks %s" % ", ".join(missing))
-        return 1
+        return None, None, None
     for n in state:
         if n in weights:
             state[n] = torch.from_numpy(weights[n].copy())
     model.load_state_dict(state)
+    return model, x, weights
+
+
+def check_trained(args, work, ref, trained):
+    """The exported model: its running statistics are PyTorch's, its
+    weights in PyTorch reach PyTorch's own held-out accuracy, and ONNX
+    Runtime runs it to the same outputs."""
+    import numpy as np
+    import torch
+    model, x, weights = torch_model(args, ref, trained)
+    if model is None:
+        return 1
     status = 0
     if os.path.exists(os.path.join(work, "running.npz")):
         # BatchNorm's running statistics, which only the held-out accuracy
@@ -80,9 +112,10 @@ def check_trained(args, work, ref, trained):
     # inference (BatchNormalization on the trained running statistics, no
     # Dropout), so onnxc compiles it as it is
     # (a model exported with its loss computes the loss of a batch)
-    batch = {"x": x[:ref["batch"]]}
+    rank_batch = ref["rank_batch"]  # what the program (and its export) takes
+    batch = {"x": x[:rank_batch]}
     if ref["loss"] == "none":
-        batch["label"] = np.load(os.path.join(work, "data", "label.npy"))[:ref["batch"]]
+        batch["label"] = np.load(os.path.join(work, "data", "label.npy"))[:rank_batch]
     feeds = []
     for name, value in batch.items():
         np.save(os.path.join(work, "export_%s.npy" % name), value)
@@ -111,6 +144,116 @@ def check_trained(args, work, ref, trained):
     else:
         print("ONNX Runtime not installed (scripts/ort_run.js --check): export not run")
     return status
+
+
+def check_other_count(args, work, ref):
+    """A checkpoint of R ranks resumed in one process: it goes on at the
+    same sample of the epoch (its global batch is now one rank's), and the
+    loss of that step is the one PyTorch computes with the checkpoint's
+    weights on those samples."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    k, rb = args.resume_at, ref["rank_batch"]
+    ck, log, w = (os.path.join(work, f) for f in ("ck_other", "other.csv", "other.onnx"))
+    train = [os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+             "--shuffle", "off", "--checkpoint", ck]
+    subprocess.run(launcher(args.ranks) + train + ["--steps", str(k)], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(train + ["--resume", "--steps", str(k), "--export-onnx", w], check=True,
+                   stdout=subprocess.DEVNULL)
+    p = subprocess.run(train + ["--resume", "--steps", str(k + 1), "--log", log],
+                       capture_output=True, text=True)
+    if p.returncode:
+        print("FAIL: the %d ranks' checkpoint does not resume in one process: %s"
+              % (args.ranks, p.stderr.strip()))
+        return 1
+    got = float(list(csv.DictReader(open(log)))[-1]["loss"])
+    model, x, _ = torch_model(args, ref, w)
+    if model is None:
+        return 1
+    if args.model == "drop":  # one process: the masks of the seed's entry k
+        import models
+        model.masks = models.dropout_masks(0, k, [(rb, 32)] * 2, models.MLPDrop.RATIOS)
+    at = k * ref["batch"]  # the samples the R ranks took
+    label = np.load(os.path.join(work, "data", "label.npy"))
+    xb, lb = torch.from_numpy(x[at:at + rb]), torch.from_numpy(label[at:at + rb])
+    model.train()
+    with torch.no_grad():
+        y = model(xb, lb) if ref["loss"] == "none" else model(xb)
+        want = float(y if ref["loss"] == "none" else F.mse_loss(y, lb) if ref["loss"] == "mse"
+                     else F.cross_entropy(y.reshape(-1, y.shape[-1]), lb.reshape(-1)))
+    err = abs(got - want) / max(abs(want), 1e-12)
+    rtol = args.rtol or (1e-4 if args.precision == "fp32" else 2e-2)
+    print("checkpoint of %d ranks at step %d resumed in one process at sample %d: loss %.6f, "
+          "PyTorch %.6f (relative error %.1e)%s" % (args.ranks, k, at, got, want, err,
+                                                    "" if err <= rtol else "  FAIL"))
+    return 0 if err <= rtol else 1
+
+
+def check_nonfinite_rank(args, work, ref):
+    """An inf in one sample of the last rank's share of step 4, with loss
+    scaling on: every rank skips step 4 (the test runs on the summed
+    gradients), the scale backs off once for all, and the weights stay
+    identical."""
+    import numpy as np
+    data = os.path.join(work, "inf_data")
+    shutil.copytree(os.path.join(work, "data"), data)
+    x = np.load(os.path.join(data, "x.npy"))
+    if x.dtype.kind != "f":
+        return 0  # token ids (the GPT): no inf to put in
+    x.reshape(len(x), -1)[3 * ref["batch"] + (args.ranks - 1) * ref["rank_batch"], 0] = np.inf
+    np.save(os.path.join(data, "x.npy"), x)
+    log = os.path.join(work, "inf.csv")
+    p = subprocess.run(launcher(args.ranks) + [
+        os.path.join(work, "out", "train"), "--data", data, "--steps", "8", "--shuffle", "off",
+        "--loss-scale", "on", "--log", log], capture_output=True, text=True)
+    rows = list(csv.DictReader(open(log))) if os.path.exists(log) else []
+    skipped = [int(r["step"]) for r in rows if r["skipped"] == "1"]
+    scales = [float(r["loss_scale"]) for r in rows]
+    ok = (p.returncode == 0 and skipped == [4] and len(scales) == 8 and
+          scales[4] == scales[3] / 2 and "weights identical on every rank" in p.stdout)
+    print("inf in rank %d's share of step 4: steps skipped %s, loss scale %s%s"
+          % (args.ranks - 1, skipped, " -> ".join("%g" % s for s in scales[2:6]),
+             "" if ok else "  FAIL\n" + p.stdout + p.stderr))
+    return 0 if ok else 1
+
+
+def check_killed_rank(args, work):
+    """A rank killed mid-run (SIGKILL) ends every rank within a minute."""
+    import signal
+    import time
+    log = os.path.join(work, "killed.csv")
+    p = subprocess.Popen(launcher(args.ranks) + [
+        os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+        "--epochs", "1000000", "--log", log], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:  # training has started
+            if os.path.exists(log) and len(open(log).read().splitlines()) > 3:
+                break
+            time.sleep(0.1)
+        ranks = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                               text=True).stdout.split()
+        if p.poll() is not None or len(ranks) != args.ranks:
+            print("FAIL: the run to kill a rank of: status %s, %d ranks found"
+                  % (p.poll(), len(ranks)))
+            return 1
+        os.kill(int(ranks[-1]), signal.SIGKILL)
+        start = time.time()
+        try:
+            rc = p.wait(60)
+        except subprocess.TimeoutExpired:
+            print("FAIL: the other ranks still run 60 s after one was killed")
+            return 1
+        print("rank killed mid-run: every rank ended after %.1f s, status %d%s"
+              % (time.time() - start, rc, "" if rc else "  FAIL"))
+        return 0 if rc else 1
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def check_bad_label(work):
@@ -146,6 +289,8 @@ def main():
     ap.add_argument("--resume-at", type=int, default=0,
                     help="also stop a run after this many steps, resume it from its "
                          "checkpoint and demand the uninterrupted run's losses exactly")
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="run data-parallel on this many MPI ranks")
     ap.add_argument("--keep")
     args = ap.parse_args()
     rtol = args.rtol or (1e-4 if args.precision == "fp32" else 2e-2)
@@ -153,7 +298,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     try:
         subprocess.run([PY, os.path.join(HERE, "models.py"), work, args.model, args.optimizer,
-                        "--steps", str(args.steps)], check=True, stderr=subprocess.DEVNULL)
+                        "--steps", str(args.steps), "--ranks", str(args.ranks)], check=True,
+                       stderr=subprocess.DEVNULL)
         ref = json.load(open(os.path.join(work, "reference.json")))
         h = ref["hyper"]
         cmd = [args.onnxc, "train", os.path.join(work, "model.onnx"), "-o",
@@ -173,10 +319,15 @@ def main():
         subprocess.run(cmd, check=True)
         log = os.path.join(work, "log.csv")
         trained = os.path.join(work, "trained.onnx")
-        subprocess.run([os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
-                        "--steps", str(args.steps), "--shuffle", "off", "--log", log,
-                        "--export-onnx", trained],
-                       check=True, stdout=subprocess.DEVNULL)
+        p = subprocess.run(launcher(args.ranks) + [
+            os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+            "--steps", str(args.steps), "--shuffle", "off", "--log", log,
+            "--export-onnx", trained], check=True, stdout=subprocess.PIPE, text=True)
+        if args.ranks > 1:
+            same = [ln for ln in p.stdout.splitlines() if "weights identical on every rank" in ln]
+            print(same[0] if same else "FAIL: no 'weights identical' line:\n" + p.stdout)
+            if not same:
+                return 1
         rows = list(csv.DictReader(open(log)))
         losses = [float(r["loss"]) for r in rows]
         skipped = sum(int(r["skipped"]) for r in rows)
@@ -207,8 +358,9 @@ def main():
         if args.resume_at:
             part = os.path.join(work, "part.csv")
             ck = os.path.join(work, "ck")
-            run = [os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
-                   "--shuffle", "off", "--log", part, "--checkpoint", ck]
+            run = launcher(args.ranks) + [
+                os.path.join(work, "out", "train"), "--data", os.path.join(work, "data"),
+                "--shuffle", "off", "--log", part, "--checkpoint", ck]
             subprocess.run(run + ["--steps", str(args.resume_at), "--checkpoint-every",
                                   str(args.resume_at)], check=True, stdout=subprocess.DEVNULL)
             subprocess.run(run + ["--steps", str(args.steps), "--resume"], check=True,
@@ -219,6 +371,10 @@ def main():
                 args.resume_at, "the same %d losses" % len(resumed) if same
                 else "losses differ  FAIL"))
             if not same:
+                return 1
+            if args.ranks > 1 and (check_other_count(args, work, ref) or
+                                   check_nonfinite_rank(args, work, ref) or
+                                   check_killed_rank(args, work)):
                 return 1
         if ref["loss"] == "none":
             status = check_bad_label(work)

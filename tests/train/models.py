@@ -26,6 +26,15 @@ onnxc's masks, so the reference run of drop multiplies by the masks
 dropout_masks() computes from docs/ir.md#dropout and docs/training.md#dropout
 (written here from the documents, not from onnxc's code); PyTorch's own
 Dropout is what the export records.
+
+--ranks R is the reference of a data-parallel run (docs/training.md#data-
+parallel-training) of R ranks, as PyTorch's DistributedDataParallel trains
+it: model.onnx takes the per-rank batch (BATCH / R, default the model's
+batch), each step's global batch of BATCH samples is split into R shares
+in order, each share's loss is computed on its own (its own BatchNorm batch
+statistics, its own dropout masks: the seed's entry step * R + r) and the
+gradients are those of the mean of the R losses; BatchNorm's running
+statistics are rank 0's (DDP broadcasts rank 0's buffers).
 """
 import argparse
 import json
@@ -337,12 +346,15 @@ def main():
     ap.add_argument("optimizer", choices=list(HYPER))
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--ranks", type=int, default=1)
     args = ap.parse_args()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     batch = args.batch or {"mlp": 16, "mse": 16, "cnn": 8, "gpt": 4, "drop": 16,
                            "up": 8, "sce": 16, "nll": 4, "lstm": 8, "gru": 8, "branch": 16,
-                           "loop": 16}[args.model]
+                           "loop": 16}[args.model] * args.ranks
+    share = batch // args.ranks  # the per-rank batch, what model.onnx takes
+    assert share * args.ranks == batch, "--batch must be a multiple of --ranks"
     model, x, label = make(args.model, batch, args.steps, rng)
     with_loss = isinstance(model, MLPLoss)  # exported with its loss: --loss none
     os.makedirs(os.path.join(args.out, "data"), exist_ok=True)
@@ -351,9 +363,9 @@ def main():
     # the trace runs a forward pass, so the initial state is put back
     state = {k: v.clone() for k, v in model.state_dict().items()}
     model.train()
-    example = (torch.from_numpy(x[:batch]),)
+    example = (torch.from_numpy(x[:share]),)
     if with_loss:
-        example += (torch.from_numpy(label[:batch]),)
+        example += (torch.from_numpy(label[:share]),)
     # control flow (branch, loop) is exported from TorchScript: tracing
     # would record only the path this example takes
     scripted = args.model in ("branch", "loop")
@@ -404,17 +416,33 @@ def main():
         if args.model == "branch":
             taken[0 if float(xb.mean()) > 0 else 1] += 1
         lb = torch.from_numpy(label[step * batch:(step + 1) * batch])
-        if args.model == "drop":  # the train program's seed is 0
-            model.masks = dropout_masks(0, step, [(batch, 32)] * 2, MLPDrop.RATIOS)
-        y = model(xb, lb) if with_loss else model(xb)
-        if with_loss:
-            loss = y
-        elif args.model in ("mse", "gru"):
-            loss = F.mse_loss(y, lb)
-        else:
-            loss = F.cross_entropy(y.reshape(-1, y.shape[-1]), lb.reshape(-1))
+
+        def share_loss(r):
+            xs, ls = xb[r * share:(r + 1) * share], lb[r * share:(r + 1) * share]
+            if args.model == "drop":  # the train program's seed is 0
+                model.masks = dropout_masks(0, step * args.ranks + r, [(share, 32)] * 2,
+                                            MLPDrop.RATIOS)
+            y = model(xs, ls) if with_loss else model(xs)
+            if with_loss:
+                return y
+            if args.model in ("mse", "gru"):
+                return F.mse_loss(y, ls)
+            return F.cross_entropy(y.reshape(-1, y.shape[-1]), ls.reshape(-1))
         opt.zero_grad()
-        loss.backward()
+        if args.ranks == 1:
+            loss = share_loss(0)
+            loss.backward()
+        else:  # rank 0 last: its running statistics are the ones kept
+            before = {k: v.clone() for k, v in model.named_buffers()}
+            loss = 0.0
+            for r in reversed(range(args.ranks)):
+                part = share_loss(r) / args.ranks
+                part.backward()
+                loss += float(part)
+                if r:
+                    with torch.no_grad():
+                        for k, v in model.named_buffers():
+                            v.copy_(before[k])
         opt.step()
         losses.append(float(loss))
     # the running statistics PyTorch reached: the trained export's must agree
@@ -433,7 +461,7 @@ def main():
             pred = model(torch.from_numpy(xe)).argmax(-1).numpy()
         accuracy = float((pred == le).mean())
     json.dump({"model": args.model, "optimizer": args.optimizer, "batch": batch,
-               "frozen": frozen, "accuracy": accuracy,
+               "ranks": args.ranks, "rank_batch": share, "frozen": frozen, "accuracy": accuracy,
                "steps": args.steps,
                "loss": "none" if with_loss else "mse" if args.model in ("mse", "gru")
                else "cross-entropy",

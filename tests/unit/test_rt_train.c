@@ -18,6 +18,10 @@
  * - the shuffle: a permutation, deterministic per seed
  * - export: decoded and checked by Python's onnx (tests/train/check_export.py)
  * - rt_train_main in process: usage errors, a run with a log, resume
+ * - data parallelism's bookkeeping (tests/train/check.py --ranks runs the
+ *   real thing under mpirun): epochs in global batches, a checkpoint of
+ *   one rank count resumed by another at the same sample (or refused where
+ *   that sample is not at a global batch's start), communicator errors
  *
  * Python parts are skipped (with a note) when python3, torch or onnx are
  * missing. Scratch files go to a fresh folder under $TMPDIR.
@@ -1175,6 +1179,87 @@ static void teardown(void)
 		fprintf(stderr, "scratch files kept in %s\n", tmp);
 }
 
+/* A stand-in for a rank's partners: this rank of size, the others having
+ * computed exactly what it did (the sum is size times its values). */
+static int mirror_sum(void *ctx, float *x, int64_t n)
+{
+	int size = *(int *)ctx;
+	for (int64_t i = 0; i < n; i++)
+		x[i] *= (float)size;
+	return 0;
+}
+
+static int mirror_min_max(void *ctx, uint64_t v, uint64_t *min, uint64_t *max)
+{
+	(void)ctx;
+	*min = *max = v;
+	return 0;
+}
+
+static void test_data_parallel(void)
+{
+	static int two = 2;
+	const struct rt_train_comm c2 = { .rank = 0,
+		                          .size = 2,
+		                          .name = "mirror",
+		                          .ctx = &two,
+		                          .sum_f32 = mirror_sum,
+		                          .min_max_u64 = mirror_min_max };
+	struct rt_train_comm bad = c2;
+	bad.rank = 2;
+	const char *data = path_in("dp"), *ck = path_in("dp.ckpt");
+	struct rt_train_config c = config(RT_TRAIN_SGD);
+	struct rt_train_data *d;
+	struct rt_train_progress p;
+	struct rt_train_result r;
+	make_data(data);
+	/* 20 samples: one global batch of 2 x 8 an epoch */
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	CHECK_EQ(rt_train_set_comm(t, &bad), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "rank 2 of 2");
+	CHECK_EQ(rt_train_set_comm(t, &c2), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_agree(t, "x", 5), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_data_open(t, data, &d), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_data_batches(t, d), 1);
+	/* the mirror's mean over two equal ranks is the rank's own loss */
+	float w[FAKE_D * FAKE_C];
+	memcpy(w, rt_train_param(t, 0), sizeof w);
+	CHECK_EQ(rt_train_step_data(t, d, &r), RT_TRAIN_OK);
+	CHECK(isfinite(r.loss) && r.loss > 0);
+	CHECK(memcmp(w, rt_train_param(t, 0), sizeof w) != 0);
+	CHECK_EQ(rt_train_set_comm(t, &c2), RT_TRAIN_ERR_ARGUMENT);
+	CHECK_STR(rt_train_error(t), "set after 1 steps");
+	CHECK_EQ(rt_train_save(t, ck), RT_TRAIN_OK);
+	rt_train_destroy(t);
+	/* one process resumes it: 16 of 20 samples taken, the epoch is over (a
+	 * batch of 8 from sample 16 would not fit), the next step starts the
+	 * next epoch */
+	t = trainer(&c, NULL);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_OK);
+	rt_train_get_progress(t, &p);
+	CHECK_EQ(p.step, 1);
+	CHECK_EQ(p.epoch_pos, 2);
+	rt_train_data_close(d);
+	CHECK_EQ(rt_train_data_open(t, data, &d), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_step_data(t, d, &r), RT_TRAIN_OK);
+	rt_train_get_progress(t, &p);
+	CHECK_EQ(p.epoch, 1);
+	CHECK_EQ(p.epoch_pos, 1);
+	/* 8 samples into the epoch: not where a global batch of 16 starts */
+	CHECK_EQ(rt_train_save(t, ck), RT_TRAIN_OK);
+	rt_train_destroy(t);
+	t = trainer(&c, NULL);
+	CHECK_EQ(rt_train_set_comm(t, &c2), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_load(t, ck), RT_TRAIN_ERR_CHECKPOINT);
+	CHECK_STR(rt_train_error(t),
+	          "stopped 8 samples into its epoch, which is not a whole number "
+	          "of this run's global batches of 16 (2 ranks of 8)");
+	rt_train_data_close(d);
+	rt_train_destroy(t);
+}
+
 static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
@@ -1192,4 +1277,4 @@ TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
               T(test_create_errors) T(test_loss_scale) T(test_loss_scale_floor)
                       T(test_optimizers_vs_torch) T(test_resume_bitwise)
                               T(test_checkpoint_corruption) T(test_export) T(test_train_main)
-                                      T(test_err_escapes) T(test_teardown))
+                                      T(test_err_escapes) T(test_data_parallel) T(test_teardown))
