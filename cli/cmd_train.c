@@ -304,8 +304,10 @@ static void print_wrappers(FILE *f, const char *model)
 	        "{\n\treturn %s_run(m, inputs, outputs);\n}\n\n"
 	        "static void %s_destroy_v(void *m)\n{\n\t%s_destroy(m);\n}\n\n"
 	        "static const char *%s_strerror_v(int status)\n{\n\treturn "
-	        "%s_strerror(status);\n}\n\n",
-	        model, model, model, model, model, model, model, model, model);
+	        "%s_strerror(status);\n}\n\n"
+	        "static int %s_set_output_hook_v(void *m, rt_train_output_hook_fn fn, void *ctx)\n"
+	        "{\n\treturn %s_set_output_hook(m, fn, ctx);\n}\n\n",
+	        model, model, model, model, model, model, model, model, model, model, model);
 }
 
 struct generated {
@@ -532,6 +534,7 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 	        ",\n\t.model_id = 0x%016llxULL,\n"
 	        "\t.step_create = %s_create_v,\n\t.step_run = %s_run_v,\n"
 	        "\t.step_destroy = %s_destroy_v,\n\t.step_strerror = %s_strerror_v,\n"
+	        "\t.step_set_output_hook = %s_set_output_hook_v,\n"
 	        "\t.eval_create = %s_create_v,\n\t.eval_run = %s_run_v,\n"
 	        "\t.eval_destroy = %s_destroy_v,\n\t.eval_strerror = %s_strerror_v,\n"
 	        "\t.num_params = %d,\n\t.params = %s,\n\t.num_state = %d,\n\t.state = %s,\n"
@@ -539,7 +542,7 @@ static bool write_source(struct ir_ctx *ctx, struct ir_arena *a, const char *pat
 	        "\t.num_eval_outputs = %d,\n\t.eval_outputs = %s,\n"
 	        "\t.num_ranges = %d,\n\t.ranges = %s,\n"
 	        "\t.onnx_template = onnx_template,\n\t.onnx_template_bytes = %zu,\n",
-	        (unsigned long long)g->id, step, step, step, step, eval, eval, eval, eval,
+	        (unsigned long long)g->id, step, step, step, step, step, eval, eval, eval, eval,
 	        s->nparams, params, s->nstate, state, s->ndata, data,
 	        (long long)s->data[0]->type.dims[0], s->seed != NULL, g->eval->nmodel_outputs, outs,
 	        g->nranges, ranges, g->tmpl_len);

@@ -2,7 +2,8 @@
 #
 #   bin/onnxc
 #   lib/libonnxc_rt.a, lib/libonnxc_rt_cuda.a (where the CUDA runtime is built),
-#   lib/libonnxc_rt_mpi.a (where MPI is found)
+#   lib/libonnxc_rt_mpi.a (where MPI is found), lib/libonnxc_rt_nccl.a (and
+#   the CUDA runtime and NCCL)
 #   include/onnxc/onnxc_rt.h, onnxc_rt_cuda.h (what generated code includes)
 #   lib/cmake/onnxc/   onnxcConfig.cmake, onnxcConfigVersion.cmake,
 #                      onnxcTargets.cmake (onnxc::onnxc, onnxc::rt, onnxc::rt_cuda,
@@ -54,6 +55,9 @@ install(TARGETS onnxc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS onnxc_rt ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 if(ONNXC_HAVE_MPI)
   install(TARGETS onnxc_rt_mpi ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+if(ONNXC_HAVE_NCCL)
+  install(TARGETS onnxc_rt_nccl ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 if(ONNXC_HAS_RT_CUDA)
   install(TARGETS onnxc_rt_cuda ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -292,8 +292,8 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 	char *lib = ir_arena_printf(a, "%s/lib%s_train.a", dir, name);
 	char *main_src = ir_arena_printf(a, "%s/%s_train_main.c", dir, name);
 	char *exe = ir_arena_printf(a, "%s/train", dir);
-	char *incflag, *dirflag, *mpilib;
-	const char *slash;
+	char *incflag, *dirflag, *mpilib, *nccllib;
+	const char *slash, *nccl = NULL; /* NCCL's library, for a CUDA step with MPI */
 	FILE *f;
 	if (!cg_runtime_paths(ctx, &inc, &rtlib))
 		return false;
@@ -305,10 +305,12 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 		return false;
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	dirflag = ir_arena_printf(a, "-I%s", dir);
-	/* libonnxc_rt_mpi.a sits beside libonnxc_rt.a */
+	/* libonnxc_rt_mpi.a and libonnxc_rt_nccl.a sit beside libonnxc_rt.a */
 	slash = strrchr(rtlib, '/');
 	mpilib = ir_arena_printf(a, "%.*s/libonnxc_rt_mpi.a", (int)(slash ? slash - rtlib : 1),
 	                         slash ? rtlib : ".");
+	nccllib = ir_arena_printf(a, "%.*s/libonnxc_rt_nccl.a", (int)(slash ? slash - rtlib : 1),
+	                          slash ? rtlib : ".");
 	if (mpi && (!cg_have_mpi() || !cg_exists(mpilib))) {
 		ir_error(ctx,
 		         "this onnxc was built without MPI (no %s): onnxc train --no-mpi builds a "
@@ -316,6 +318,14 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 		         mpilib);
 		return false;
 	}
+#ifdef ONNXC_NCCL_LIB
+	/* a CUDA step reduces its device outputs over NCCL where onnxc has it;
+	 * elsewhere over MPI on the host, after they are copied back */
+	if (mpi && cg_target_cuda(o) && cg_exists(nccllib)) {
+		nccl = ONNXC_NCCL_LIB;
+		mpilib = nccllib;
+	}
+#endif
 	if (!(f = fopen(main_src, "w"))) {
 		ir_error(ctx, "cannot write %s: %s", main_src, strerror(errno));
 		return false;
@@ -325,7 +335,11 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 	        "#include \"%s_train.h\"\n\n"
 	        "int main(int argc, char **argv)\n{\n"
 	        "\treturn rt_train_main%s(&%s_train_model, argc, argv);\n}\n",
-	        name, mpi ? "_mpi" : "", name);
+	        name,
+	        nccl  ? "_nccl"
+	        : mpi ? "_mpi"
+	              : "",
+	        name);
 	if (fclose(f)) {
 		ir_error(ctx, "cannot write %s: %s", main_src, strerror(errno));
 		return false;
@@ -355,7 +369,7 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 			return false;
 		/* the program: main, the description, both steps, the runtime */
 		{
-			int nargs = 48 + (int)(sizeof mpi_libs / sizeof *mpi_libs), k = 0;
+			int nargs = 49 + (int)(sizeof mpi_libs / sizeof *mpi_libs), k = 0;
 			char **cmd = ir_arena_alloc(a, sizeof *cmd * (size_t)nargs);
 			cmd[k++] = (char *)cc();
 			cmd[k++] = "-std=c11";
@@ -374,6 +388,8 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 			k = link_libraries(a, t, rtlib, cmd, k, nargs);
 			for (int i = 0; mpi && mpi_libs[i]; i++)
 				cmd[k++] = (char *)mpi_libs[i];
+			if (nccl)
+				cmd[k++] = (char *)nccl;
 			if (ONNXC_SANITIZE_FLAGS[0])
 				cmd[k++] = ONNXC_SANITIZE_FLAGS;
 			cmd[k] = NULL;

@@ -45,6 +45,10 @@ void cg_c_banner(FILE *f, const struct cg_plan *p, const char *n, const char *wh
 void cg_c_step_names(FILE *f, const struct cg_plan *p);
 /* The NULL checks at the top of NAME_run. */
 void cg_c_arg_checks(FILE *f, const struct ir_module *m);
+/* `INDENTstatic const size_t ARRAY[] = { N_KIND0_BYTES, ... };` for n > 0
+ * inputs or outputs (KIND INPUT or OUTPUT); nothing for none. */
+void cg_c_sizes(FILE *f, const char *indent, const char *array, const char *N, const char *kind,
+                int n);
 /* NAME_run_checked and NAME_strerror (N: the name in capitals). */
 void cg_c_common_api(FILE *f, const struct cg_plan *p, const char *n, const char *N);
 

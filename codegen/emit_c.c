@@ -256,6 +256,19 @@ bool cg_emit_header(const struct cg_plan *p, const char *path)
 	        "void %s_destroy(struct %s *model);\n"
 	        "const char *%s_strerror(int status);\n\n",
 	        n, n, n, n, n, n, n, n, N, N, n, n, n, n, n);
+	fprintf(f,
+	        "/* A function every run calls on its outputs once they are computed,\n"
+	        " * before the run returns: on the CUDA target the outputs' device\n"
+	        " * memory and the run's cudaStream_t, on the CPU the caller's buffers\n"
+	        " * and NULL; a nonzero return is the run's status. NULL removes it\n"
+	        " * (onnxc_rt.h's rt_output_hook_fn; data-parallel training sums\n"
+	        " * gradients over its ranks with it). */\n"
+	        "int %s_set_output_hook(struct %s *model,\n"
+	        "                       int (*fn)(void *ctx, void *const outputs[], const size_t "
+	        "bytes[],\n"
+	        "                                 int n, void *stream),\n"
+	        "                       void *ctx);\n\n",
+	        n, n);
 	fprintf(f, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 	return finish(f, m->ctx, path);
 }
@@ -293,6 +306,17 @@ void cg_c_arg_checks(FILE *f, const struct ir_module *m)
 }
 
 /* NAME_run_checked and NAME_strerror, the same for every target. */
+void cg_c_sizes(FILE *f, const char *indent, const char *array, const char *N, const char *kind,
+                int n)
+{
+	if (!n)
+		return;
+	fprintf(f, "%sstatic const size_t %s[] = {", indent, array);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%s_%s%d_BYTES", i ? ", " : " ", N, kind, i);
+	fprintf(f, " };\n");
+}
+
 void cg_c_common_api(FILE *f, const struct cg_plan *p, const char *n, const char *N)
 {
 	const struct ir_module *m = p->m;
@@ -301,18 +325,8 @@ void cg_c_common_api(FILE *f, const struct cg_plan *p, const char *n, const char
 	        "                   const size_t input_bytes[], void *const outputs[],\n"
 	        "                   const size_t output_bytes[])\n{\n",
 	        n, n);
-	if (m->ninputs) {
-		fprintf(f, "\tstatic const size_t in_bytes[] = {");
-		for (int i = 0; i < m->ninputs; i++)
-			fprintf(f, "%s%s_INPUT%d_BYTES", i ? ", " : " ", N, i);
-		fprintf(f, " };\n");
-	}
-	if (m->noutputs) {
-		fprintf(f, "\tstatic const size_t out_bytes[] = {");
-		for (int i = 0; i < m->noutputs; i++)
-			fprintf(f, "%s%s_OUTPUT%d_BYTES", i ? ", " : " ", N, i);
-		fprintf(f, " };\n");
-	}
+	cg_c_sizes(f, "\t", "in_bytes", N, "INPUT", m->ninputs);
+	cg_c_sizes(f, "\t", "out_bytes", N, "OUTPUT", m->noutputs);
 	fprintf(f, "\tif (!input_bytes || !output_bytes)\n\t\treturn RT_ERR_ARGUMENT;\n");
 	if (m->ninputs)
 		fprintf(f,

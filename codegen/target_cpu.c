@@ -132,7 +132,16 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	cg_c_arg_checks(f, m);
 	fprintf(f, "\tctx = model->m.ctx;\n\trt_model_begin_run(&model->m);\n");
 	cg_c_call_parts(f, p, n, "model, ctx, inputs, outputs");
-	fprintf(f, "%s\treturn RT_OK;\n}\n\n", cg_c_nparts(p) ? "" : "\t(void)ctx;\n");
+	if (!cg_c_nparts(p))
+		fprintf(f, "\t(void)ctx;\n");
+	fprintf(f, "\tif (!model->m.hook)\n\t\treturn RT_OK;\n");
+	cg_c_sizes(f, "\t", "output_sizes", N, "OUTPUT", m->noutputs);
+	fprintf(f,
+	        "\treturn model->m.hook(model->m.hook_ctx, outputs, %s, %d, NULL);\n}\n\n"
+	        "int %s_set_output_hook(struct %s *model, rt_output_hook_fn fn, void *ctx)\n{\n"
+	        "\tif (!model)\n\t\treturn RT_ERR_ARGUMENT;\n"
+	        "\tmodel->m.hook = fn;\n\tmodel->m.hook_ctx = ctx;\n\treturn RT_OK;\n}\n\n",
+	        m->noutputs ? "output_sizes" : "NULL", m->noutputs, n, n);
 	cg_c_common_api(f, p, n, N);
 
 	fprintf(f,

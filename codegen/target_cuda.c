@@ -211,18 +211,9 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	        "#define GUARD(g, p) do { if (g) CALL(rtc_guard(M, (p), &(g))); } while (0)\n\n");
 	cg_c_descriptors(f, p);
 	cg_c_step_names(f, p);
-	if (m->ninputs) {
-		fprintf(f, "\nstatic const size_t input_sizes[] = {");
-		for (int i = 0; i < m->ninputs; i++)
-			fprintf(f, "%s%s_INPUT%d_BYTES", i ? ", " : " ", N, i);
-		fprintf(f, " };\n");
-	}
-	if (m->noutputs) {
-		fprintf(f, "static const size_t output_sizes[] = {");
-		for (int i = 0; i < m->noutputs; i++)
-			fprintf(f, "%s%s_OUTPUT%d_BYTES", i ? ", " : " ", N, i);
-		fprintf(f, " };\n");
-	}
+	fputc('\n', f);
+	cg_c_sizes(f, "", "input_sizes", N, "INPUT", m->ninputs);
+	cg_c_sizes(f, "", "output_sizes", N, "OUTPUT", m->noutputs);
 
 	/* the steps */
 	{
@@ -242,8 +233,10 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	fprintf(f,
 	        "\tCALL(rtc_run_begin(M, inputs));\n"
 	        "\tCALL(rtc_direct(M) ? %s_steps(model) : rtc_run_graph(M));\n"
-	        "\treturn rtc_run_end(M, outputs);\n}\n\n",
-	        n);
+	        "\treturn rtc_run_end(M, outputs);\n}\n\n"
+	        "int %s_set_output_hook(struct %s *model, rt_output_hook_fn fn, void *ctx)\n{\n"
+	        "\treturn model ? rtc_set_output_hook(M, fn, ctx) : RT_ERR_ARGUMENT;\n}\n\n",
+	        n, n, n);
 	cg_c_common_api(f, p, n, N);
 
 	/* create: open, plans, kernels (in parts, as the steps), capture */

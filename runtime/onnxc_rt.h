@@ -638,8 +638,23 @@ int rt_resize(struct rt_ctx *ctx, const struct rt_resize_desc *d, const void *x,
 #define RT_WEIGHTS_MAGIC  "ONNXCWT1"
 #define RT_WEIGHTS_HEADER 64
 
+/*
+ * An output hook (NAME_set_output_hook, docs/api.md): every run calls it
+ * once its outputs are computed, before NAME_run returns - on the CUDA
+ * target with the outputs in device memory, before they are copied back,
+ * and the run's cudaStream_t to enqueue work on; on the CPU with the
+ * caller's output buffers and stream NULL. n outputs of bytes[i] bytes
+ * each; what the hook leaves in them is what the run returns (data-parallel
+ * training sums the gradients over its ranks here: NCCL on CUDA). Returns
+ * 0 or a status, which the run returns.
+ */
+typedef int (*rt_output_hook_fn)(void *ctx, void *const outputs[], const size_t bytes[], int n,
+                                 void *stream);
+
 struct rt_model {
 	struct rt_ctx *ctx;
+	rt_output_hook_fn hook; /* NAME_set_output_hook's (NULL: none) */
+	void *hook_ctx;
 	unsigned char *arena; /* the planned intermediates */
 	size_t arena_bytes;
 	const unsigned char *weights;

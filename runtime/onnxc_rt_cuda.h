@@ -109,6 +109,9 @@ int rtc_trap(struct rtc_model *m, const struct rt_trap_desc *d, void *y);
 int rtc_run_begin(struct rtc_model *m, const void *const inputs[]);
 int rtc_run_graph(struct rtc_model *m);
 int rtc_run_end(struct rtc_model *m, void *const outputs[]);
+/* NAME_set_output_hook: rtc_run_end calls fn (NULL: none) on the device
+ * outputs and the stream, after the run's work and before the copy back. */
+int rtc_set_output_hook(struct rtc_model *m, rt_output_hook_fn fn, void *ctx);
 
 /* ONNXC_PROFILE=1: step s starts / ends (events on the stream). */
 void rtc_step_begin(struct rtc_model *m, int s);

@@ -132,6 +132,9 @@ typedef int (*rt_train_create_fn)(void **instance, const char *weights_path);
 typedef int (*rt_train_run_fn)(void *instance, const void *const inputs[], void *const outputs[]);
 typedef void (*rt_train_destroy_fn)(void *instance);
 typedef const char *(*rt_train_strerror_fn)(int status);
+/* NAME_set_output_hook's hook (onnxc_rt.h's rt_output_hook_fn, docs/api.md). */
+typedef int (*rt_train_output_hook_fn)(void *ctx, void *const outputs[], const size_t bytes[],
+                                       int n, void *stream);
 
 struct rt_train_model {
 	const char *name;  /* the model's name (messages, the .init file's name) */
@@ -141,6 +144,9 @@ struct rt_train_model {
 	rt_train_run_fn step_run;
 	rt_train_destroy_fn step_destroy;
 	rt_train_strerror_fn step_strerror;
+	/* NAME_set_output_hook of the step (NULL: none): where the outputs are
+	 * device memory, data parallelism reduces them there */
+	int (*step_set_output_hook)(void *instance, rt_train_output_hook_fn fn, void *ctx);
 	/* the eval model (all NULL: none) */
 	rt_train_create_fn eval_create;
 	rt_train_run_fn eval_run;
@@ -319,6 +325,16 @@ struct rt_train_comm {
 	int (*sum_f32)(void *ctx, float *x, int64_t n);
 	/* the smallest and the largest of v over the ranks; 0 on success */
 	int (*min_max_u64)(void *ctx, uint64_t v, uint64_t *min, uint64_t *max);
+	/* Where the transport reduces device memory (NCCL), on a stream (a
+	 * cudaStream_t): the step's outputs are reduced on the device, through
+	 * the step's output hook, before they are copied back - the same sums as
+	 * on the host. dev_sum_f32 sums n floats at x in place; dev_bcast_f32
+	 * gives every rank root's n floats at x; dev_group(ctx, 0) and
+	 * dev_group(ctx, 1) bracket the calls of one step (one launch). All
+	 * NULL: the sums are sum_f32's, on the host. 0 on success. */
+	int (*dev_sum_f32)(void *ctx, void *x, int64_t n, void *stream);
+	int (*dev_bcast_f32)(void *ctx, void *x, int64_t n, int root, void *stream);
+	int (*dev_group)(void *ctx, int end);
 };
 /* Makes t rank c->rank of c->size (before its first step; c must outlive
  * t). The data's epochs are then in global batches (rt_train_data_batches),
@@ -344,6 +360,11 @@ int rt_train_main_comm(const struct rt_train_model *model, const struct rt_train
  * SLURM_STEP_NUM_TASKS set) rt_train_main_comm over MPI_COMM_WORLD, else
  * rt_train_main without initializing MPI. */
 int rt_train_main_mpi(const struct rt_train_model *model, int argc, char **argv);
+/* In libonnxc_rt_nccl.a, where onnxc was built with MPI, CUDA and NCCL: the
+ * same for a CUDA-target step, each rank on its machine's next GPU, the
+ * step's outputs reduced on the device by NCCL (struct rt_train_comm's
+ * dev_* functions, through the step's output hook), MPI for the rest. */
+int rt_train_main_nccl(const struct rt_train_model *model, int argc, char **argv);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint files (docs/training.md#checkpoint-format)                    */

@@ -64,6 +64,8 @@ struct rt_trainer {
 	int64_t slab_n, state_off;
 	const struct rt_train_comm *comm; /* NULL: one process */
 	int rank, size;
+	int dev_reduce;      /* the step's output hook reduces on the device */
+	int hook_failed;     /* ... and failed in this step's run */
 	const void **inputs; /* params, state, data, scale */
 	void **outputs;      /* loss, grads, new state */
 	const void **eval_inputs;
@@ -632,12 +634,17 @@ int rt_train_step(struct rt_trainer *t, const void *const batch[], struct rt_tra
 	t->dropout_seed = (int64_t)rt_train_dropout_seed(
 	        t->cfg.seed, t->st.step * (uint64_t)t->size + (uint64_t)t->rank);
 	t->slab[0] = NAN;
+	t->hook_failed = 0;
 	rc = m->step_run(t->step, t->inputs, t->outputs);
+	if (rc && t->hook_failed)
+		return rt_train_fail(t, RT_TRAIN_ERR_COMM,
+		                     "step %llu: the all-reduce over %s on the device failed",
+		                     (unsigned long long)t->st.step + 1, t->comm->name);
 	if (rc)
 		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "step %llu: the step model failed: %s",
 		                     (unsigned long long)t->st.step + 1,
 		                     m->step_strerror ? m->step_strerror(rc) : "error");
-	if (t->size > 1) { /* the sums over the ranks; the state rank 0's */
+	if (t->size > 1 && !t->dev_reduce) { /* the sums over the ranks; the state rank 0's */
 		if (t->rank)
 			memset(t->slab + t->state_off, 0,
 			       (size_t)(t->slab_n - t->state_off) * sizeof(float));
@@ -969,12 +976,39 @@ bad:
 /* Data parallelism                                                         */
 /* ------------------------------------------------------------------------ */
 
+/* The step's output hook where the communicator reduces device memory:
+ * the same sums as rt_train_step's on the host (the loss and the gradients
+ * summed, the new state rank 0's), on the run's stream, one group. */
+static int reduce_outputs(void *ctx, void *const out[], const size_t bytes[], int n, void *stream)
+{
+	struct rt_trainer *t = ctx;
+	const struct rt_train_comm *c = t->comm;
+	int sums = 1 + t->m->num_params, bad;
+	if (!stream || n != sums + t->m->num_state) { /* not device memory, or not the step */
+		t->hook_failed = 1;
+		return RT_TRAIN_ERR_COMM;
+	}
+	bad = c->dev_group(c->ctx, 0);
+	for (int i = 0; i < n && !bad; i++)
+		bad = i < sums ? c->dev_sum_f32(c->ctx, out[i], (int64_t)(bytes[i] / sizeof(float)),
+		                                stream)
+		               : c->dev_bcast_f32(c->ctx, out[i],
+		                                  (int64_t)(bytes[i] / sizeof(float)), 0, stream);
+	bad |= c->dev_group(c->ctx, 1);
+	t->hook_failed = bad != 0;
+	return bad ? RT_TRAIN_ERR_COMM : 0;
+}
+
 int rt_train_set_comm(struct rt_trainer *t, const struct rt_train_comm *c)
 {
+	const struct rt_train_model *m = t->m;
 	if (!c || c->size == 1) {
+		if (t->dev_reduce)
+			m->step_set_output_hook(t->step, NULL, NULL);
 		t->comm = NULL;
 		t->rank = 0;
 		t->size = 1;
+		t->dev_reduce = 0;
 		return RT_TRAIN_OK;
 	}
 	if (c->size < 1 || c->rank < 0 || c->rank >= c->size || !c->sum_f32 || !c->min_max_u64 ||
@@ -985,10 +1019,19 @@ int rt_train_set_comm(struct rt_trainer *t, const struct rt_train_comm *c)
 	if (t->st.step)
 		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT, "communicator: set after %llu steps",
 		                     (unsigned long long)t->st.step);
+	int dev = c->dev_sum_f32 && c->dev_bcast_f32 && c->dev_group;
+	if (dev && !m->step_set_output_hook)
+		return rt_train_fail(t, RT_TRAIN_ERR_ARGUMENT,
+		                     "communicator: %s reduces device memory, and the step model "
+		                     "has no output hook",
+		                     c->name);
+	if (dev && m->step_set_output_hook(t->step, reduce_outputs, t))
+		return rt_train_fail(t, RT_TRAIN_ERR_MODEL, "cannot set the step's output hook");
 	t->comm = c;
 	t->rank = c->rank;
 	t->size = c->size;
 	t->perm_valid = 0;
+	t->dev_reduce = dev;
 	return RT_TRAIN_OK;
 }
 

@@ -2,6 +2,11 @@
  * rt_train_mpi.c - the train program over MPI (libonnxc_rt_mpi.a, built
  * where CMake finds MPI): rt_train_main_mpi, the main of a `train` program
  * that onnxc linked with MPI (docs/training.md#data-parallel-training).
+ * Built again with ONNXC_NCCL (libonnxc_rt_nccl.a, where CUDA's NCCL is
+ * too): rt_train_main_nccl, the main of a CUDA-target train program, whose
+ * step's outputs - device memory - are reduced by NCCL on the step's stream
+ * (struct rt_train_comm's dev_* functions), MPI doing the rest: launching,
+ * the NCCL id's broadcast, the ranks' agreement checks.
  *
  * Started by an MPI launcher, every process is one rank of MPI_COMM_WORLD:
  * the trainer's communicator (struct rt_train_comm) sums with MPI_Allreduce
@@ -14,6 +19,12 @@
  * the launcher, which ends the others (Open MPI's mpirun does, as does
  * srun). Errors of MPI calls are returned, not fatal, so a failed
  * collective is reported as RT_TRAIN_ERR_COMM before the abort.
+ *
+ * NCCL's devices: each rank takes the GPU of its rank among the ranks on
+ * its machine (MPI_COMM_TYPE_SHARED), modulo the GPUs it sees, before the
+ * step model is created (which takes the current device). The NCCL
+ * communicator is made once: rank 0's ncclGetUniqueId, MPI_Bcast,
+ * ncclCommInitRank on every rank.
  */
 #include "onnxc_train.h"
 
@@ -21,6 +32,10 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef ONNXC_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
 
 static int sum_f32(void *ctx, float *x, int64_t n)
 {
@@ -58,15 +73,90 @@ static int launched(void)
 	return 0;
 }
 
-int rt_train_main_mpi(const struct rt_train_model *m, int argc, char **argv)
+#ifdef ONNXC_NCCL
+struct nccl {
+	MPI_Comm world; /* first: min_max_u64's context */
+	ncclComm_t comm;
+};
+
+static int dev_sum_f32(void *ctx, void *x, int64_t n, void *stream)
+{
+	struct nccl *c = ctx;
+	return ncclAllReduce(x, x, (size_t)n, ncclFloat, ncclSum, c->comm, (cudaStream_t)stream) !=
+	       ncclSuccess;
+}
+
+static int dev_bcast_f32(void *ctx, void *x, int64_t n, int root, void *stream)
+{
+	struct nccl *c = ctx;
+	return ncclBroadcast(x, x, (size_t)n, ncclFloat, root, c->comm, (cudaStream_t)stream) !=
+	       ncclSuccess;
+}
+
+static int dev_group(void *ctx, int end)
+{
+	(void)ctx;
+	return (end ? ncclGroupEnd() : ncclGroupStart()) != ncclSuccess;
+}
+
+static int host_sum_f32(void *ctx, float *x, int64_t n)
+{
+	return sum_f32(&((struct nccl *)ctx)->world, x, n);
+}
+
+static int host_min_max_u64(void *ctx, uint64_t v, uint64_t *min, uint64_t *max)
+{
+	return min_max_u64(&((struct nccl *)ctx)->world, v, min, max);
+}
+
+/* This rank's GPU and the NCCL communicator; 0, or 1 after a message. */
+static int nccl_open(struct nccl *c, int rank, int size, const char *prog)
+{
+	MPI_Comm local;
+	int local_rank = 0, count = 0;
+	cudaError_t e;
+	ncclUniqueId id;
+	ncclResult_t r = ncclSuccess;
+	if (MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) ==
+	    MPI_SUCCESS) {
+		MPI_Comm_rank(local, &local_rank);
+		MPI_Comm_free(&local);
+	}
+	if ((e = cudaGetDeviceCount(&count)) != cudaSuccess || count < 1) {
+		fprintf(stderr, "%s (rank %d of %d): no CUDA device (%s)\n", prog, rank, size,
+		        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+		return 1;
+	}
+	if ((e = cudaSetDevice(local_rank % count)) != cudaSuccess) {
+		fprintf(stderr, "%s (rank %d of %d): cudaSetDevice(%d): %s\n", prog, rank, size,
+		        local_rank % count, cudaGetErrorString(e));
+		return 1;
+	}
+	if (rank == 0)
+		r = ncclGetUniqueId(&id);
+	if (r != ncclSuccess || MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c->world) != MPI_SUCCESS ||
+	    (r = ncclCommInitRank(&c->comm, size, id, rank)) != ncclSuccess) {
+		fprintf(stderr, "%s (rank %d of %d): cannot set up NCCL: %s\n", prog, rank, size,
+		        r != ncclSuccess ? ncclGetErrorString(r) : "MPI_Bcast of its id failed");
+		return 1;
+	}
+	return 0;
+}
+#endif
+
+/* The program over MPI_COMM_WORLD, with NCCL (nccl) or not. */
+static int main_over_mpi(const struct rt_train_model *m, int argc, char **argv, int nccl)
 {
 	int provided, rank, size, status;
+	const char *prog = argc > 0 && argv[0] ? argv[0] : "train";
 	MPI_Comm world = MPI_COMM_WORLD;
 	if (!launched()) /* one process, which --help says can be several */
-		return rt_train_main_comm(m, &(struct rt_train_comm){ .size = 1, .name = "MPI" },
-		                          argc, argv);
+		return rt_train_main_comm(
+		        m,
+		        &(struct rt_train_comm){ .size = 1, .name = nccl ? "MPI and NCCL" : "MPI" },
+		        argc, argv);
 	if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-		fprintf(stderr, "%s: MPI_Init_thread failed\n", argc > 0 ? argv[0] : "train");
+		fprintf(stderr, "%s: MPI_Init_thread failed\n", prog);
 		return 1;
 	}
 	MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
@@ -78,11 +168,43 @@ int rt_train_main_mpi(const struct rt_train_model *m, int argc, char **argv)
 		                   .ctx = &world,
 		                   .sum_f32 = sum_f32,
 		                   .min_max_u64 = min_max_u64 };
+#ifdef ONNXC_NCCL
+	struct nccl n = { .world = world };
+	if (nccl && size > 1) {
+		if (nccl_open(&n, rank, size, prog)) {
+			fflush(stderr);
+			MPI_Abort(world, 1);
+		}
+		c.name = "NCCL";
+		c.ctx = &n;
+		c.sum_f32 = host_sum_f32;
+		c.min_max_u64 = host_min_max_u64;
+		c.dev_sum_f32 = dev_sum_f32;
+		c.dev_bcast_f32 = dev_bcast_f32;
+		c.dev_group = dev_group;
+	}
+#endif
 	status = rt_train_main_comm(m, &c, argc, argv);
 	fflush(stdout);
 	fflush(stderr);
 	if (status && size > 1)
 		MPI_Abort(world, status); /* the others may be waiting in a collective */
+#ifdef ONNXC_NCCL
+	if (n.comm)
+		ncclCommDestroy(n.comm);
+#endif
 	MPI_Finalize();
 	return status;
 }
+
+#ifdef ONNXC_NCCL
+int rt_train_main_nccl(const struct rt_train_model *m, int argc, char **argv)
+{
+	return main_over_mpi(m, argc, argv, 1);
+}
+#else
+int rt_train_main_mpi(const struct rt_train_model *m, int argc, char **argv)
+{
+	return main_over_mpi(m, argc, argv, 0);
+}
+#endif

@@ -101,6 +101,11 @@ struct rtc_model {
 	unsigned char *recorded;
 	double *step_ms;
 	int64_t runs;
+	/* rtc_set_output_hook's, and the outputs' device addresses and sizes */
+	rt_output_hook_fn hook;
+	void *hook_ctx;
+	void **hook_out;
+	size_t *hook_bytes;
 	char err[512];
 };
 
@@ -468,6 +473,8 @@ void rtc_model_close(struct rtc_model *m)
 	for (int i = m->nclosers - 1; i >= 0; i--)
 		m->closers[i].fn(m->closers[i].arg);
 	free(m->closers);
+	free(m->hook_out);
+	free(m->hook_bytes);
 	if (m->exec)
 		cudaGraphExecDestroy(m->exec);
 	if (m->lib)
@@ -686,6 +693,30 @@ int rtc_run_graph(struct rtc_model *m)
 	return rtc_check(m, cudaGraphLaunch(m->exec, m->stream), "cudaGraphLaunch");
 }
 
+int rtc_set_output_hook(struct rtc_model *m, rt_output_hook_fn fn, void *ctx)
+{
+	if (!m)
+		return RT_ERR_ARGUMENT;
+	if (fn && !m->hook_out) {
+		void **out = calloc((size_t)m->noutputs + 1, sizeof *out);
+		size_t *bytes = calloc((size_t)m->noutputs + 1, sizeof *bytes);
+		if (!out || !bytes) {
+			free(out);
+			free(bytes);
+			return rtc_fail(m, RT_ERR_NO_MEMORY, "out of memory (output hook)");
+		}
+		for (int i = 0; i < m->noutputs; i++) {
+			out[i] = m->io + m->io_off[m->ninputs + i];
+			bytes[i] = m->io_bytes[m->ninputs + i];
+		}
+		m->hook_out = out;
+		m->hook_bytes = bytes;
+	}
+	m->hook = fn;
+	m->hook_ctx = ctx;
+	return RT_OK;
+}
+
 int rtc_run_end(struct rtc_model *m, void *const outputs[])
 {
 	int status, flag;
@@ -695,6 +726,11 @@ int rtc_run_end(struct rtc_model *m, void *const outputs[])
 	for (int i = 0; i < m->noutputs; i++)
 		if (!outputs[i] && m->io_bytes[m->ninputs + i])
 			return rtc_fail(m, RT_ERR_ARGUMENT, "rtc_run_end: output %d is NULL", i);
+	if (m->hook &&
+	    (status = m->hook(m->hook_ctx, m->hook_out, m->hook_bytes, m->noutputs, m->stream))) {
+		m->pending = 1; /* what the hook enqueued: settled by the next run */
+		return rtc_fail(m, status, "the output hook failed (status %d)", status);
+	}
 	/* the outputs and the flag behind them in one copy */
 	status = rtc_check(m,
 	                   cudaMemcpyAsync(m->pinned + m->out_begin, m->io + m->out_begin,

@@ -7,7 +7,9 @@
  *     wrong buffer sizes through m_run_checked;
  *   - two instances run concurrently in two threads give the same outputs
  *     as one instance alone (no global state);
- *   - the embedded-weights library needs no file.
+ *   - the embedded-weights library needs no file;
+ *   - the output hook sees the caller's buffers after the run, its changes
+ *     are what the run returns, its status is the run's, NULL removes it.
  * usage: api_test WEIGHTS OTHER_MODEL_WEIGHTS TRUNCATED_WEIGHTS
  */
 #define _POSIX_C_SOURCE 200809L
@@ -37,6 +39,28 @@ struct job {
 	float out[M_OUTPUT0_ELEMS];
 	int status;
 };
+
+/* An output hook: doubles every float it is given; fails on the third call. */
+struct hook_seen {
+	int calls, n;
+	size_t bytes0;
+	void *out0, *stream;
+};
+
+static int doubling_hook(void *ctx, void *const outputs[], const size_t bytes[], int n,
+                         void *stream)
+{
+	struct hook_seen *s = ctx;
+	if (++s->calls == 3)
+		return 7;
+	s->n = n;
+	s->bytes0 = bytes[0];
+	s->out0 = outputs[0];
+	s->stream = stream;
+	for (size_t i = 0; i < bytes[0] / sizeof(float); i++)
+		((float *)outputs[0])[i] *= 2;
+	return 0;
+}
 
 static void *run_many(void *p)
 {
@@ -99,6 +123,24 @@ int main(int argc, char **argv)
 		EXPECT(ja.status == 0 && jb.status == 0);
 		EXPECT(memcmp(ja.out, ref, sizeof ref) == 0);
 		EXPECT(memcmp(jb.out, ref, sizeof ref) == 0);
+	}
+	/* the output hook */
+	{
+		struct hook_seen s = { 0 };
+		int same = 1;
+		EXPECT(m_set_output_hook(NULL, doubling_hook, &s) == 1);
+		EXPECT(m_set_output_hook(a, doubling_hook, &s) == 0);
+		EXPECT(m_run(a, in, outs) == 0);
+		EXPECT(s.calls == 1 && s.n == M_NUM_OUTPUTS && s.bytes0 == M_OUTPUT0_BYTES &&
+		       s.out0 == out && s.stream == NULL);
+		for (int i = 0; i < M_OUTPUT0_ELEMS; i++)
+			same &= out[i] == 2 * ref[i];
+		EXPECT(same);
+		EXPECT(m_run(a, in, outs) == 0);
+		EXPECT(m_run(a, in, outs) == 7); /* the hook's status */
+		EXPECT(m_set_output_hook(a, NULL, NULL) == 0);
+		EXPECT(m_run(a, in, outs) == 0 && s.calls == 3);
+		EXPECT(memcmp(out, ref, sizeof ref) == 0);
 	}
 	m_destroy(a);
 	m_destroy(b);

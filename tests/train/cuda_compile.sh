@@ -9,6 +9,9 @@
 # attention fused: the step runs one rtc_attention and one
 # rtc_attention_grad per block and never a softmax over L x L scores. The
 # branch model's step (a run-time If) runs direct, without a CUDA Graph.
+# Where onnxc has MPI and NCCL the program is NCCL's (rt_train_main_nccl,
+# libnccl linked) and, started by `mpirun -np 2` without a GPU, every rank
+# says so and the run ends (exit status not 0) instead of hanging.
 set -u
 onnxc=$1 py=$2
 w=$(mktemp -d "${TMPDIR:-/tmp}/onnxc_train_cuda_XXXXXX") || exit 1
@@ -31,6 +34,25 @@ if [ "$st" = 0 ]; then
 	echo "ran on a GPU"
 else
 	[ "$st" = 1 ] && grep -q "no CUDA device" "$w/log" || { cat "$w/log"; fail "exit $st"; }
+fi
+if grep -q "rt_train_main_nccl" "$w/out/net_train_main.c"; then
+	readelf -d "$w/out/train" | grep -q "NEEDED.*libnccl" || fail "the program does not link NCCL"
+	if command -v mpirun >/dev/null; then
+		timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+			-x ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+			"$w/out/train" --data "$w/data" --steps 1 > "$w/mpi.log" 2>&1
+		st=$?
+		if [ "$st" = 0 ]; then
+			echo "ran on GPUs over NCCL"
+		else
+			[ "$st" != 124 ] || fail "mpirun -np 2 without a GPU hangs"
+			for r in 0 1; do
+				grep -q "(rank $r of 2): no CUDA device" "$w/mpi.log" ||
+					{ cat "$w/mpi.log"; fail "rank $r does not say there is no device"; }
+			done
+		fi
+	fi
+	echo "ok: the program reduces over NCCL (rt_train_main_nccl, libnccl linked)"
 fi
 
 "$py" "$(dirname "$0")/models.py" "$w/gpt" gpt sgd --steps 2 2>/dev/null || fail "models.py gpt"

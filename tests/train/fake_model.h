@@ -9,7 +9,8 @@
  * a running mean of x (0.9 rm + 0.1 mean(x)), as BatchNorm keeps. The
  * forward and backward run in double. FAKE_INJECT_* variants put an inf
  * into dW on chosen calls, to drive loss scaling. The eval model returns the
- * loss and the logits.
+ * loss and the logits. The step has an output hook (NAME_set_output_hook),
+ * called as the CUDA target calls it: with a stream (here a dummy, non-NULL).
  */
 #ifndef FAKE_MODEL_H
 #define FAKE_MODEL_H
@@ -27,7 +28,17 @@
 struct fake_inst {
 	int calls;
 	int inject; /* 1: inf on the calls in fake_inject_calls */
+	rt_train_output_hook_fn hook;
+	void *hook_ctx;
 };
+
+static int fake_set_output_hook(void *inst, rt_train_output_hook_fn fn, void *ctx)
+{
+	struct fake_inst *f = inst;
+	f->hook = fn;
+	f->hook_ctx = ctx;
+	return 0;
+}
 
 static const int fake_inject_calls[] = { 2, 3, 7 };
 
@@ -111,6 +122,11 @@ static int fake_run(void *inst, const void *const in[], void *const out[])
 	for (size_t i = 0; f->inject && i < sizeof fake_inject_calls / sizeof(int); i++)
 		if (f->calls == fake_inject_calls[i])
 			dw[5] = INFINITY;
+	if (f->hook) {
+		static const size_t bytes[] = { sizeof(float), FAKE_D * FAKE_C * sizeof(float),
+			                        FAKE_C * sizeof(float), FAKE_D * sizeof(float) };
+		return f->hook(f->hook_ctx, out, bytes, 4, &f->calls);
+	}
 	return 0;
 }
 
@@ -150,6 +166,7 @@ static const struct rt_train_model fake_train_model = {
 	.step_run = fake_run,
 	.step_destroy = fake_destroy,
 	.step_strerror = fake_strerror,
+	.step_set_output_hook = fake_set_output_hook,
 	.eval_create = fake_create,
 	.eval_run = fake_eval_run,
 	.eval_destroy = fake_destroy,

@@ -1196,15 +1196,113 @@ static int mirror_min_max(void *ctx, uint64_t v, uint64_t *min, uint64_t *max)
 	return 0;
 }
 
+/* Rank 0 of two whose partner computed what it did. */
+static int mirror_two = 2;
+static const struct rt_train_comm mirror2 = { .rank = 0,
+	                                      .size = 2,
+	                                      .name = "mirror",
+	                                      .ctx = &mirror_two,
+	                                      .sum_f32 = mirror_sum,
+	                                      .min_max_u64 = mirror_min_max };
+
+/* The mirror over device memory: counts its calls; fails dev_sum on call
+ * fail_at (0: never). */
+struct dev_mirror {
+	int size, sums, bcasts, groups, fail_at;
+};
+
+static int dev_mirror_sum(void *ctx, void *x, int64_t n, void *stream)
+{
+	struct dev_mirror *d = ctx;
+	CHECK(stream != NULL);
+	if (++d->sums == d->fail_at)
+		return 1;
+	for (int64_t i = 0; i < n; i++)
+		((float *)x)[i] *= (float)d->size;
+	return 0;
+}
+
+static int dev_mirror_bcast(void *ctx, void *x, int64_t n, int root, void *stream)
+{
+	struct dev_mirror *d = ctx;
+	(void)x;
+	CHECK(n == FAKE_D && root == 0 && stream != NULL);
+	d->bcasts++;
+	return 0; /* rank 0's own values */
+}
+
+static int dev_mirror_group(void *ctx, int end)
+{
+	struct dev_mirror *d = ctx;
+	CHECK(end == d->groups % 2);
+	d->groups++;
+	return 0;
+}
+
+static int dev_sum_as_host(void *ctx, float *x, int64_t n)
+{
+	return mirror_sum(&((struct dev_mirror *)ctx)->size, x, n);
+}
+
+static int dev_min_max(void *ctx, uint64_t v, uint64_t *min, uint64_t *max)
+{
+	return mirror_min_max(ctx, v, min, max);
+}
+
+/* The step's outputs reduced through its output hook where the transport
+ * reduces device memory: the same trajectory as the host's sums, one group
+ * a step, the state broadcast from rank 0; a failed sum is the step's
+ * RT_TRAIN_ERR_COMM. */
+static void test_data_parallel_device(void)
+{
+	struct dev_mirror dm = { .size = 2 };
+	const struct rt_train_comm host = mirror2;
+	const struct rt_train_comm dev = { .rank = 0,
+		                           .size = 2,
+		                           .name = "device mirror",
+		                           .ctx = &dm,
+		                           .sum_f32 = dev_sum_as_host,
+		                           .min_max_u64 = dev_min_max,
+		                           .dev_sum_f32 = dev_mirror_sum,
+		                           .dev_bcast_f32 = dev_mirror_bcast,
+		                           .dev_group = dev_mirror_group };
+	const char *data = path_in("dpd");
+	struct rt_train_config c = config(RT_TRAIN_ADAMW);
+	struct rt_train_data *d;
+	float lh[3], ld[3], wh[FAKE_D * FAKE_C];
+	make_data(data);
+	struct rt_trainer *t = trainer(&c, NULL);
+	if (!t)
+		return;
+	CHECK_EQ(rt_train_set_comm(t, &host), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_data_open(t, data, &d), RT_TRAIN_OK);
+	run_steps(t, d, 3, lh);
+	memcpy(wh, rt_train_param(t, 0), sizeof wh);
+	rt_train_data_close(d);
+	rt_train_destroy(t);
+	t = trainer(&c, NULL);
+	CHECK_EQ(rt_train_set_comm(t, &dev), RT_TRAIN_OK);
+	CHECK_EQ(rt_train_data_open(t, data, &d), RT_TRAIN_OK);
+	run_steps(t, d, 3, ld);
+	CHECK(!memcmp(lh, ld, sizeof lh));
+	CHECK(!memcmp(wh, rt_train_param(t, 0), sizeof wh));
+	CHECK_EQ(dm.groups, 6);
+	CHECK_EQ(dm.sums, 9); /* the loss and two gradients a step */
+	CHECK_EQ(dm.bcasts, 3);
+	dm.fail_at = dm.sums + 2;
+	struct rt_train_result r;
+	CHECK_EQ(rt_train_step_data(t, d, &r), RT_TRAIN_ERR_COMM);
+	CHECK_STR(rt_train_error(t),
+	          "step 4: the all-reduce over device mirror on the device failed");
+	/* one process again: the hook is removed */
+	CHECK_EQ(rt_train_set_comm(t, NULL), RT_TRAIN_OK);
+	rt_train_data_close(d);
+	rt_train_destroy(t);
+}
+
 static void test_data_parallel(void)
 {
-	static int two = 2;
-	const struct rt_train_comm c2 = { .rank = 0,
-		                          .size = 2,
-		                          .name = "mirror",
-		                          .ctx = &two,
-		                          .sum_f32 = mirror_sum,
-		                          .min_max_u64 = mirror_min_max };
+	const struct rt_train_comm c2 = mirror2;
 	struct rt_train_comm bad = c2;
 	bad.rank = 2;
 	const char *data = path_in("dp"), *ck = path_in("dp.ckpt");
@@ -1277,4 +1375,5 @@ TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
               T(test_create_errors) T(test_loss_scale) T(test_loss_scale_floor)
                       T(test_optimizers_vs_torch) T(test_resume_bitwise)
                               T(test_checkpoint_corruption) T(test_export) T(test_train_main)
-                                      T(test_err_escapes) T(test_data_parallel) T(test_teardown))
+                                      T(test_err_escapes) T(test_data_parallel)
+                                              T(test_data_parallel_device) T(test_teardown))
