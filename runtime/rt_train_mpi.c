@@ -75,7 +75,7 @@ static int launched(void)
 
 #ifdef ONNXC_NCCL
 struct nccl {
-	MPI_Comm world; /* first: min_max_u64's context */
+	MPI_Comm world; /* for MPI's calls: the host sums, the agreement checks */
 	ncclComm_t comm;
 };
 

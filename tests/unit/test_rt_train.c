@@ -22,14 +22,19 @@
  *   real thing under mpirun): epochs in global batches, a checkpoint of
  *   one rank count resumed by another at the same sample (or refused where
  *   that sample is not at a global batch's start), communicator errors
+ * - the threads follow the process's CPU affinity (mpirun binds each of two
+ *   ranks to a core: two threads on it halved their throughput)
  *
  * Python parts are skipped (with a note) when python3, torch or onnx are
  * missing. Scratch files go to a fresh folder under $TMPDIR.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include "../train/fake_model.h"
+#include "onnxc_rt.h"
 #include "rt_train_internal.h"
 #include "test.h"
 
+#include <sched.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1358,6 +1363,31 @@ static void test_data_parallel(void)
 	rt_train_destroy(t);
 }
 
+/* A context's default thread count is the CPUs the process may run on. */
+static void test_threads_follow_affinity(void)
+{
+	cpu_set_t all, one;
+	struct rt_ctx *c;
+	if (getenv("ONNXC_THREADS") || sched_getaffinity(0, sizeof all, &all)) {
+		printf("note: ONNXC_THREADS set or no affinity: thread count test skipped\n");
+		return;
+	}
+	CPU_ZERO(&one);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &all)) {
+			CPU_SET(i, &one);
+			break;
+		}
+	CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+	CHECK_EQ(rt_ctx_create(&c, 0), RT_OK);
+	CHECK_EQ(rt_ctx_threads(c), 1);
+	rt_ctx_destroy(c);
+	CHECK_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+	CHECK_EQ(rt_ctx_create(&c, 0), RT_OK);
+	CHECK_EQ(rt_ctx_threads(c), CPU_COUNT(&all) < 256 ? CPU_COUNT(&all) : 256);
+	rt_ctx_destroy(c);
+}
+
 static void test_setup(void) { setup(); }
 static void test_teardown(void) { teardown(); }
 
@@ -1376,4 +1406,6 @@ TESTS(T(test_setup) T(test_shuffle) T(test_npy) T(test_data_sets) T(test_labels)
                       T(test_optimizers_vs_torch) T(test_resume_bitwise)
                               T(test_checkpoint_corruption) T(test_export) T(test_train_main)
                                       T(test_err_escapes) T(test_data_parallel)
-                                              T(test_data_parallel_device) T(test_teardown))
+                                              T(test_data_parallel_device)
+                                                      T(test_threads_follow_affinity)
+                                                              T(test_teardown))
