@@ -27,6 +27,12 @@ extern char **environ;
 #error "the build defines ONNXC_RT_INCLUDE_DIR and ONNXC_INSTALL_REL_LIB"
 #endif
 
+char *cg_runtime_sibling(struct ir_arena *a, const char *rtlib, const char *file)
+{
+	const char *slash = strrchr(rtlib, '/');
+	return ir_arena_printf(a, "%.*s%s", slash ? (int)(slash - rtlib + 1) : 0, rtlib, file);
+}
+
 bool cg_exists(const char *path)
 {
 	struct stat st;
@@ -293,7 +299,7 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 	char *main_src = ir_arena_printf(a, "%s/%s_train_main.c", dir, name);
 	char *exe = ir_arena_printf(a, "%s/train", dir);
 	char *incflag, *dirflag, *mpilib, *nccllib;
-	const char *slash, *nccl = NULL; /* NCCL's library, for a CUDA step with MPI */
+	const char *nccl = NULL; /* NCCL's library, for a CUDA step with MPI */
 	FILE *f;
 	if (!cg_runtime_paths(ctx, &inc, &rtlib))
 		return false;
@@ -305,12 +311,8 @@ bool cg_build_trainer(struct ir_ctx *ctx, struct ir_arena *a, const struct cg_op
 		return false;
 	incflag = ir_arena_printf(a, "-I%s", inc);
 	dirflag = ir_arena_printf(a, "-I%s", dir);
-	/* libonnxc_rt_mpi.a and libonnxc_rt_nccl.a sit beside libonnxc_rt.a */
-	slash = strrchr(rtlib, '/');
-	mpilib = ir_arena_printf(a, "%.*s/libonnxc_rt_mpi.a", (int)(slash ? slash - rtlib : 1),
-	                         slash ? rtlib : ".");
-	nccllib = ir_arena_printf(a, "%.*s/libonnxc_rt_nccl.a", (int)(slash ? slash - rtlib : 1),
-	                          slash ? rtlib : ".");
+	mpilib = cg_runtime_sibling(a, rtlib, "libonnxc_rt_mpi.a");
+	nccllib = cg_runtime_sibling(a, rtlib, "libonnxc_rt_nccl.a");
 	if (mpi && (!cg_have_mpi() || !cg_exists(mpilib))) {
 		ir_error(ctx,
 		         "this onnxc was built without MPI (no %s): onnxc train --no-mpi builds a "

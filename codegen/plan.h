@@ -236,6 +236,9 @@ bool cg_llvm_emit_blob(const struct cg_plan *p, const char *path, const char *sy
 
 /* build.c */
 bool cg_exists(const char *path);
+/* The library file beside the runtime library rtlib (libonnxc_rt.a): the
+ * CUDA, MPI and NCCL runtimes sit in its folder, built or installed. */
+char *cg_runtime_sibling(struct ir_arena *a, const char *rtlib, const char *file);
 bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects);
 /* An object in OUTDIR defining symbol as the bytes of file (a file in
  * OUTDIR), 64-byte aligned, made by the assembler's .incbin: the bytes go

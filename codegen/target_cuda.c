@@ -308,9 +308,7 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 /* libonnxc_rt_cuda.a: beside libonnxc_rt.a (built or installed alike). */
 static char *rtc_library(struct ir_arena *a, const char *rtlib)
 {
-	const char *slash = strrchr(rtlib, '/');
-	return ir_arena_printf(a, "%.*slibonnxc_rt_cuda.a", slash ? (int)(slash - rtlib + 1) : 0,
-	                       rtlib);
+	return cg_runtime_sibling(a, rtlib, "libonnxc_rt_cuda.a");
 }
 
 static bool check_runtime(struct ir_ctx *ctx, struct ir_arena *a, const char *rtlib, bool trainer)
