@@ -369,6 +369,18 @@ struct ir_value *fe_slice_axis(struct fe_node *nd, struct ir_value *x, int axis,
                                int64_t end, int64_t step, int k);
 struct ir_value *fe_concat(struct fe_node *nd, struct ir_value *const *xs, int n, int axis, int k);
 struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int64_t *perm, int k);
+/* gather(x, idx) along axis: a rank-0 idx takes one slice, without the axis. */
+struct ir_value *fe_gather(struct fe_node *nd, struct ir_value *x, struct ir_value *idx,
+                           int64_t axis, int k);
+/* x broadcast to dims (ONNX Expand with a constant shape). */
+struct ir_value *fe_expand(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
+                           int k);
+/* A zero tensor (an expand of a scalar: a run-time fill when large, never
+ * a large constant). */
+struct ir_value *fe_zeros(struct fe_node *nd, enum ir_dtype t, const int64_t *dims, int rank);
+/* data with up written (reduction "none") or combined at idx along axis. */
+struct ir_value *fe_scatter(struct fe_node *nd, struct ir_value *data, struct ir_value *idx,
+                            struct ir_value *up, int64_t axis, const char *reduction, int k);
 /* A Reduce* IR op over sorted, non-negative axes. */
 struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x,
                            const int64_t *axes, int naxes, bool keepdims, int k);

@@ -654,6 +654,53 @@ struct ir_value *fe_transpose(struct fe_node *nd, struct ir_value *x, const int6
 	return fe_finish(nd, n) ? n->out[0] : NULL;
 }
 
+struct ir_value *fe_gather(struct fe_node *nd, struct ir_value *x, struct ir_value *idx,
+                           int64_t axis, int k)
+{
+	struct ir_value *in[2] = { x, idx };
+	const char *name;
+	struct ir_node *n;
+	if (!x || !idx)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "gather");
+	n = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_expand(struct fe_node *nd, struct ir_value *x, const int64_t *dims, int rank,
+                           int k)
+{
+	const char *name;
+	struct ir_node *n;
+	if (!x)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "expand");
+	n = fe_emit(nd, IR_OP_EXPAND, &x, 1, &name, 1);
+	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
+struct ir_value *fe_zeros(struct fe_node *nd, enum ir_dtype t, const int64_t *dims, int rank)
+{
+	return fe_expand(nd, fe_scalar(nd, t, 0), dims, rank, -1);
+}
+
+struct ir_value *fe_scatter(struct fe_node *nd, struct ir_value *data, struct ir_value *idx,
+                            struct ir_value *up, int64_t axis, const char *reduction, int k)
+{
+	struct ir_value *in[3] = { data, idx, up };
+	const char *name;
+	struct ir_node *n;
+	if (!data || !idx || !up)
+		return NULL;
+	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "scatter");
+	n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, in, 3, &name, 1);
+	ir_set_i(nd->fe->m, n, "axis", axis);
+	ir_set_s(nd->fe->m, n, "reduction", reduction);
+	return fe_finish(nd, n) ? n->out[0] : NULL;
+}
+
 struct ir_value *fe_reduce(struct fe_node *nd, enum ir_op op, struct ir_value *x,
                            const int64_t *axes, int naxes, bool keepdims, int k)
 {

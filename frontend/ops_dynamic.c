@@ -64,13 +64,10 @@ static bool imp_nonzero(struct fe_node *nd)
 static bool gather_at(struct fe_node *nd, struct ir_value *x, int64_t axis, int64_t *idx, int64_t n)
 {
 	struct ir_type it = { .dtype = IR_I64, .rank = 1, .dims = { n } };
-	struct ir_value *in[2] = { x, fe_const(nd, -1, &it, idx) };
-	const char *name = fe_out_name(nd, 0);
-	struct ir_node *g = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
-	ir_set_i(nd->fe->m, g, "axis", axis);
-	if (!fe_finish(nd, g))
+	struct ir_value *y = fe_gather(nd, x, fe_const(nd, -1, &it, idx), axis, 0);
+	if (!y)
 		return false;
-	fe_bind(nd, 0, g->out[0]);
+	fe_bind(nd, 0, y);
 	return true;
 }
 

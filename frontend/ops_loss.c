@@ -136,15 +136,8 @@ static bool nll_loss(struct fe_node *nd, const struct nll *l, struct ir_value *l
 	    !(loss = fe_simple(nd, IR_OP_NEG, &loss, 1, none && !l->weight && !zero ? 0 : -1)))
 		return false;
 	if (l->weight) {
-		struct ir_node *n;
-		const char *name = fe_tmp_name(nd, "weight");
-		in[0] = l->weight;
-		in[1] = l->target;
-		n = fe_emit(nd, IR_OP_GATHER, in, 2, &name, 1);
-		ir_set_i(nd->fe->m, n, "axis", 0);
-		if (!fe_finish(nd, n))
+		if (!(w = fe_gather(nd, l->weight, l->target, 0, -1)))
 			return false;
-		w = n->out[0];
 		in[0] = loss;
 		in[1] = w;
 		if (!(loss = fe_simple(nd, IR_OP_MUL, in, 2, none && !zero ? 0 : -1)))

@@ -943,35 +943,6 @@ static bool imp_trilu(struct fe_node *nd)
 /* Scatters into a zero tensor: MaxUnpool, Col2Im                           */
 /* ------------------------------------------------------------------------ */
 
-/* A zero tensor of x's type and shape dims (an expand of a scalar: it stays
- * a run-time fill when large). */
-static struct ir_value *zeros(struct fe_node *nd, enum ir_dtype t, const int64_t *dims, int rank)
-{
-	struct ir_value *z = fe_scalar(nd, t, 0);
-	struct ir_node *n;
-	if (!z)
-		return NULL;
-	n = fe_emit(nd, IR_OP_EXPAND, &z, 1, NULL, 1);
-	ir_set_ints(nd->fe->m, n, "shape", dims, rank);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
-/* data with updates scattered along axis at idx (reduction none or add). */
-static struct ir_value *scatter(struct fe_node *nd, struct ir_value *data, struct ir_value *idx,
-                                struct ir_value *up, int64_t axis, const char *reduction, int k)
-{
-	struct ir_value *in[3] = { data, idx, up };
-	const char *name;
-	struct ir_node *n;
-	if (!data || !idx || !up)
-		return NULL;
-	name = k >= 0 ? fe_out_name(nd, k) : fe_tmp_name(nd, "scatter");
-	n = fe_emit(nd, IR_OP_SCATTER_ELEMENTS, in, 3, &name, 1);
-	ir_set_i(nd->fe->m, n, "axis", axis);
-	ir_set_s(nd->fe->m, n, "reduction", reduction);
-	return fe_finish(nd, n) ? n->out[0] : NULL;
-}
-
 /* MaxUnpool (9, 11, 22): X's values written at MaxPool's flat indices I
  * into a zero tensor of the shape the pooling came from, padded at the end
  * to output_shape if given (as ONNX's reference does). */
@@ -1003,9 +974,9 @@ static bool imp_max_unpool(struct fe_node *nd)
 		return fe_fail(nd, "the output shape is empty or too large");
 	flat = ir_type_elems(t);
 	y = fe_reshape(nd,
-	               scatter(nd, zeros(nd, t->dtype, &total, 1),
-	                       fe_reshape(nd, nd->in[1], &flat, 1, -1),
-	                       fe_reshape(nd, nd->in[0], &flat, 1, -1), 0, "none", -1),
+	               fe_scatter(nd, fe_zeros(nd, t->dtype, &total, 1),
+	                          fe_reshape(nd, nd->in[1], &flat, 1, -1),
+	                          fe_reshape(nd, nd->in[0], &flat, 1, -1), 0, "none", -1),
 	               out, rank, fe_in(nd, 2) ? -1 : 0);
 	if (fe_in(nd, 2)) { /* a larger output_shape: zeros after the end */
 		int64_t *os, pads[2 * IR_MAX_RANK] = { 0 };
@@ -1118,8 +1089,8 @@ static bool imp_col2im(struct fe_node *nd)
 		ir_set_ints(nd->fe->m, e, "shape", n2, 2);
 		if (!fe_finish(nd, e))
 			return false;
-		y = scatter(nd, zeros(nd, t->dtype, img2, 2), e->out[0],
-		            fe_reshape(nd, nd->in[0], n2, 2, -1), 1, "add", -1);
+		y = fe_scatter(nd, fe_zeros(nd, t->dtype, img2, 2), e->out[0],
+		               fe_reshape(nd, nd->in[0], n2, 2, -1), 1, "add", -1);
 	}
 	dims[0] = t->dims[0], dims[1] = c;
 	memcpy(dims + 2, padded, sizeof *dims * (size_t)nsp);
@@ -1258,10 +1229,11 @@ static bool imp_scatter_nd(struct fe_node *nd)
 	ir_set_ints(nd->fe->m, e, "shape", rows2, 2);
 	if (!fe_finish(nd, e))
 		return false;
-	return bind1(nd, fe_reshape(nd,
-	                            scatter(nd, fe_reshape(nd, nd->in[0], view, 2, -1), e->out[0],
-	                                    fe_reshape(nd, nd->in[2], rows2, 2, -1), 0, red, -1),
-	                            d->dims, d->rank, 0));
+	return bind1(nd,
+	             fe_reshape(nd,
+	                        fe_scatter(nd, fe_reshape(nd, nd->in[0], view, 2, -1), e->out[0],
+	                                   fe_reshape(nd, nd->in[2], rows2, 2, -1), 0, red, -1),
+	                        d->dims, d->rank, 0));
 }
 
 static bool imp_depth_space(struct fe_node *nd)
