@@ -190,8 +190,9 @@ static void print_ops_markdown(void)
 	       "becomes (the main one, where it is lowered to several); *(import)*:\n"
 	       "evaluated at import - shape queries and generators\n"
 	       "become constants, an If whose condition is a constant becomes the branch\n"
-	       "it takes, and a Loop or Scan becomes its iterations (unrolled: their\n"
-	       "number must be known at compile time).\n\n"
+	       "it takes, and a Loop or Scan whose iterations are known becomes them\n"
+	       "(unrolled, up to 100,000 body nodes); any other is a `loop` run at run\n"
+	       "time (docs/ir.md, Loops).\n\n"
 	       "| ONNX op | versions | lowers to |\n|---|---|---|\n",
 	       FE_MIN_OPSET, FE_MAX_OPSET, FE_FULL_OPSET);
 	const struct fe_op *list[512];

@@ -1011,6 +1011,35 @@ static bool lower_gather_elements(struct lower *l, struct ir_node *n)
 	return true;
 }
 
+/*
+ * Can scatter n write into its data's storage? When the data is a run-time
+ * loop's carried value, read by n alone, and n's result is the value the
+ * loop_end carries into it, nothing reads the carried value after n, so
+ * the result can be the carried value itself: the scatter then writes only
+ * its updates (the runtime skips its copy when data and result are one),
+ * and the loop_end copies nothing. That is how a scan output is stacked
+ * (frontend/ops_loop.c): a slice per iteration, not the whole.
+ */
+static bool scatter_in_place(const struct ir_node *n)
+{
+	const struct ir_value *x = n->in[0], *y = n->out[0];
+	const struct ir_node *end;
+	int k;
+	if (x->kind != IR_VAL_NODE || x->def->op != IR_OP_CARRY || y->nuses != 1 ||
+	    y->uses[0].node->op != IR_OP_LOOP_END)
+		return false;
+	end = y->uses[0].node;
+	k = (end->nin - 2) / 2;
+	if (n->guard != end->in[0] || y->uses[0].index < 2 + k ||
+	    end->in[y->uses[0].index - k] != x)
+		return false;
+	for (int i = 0; i < x->nuses; i++)
+		if (!(x->uses[i].node == n && x->uses[i].index == 0) &&
+		    !(x->uses[i].node == end && x->uses[i].index == y->uses[0].index - k))
+			return false;
+	return true;
+}
+
 /* ScatterElements reads and writes its elements in their own type (the
  * CPU kernel rounds half results after each update, as the GPU does), so
  * it is not staged through FP32. */
@@ -1030,6 +1059,8 @@ static bool lower_scatter_elements(struct lower *l, struct ir_node *n)
 	d->axis = (int)ir_attr_i(n, "axis");
 	memcpy(d->data_dims, n->in[0]->type.dims, sizeof(int64_t) * (size_t)d->rank);
 	memcpy(d->index_dims, n->in[1]->type.dims, sizeof(int64_t) * (size_t)d->rank);
+	if (scatter_in_place(n))
+		l->p->vals[n->out[0]->id].alias_of = cg_root(l->p, n->in[0]);
 	return true;
 }
 

@@ -1435,9 +1435,10 @@ static bool ex_if(struct ex *ex, const struct ir_node *phi)
 }
 
 /*
- * A run-time loop (docs/ir.md, Loops) is written as a Loop without a trip
- * count (the importer folded one into the condition and a carried
- * iteration number): its inputs the entry condition and the carried values'
+ * A run-time loop (docs/ir.md, Loops) is written as a Loop whose condition
+ * and carried iteration number do the work of a trip count (the importer
+ * folded one into them), with the trip count too where it is a constant
+ * (ir_loop_bound): its inputs the entry condition and the carried values'
  * initial values, its outputs loop_end's results. Its body is the nodes
  * under the token (nested Ifs and loops inside it written the same way,
  * the "LOOP/body/" prefix of their names left out); its inputs an
@@ -1458,7 +1459,16 @@ static bool ex_loop(struct ex *ex, const struct ir_node *n)
 	struct ex_node *en = ex_node_named(ex, n, "Loop", name, 2 + k, k, 1);
 	Onnx__NodeProto **nodes = ex->nodes; /* the scope's, the Loop in it */
 	size_t nnodes = ex->nnodes, cap = ex->cap_nodes;
-	ex_in(en, "");
+	/* the trip count the importer folded into the condition, written back
+	 * so that the reader sees the loop's length without unrolling it (a
+	 * double holds it exactly below 2^53) */
+	int64_t trip = ir_loop_bound(end->in[1], end->in + 2, end->in + 2 + k, k);
+	const char *m = trip >= 0 && trip < (int64_t)1 << 53
+	                        ? ex_scalar(ex, n, "trip_count", IR_I64, (double)trip)
+	                        : "";
+	if (!m)
+		return false;
+	ex_in(en, m);
 	ex_in(en, n->in[0]->name);
 	for (int j = 0; j < k; j++) {
 		const struct ir_node *c = end->in[2 + j]->def;

@@ -1,28 +1,30 @@
 /*
- * ops_loop.c - Loop and Scan, imported unrolled.
+ * ops_loop.c - Loop and Scan.
  *
- * onnxc compiles static graphs, so a loop becomes its iterations: the body
- * (a sub-graph) is imported in place once per iteration by fe_import_graph,
- * its inputs bound to that iteration's values, reading outer values
- * directly, its nodes named "LOOP/iterN/NODE". Each iteration's ONNX names
- * are its own (ir_map_mark / ir_map_pop around the import), so the body's
- * names can be bound again by the next one. What the iterations compute is
- * then optimized, planned and run like any other graph.
- *
- * That needs the number of iterations at compile time:
- *  - Loop: the trip count and the condition must fold to constants (a graph
- *    input can be bound with --const), and so must the condition each
+ * A loop whose number of iterations is known at import becomes its
+ * iterations: the body (a sub-graph) is imported in place once per
+ * iteration by fe_import_graph, its inputs bound to that iteration's
+ * values, reading outer values directly, its nodes named
+ * "LOOP/iterN/NODE". Each iteration's ONNX names are its own (ir_map_mark /
+ * ir_map_pop around the import), so the body's names can be bound again by
+ * the next one. The iterations are then optimized, planned and run like any
+ * other graph (and fuse across iteration boundaries). That needs:
+ *  - Loop: the trip count and the condition fold to constants (a graph
+ *    input can be bound with --const), and so does the condition each
  *    iteration computes when the Loop has one;
- *  - Scan: the scan axis has a static length.
- * A loop whose iterations depend on run-time data is refused, naming what
- * is not known. Unrolling is bounded by the input: at most FE_UNROLL_MAX
- * body nodes are imported for one Loop or Scan (iterations x body nodes);
- * past that the node is refused with both numbers.
+ *  - Scan: the scan axis has a static length;
+ * and at most FE_UNROLL_MAX body nodes (iterations x body nodes).
+ *
+ * Any other loop is a run-time loop (runtime_loop; docs/ir.md, Loops): its
+ * body imported once, run by the generated code while its condition holds.
+ * Its scan outputs need every iteration to run (a Scan; a Loop with a
+ * constant trip count whose conditions stay true), else their shape is
+ * not static and they are refused.
  *
  * Loop's scan outputs are the iterations' values stacked on a new first
  * axis; Scan's are stacked on scan_output_axes in the order
  * scan_output_directions says. Scan-8 (a batch axis first, one scan per
- * batch element) runs the same per batch element.
+ * batch element) runs the same per batch element, unrolled only.
  */
 #include "fe.h"
 
@@ -38,14 +40,16 @@ static bool fits(const Onnx__GraphProto *g, int64_t iterations)
 	return iterations <= FE_UNROLL_MAX / per;
 }
 
-/* Refuses a loop that would import more than FE_UNROLL_MAX body nodes. */
+/* Refuses a Scan-8 that would import more than FE_UNROLL_MAX body nodes
+ * (its scan per batch element runs unrolled only). */
 static bool within_budget(struct fe_node *nd, const Onnx__GraphProto *g, int64_t iterations)
 {
 	int64_t per = g->n_node > 0 ? (int64_t)g->n_node : 1;
 	if (!fits(g, iterations))
 		return fe_fail(nd,
-		               "runs %lld iterations of a %lld-node body; onnxc unrolls a loop "
-		               "with scan outputs and imports at most %d body nodes for one",
+		               "runs %lld iterations of a %lld-node body (a scan per batch "
+		               "element); onnxc imports at most %d body nodes for a Scan-8, "
+		               "which it unrolls (Scan-9 and later run longer scans as a loop)",
 		               (long long)iterations, (long long)per, FE_UNROLL_MAX);
 	return true;
 }
@@ -124,14 +128,87 @@ static struct ir_value *scalar_of(struct fe_node *nd, struct ir_value *x)
 	return x && x->type.rank ? fe_reshape(nd, x, (const int64_t[]){ 0 }, 0, -1) : x;
 }
 
-/* a and b, where a may be the constant true (then b). */
+static bool is_true(const struct ir_value *v)
+{
+	return v->kind == IR_VAL_CONST && v->data && ir_load_f64(IR_BOOL, v->data, 0);
+}
+
+/* a and b, where either may be the constant true (then the other). */
 static struct ir_value *and_of(struct fe_node *nd, struct ir_value *a, struct ir_value *b)
 {
 	if (!a || !b)
 		return NULL;
-	if (a->kind == IR_VAL_CONST && a->data && ir_load_f64(IR_BOOL, a->data, 0))
-		return b;
+	if (is_true(a) || is_true(b))
+		return is_true(b) ? a : b;
 	return fe_binary(nd, IR_OP_AND, a, b, -1);
+}
+
+/* A Loop's or Scan's attributes and operands, once read: for a run-time
+ * loop (runtime_loop), its scan inputs and outputs. */
+struct scan {
+	const Onnx__GraphProto *g;
+	bool scan_body; /* Scan's body: (states, scan inputs) -> (states, scan outputs) */
+	int n, m, k;    /* states, scan inputs, scan outputs */
+	int64_t len;    /* iterations */
+	struct ir_value *const *xs; /* the scan inputs */
+	int64_t in_axes[IR_MAX_RANK * 4], in_dirs[IR_MAX_RANK * 4];
+	int64_t out_axes[IR_MAX_RANK * 4], out_dirs[IR_MAX_RANK * 4];
+};
+
+/* Does the body's condition cn already stop the loop within the constant
+ * trip count, counted from iteration first (ir_loop_bound: a loop onnxc
+ * wrote, its trip count folded into its condition)? */
+static bool bounded(const struct ir_value *cn, const struct ir_value *trip, int64_t first,
+                    struct ir_value *const *carried, struct ir_value *const *next, int n)
+{
+	int64_t b = ir_loop_bound(cn, carried, next, n);
+	return b >= 0 && trip->kind == IR_VAL_CONST && trip->data &&
+	       b <= ir_load_i64(trip->type.dtype, trip->data, 0) - first;
+}
+
+/*
+ * Scan output j of a run-time loop that runs all sc->len iterations
+ * (runtime_loop): the body's value x, stacked on sc->out_axes[j], as a
+ * carried value *acc (zeros before the loop, whose token is tok) and its
+ * next value *next, x scattered at the iteration number i (rev: len - 1 -
+ * i, for a reversed scan output). The carried value is named name.
+ */
+static bool scan_output(struct fe_node *nd, const struct scan *sc, int j, struct ir_value *x,
+                        struct ir_value *tok, struct ir_value *i, struct ir_value *rev,
+                        const char *name, struct ir_value **acc, struct ir_value **next)
+{
+	struct fe *fe = nd->fe;
+	const struct ir_type *t = &x->type;
+	int64_t dims[IR_MAX_RANK], one[IR_MAX_RANK], udims[IR_MAX_RANK], ax;
+	struct ir_value *z, *idx;
+	struct ir_node *c;
+	if (t->rank + 1 > IR_MAX_RANK)
+		return fe_fail(nd, "a scan output of rank %d cannot be stacked", t->rank);
+	if ((ax = fe_axis(nd, sc->out_axes[j], t->rank + 1, "scan_output_axes")) < 0)
+		return false;
+	for (int d = 0, s = 0; d <= t->rank; d++) {
+		one[d] = 1;
+		udims[d] = d == ax ? 1 : t->dims[s];
+		dims[d] = d == ax ? sc->len : t->dims[s++];
+	}
+	/* the zeros are computed before the loop: not under its token */
+	fe->guard = tok->def->guard;
+	z = fe_zeros(nd, t->dtype, dims, t->rank + 1);
+	fe->guard = tok;
+	if (!z)
+		return false;
+	if (z->kind == IR_VAL_NODE)
+		ir_move_before(fe->m, z->def, tok->def);
+	c = fe_emit(nd, IR_OP_CARRY, &z, 1, &name, 1);
+	if (!fe_finish(nd, c))
+		return false;
+	*acc = c->out[0];
+	ir_move_before(fe->m, c, i->def);
+	idx = fe_expand(nd, fe_reshape(nd, sc->out_dirs[j] ? rev : i, one, t->rank + 1, -1), udims,
+	                t->rank + 1, -1);
+	*next = fe_scatter(nd, *acc, idx, fe_reshape(nd, x, udims, t->rank + 1, -1), ax, "none",
+	                   -1);
+	return *next != NULL;
 }
 
 /*
@@ -142,24 +219,44 @@ static struct ir_value *and_of(struct fe_node *nd, struct ir_value *a, struct ir
  * a condition (else the body's is ignored). The iteration number is one more
  * carried value, counted by the body; with a trip count, the condition each
  * iteration computes is and-ed with iteration + 1 < trip. The carried values
- * must keep their types (a buffer each); scan outputs, stacked from a number
- * of iterations known only at run time, cannot be compiled.
+ * must keep their types (a buffer each).
+ *
+ * sc (NULL: none) is given for a loop that runs all of its sc->len
+ * iterations (a Scan; a Loop with a constant trip count and a condition
+ * that stays constant true), which may then have scan inputs and outputs:
+ *  - scan input j (a Scan's): iteration i reads its slice i along its axis
+ *    (len - 1 - i reversed), a gather at the iteration number;
+ *  - scan output j: one more carried value, of the stacked shape, zeros
+ *    before the first iteration, into which iteration i scatters its value
+ *    at position i along its axis (len - 1 - i reversed). Code generation
+ *    writes that slice in place (lower_scatter_elements), so an iteration
+ *    costs its slice, not the whole.
+ * Without sc, scan outputs (stacked from a number of iterations known only
+ * at run time) have no static shape, and are refused.
  */
 static bool runtime_loop(struct fe_node *nd, const Onnx__GraphProto *g, int64_t first,
                          struct ir_value *go, struct ir_value *trip, struct ir_value *const *v,
-                         int n, int k, bool has_cond)
+                         int n, int k, bool has_cond, const struct scan *sc)
 {
 	struct fe *fe = nd->fe;
 	struct ir_arena *a = &fe->m->arena;
-	struct ir_value *outer = fe->guard, *tok, *one, *next, *cn;
-	struct ir_value **in = ir_arena_alloc(a, sizeof *in * (size_t)(n + 2));
+	int m = sc ? sc->m : 0, ns = 0, nc, c;
+	struct ir_value *outer = fe->guard, *tok, *one, *next, *cn, *rev = NULL;
+	/* the body's inputs: the iteration number, the condition, the carried
+	 * values, the scan inputs' slices */
+	struct ir_value **in = ir_arena_alloc(a, sizeof *in * (size_t)(n + m + 2));
 	struct ir_value **out = ir_arena_alloc(a, sizeof *out * (size_t)(n + k + 1));
-	struct ir_value **ends = ir_arena_alloc(a, sizeof *ends * (size_t)(2 * n + 4));
-	const char **names = ir_arena_alloc(a, sizeof *names * (size_t)(n + 1));
+	/* scan output accj[s]'s carried value and its next value */
+	struct ir_value **acc = ir_arena_alloc(a, sizeof *acc * (size_t)(2 * k + 1));
+	struct ir_value **accn = acc + k;
+	int *accj = ir_arena_alloc(a, sizeof *accj * (size_t)(k + 1));
+	const char **accname = ir_arena_alloc(a, sizeof *accname * (size_t)(k + 1));
+	struct ir_value **ends = ir_arena_alloc(a, sizeof *ends * (size_t)(2 * (n + k) + 4));
+	const char **names = ir_arena_alloc(a, sizeof *names * (size_t)(n + k + 1));
 	struct ir_node *end;
-	int mark, c;
+	int mark;
 	bool ok;
-	if (scans_used(nd, n, k))
+	if (!sc && scans_used(nd, n, k))
 		return fe_fail(nd, "its iterations are known only at run time, so its scan outputs "
 		                   "(the iterations' values stacked) have no static shape; onnxc "
 		                   "compiles static shapes");
@@ -184,28 +281,61 @@ static bool runtime_loop(struct fe_node *nd, const Onnx__GraphProto *g, int64_t 
 	 * back (export) and read again, the loop's values get the same names */
 	for (int j = 0; j < n; j++)
 		in[2 + j] = fe_simple(nd, IR_OP_CARRY, (struct ir_value *const *)&v[j], 1, -1);
+	/* the scan outputs' carried values come next, made after the body's
+	 * import (their types are its): their names are drawn here */
+	for (int j = 0; j < k; j++)
+		if (sc && n + j < nd->nout && nd->proto->output[n + j][0])
+			accname[j] = fe_tmp_name(nd, "carry");
 	in[0] = fe_simple(nd, IR_OP_CARRY,
 	                  (struct ir_value *[]){ fe_scalar(nd, IR_I64, (double)first) }, 1, -1);
 	in[1] = fe_scalar(nd, IR_BOOL, 1);
-	for (int j = 0; j < n + 2; j++)
+	if (sc && in[0])
+		rev = fe_binary(nd, IR_OP_SUB, fe_scalar(nd, IR_I64, (double)(sc->len - 1)), in[0],
+		                -1);
+	for (int j = 0; j < m; j++)
+		in[2 + n + j] =
+		        fe_gather(nd, sc->xs[j], sc->in_dirs[j] ? rev : in[0], sc->in_axes[j], -1);
+	for (int j = 0; j < n + m + 2; j++)
 		if (!in[j])
 			return fe->guard = outer, false;
 	mark = ir_map_mark(&fe->values);
-	ok = fe_import_graph(nd, g, "body", in, n + 2, out, n + k + 1);
+	if (sc && sc->scan_body) { /* (states, slices) -> (states, scan outputs) */
+		out[0] = NULL;
+		ok = fe_import_graph(nd, g, "body", in + 2, n + m, out + 1, n + k);
+	} else {
+		ok = fe_import_graph(nd, g, "body", in, n + 2, out, n + k + 1);
+	}
 	ir_map_pop(&fe->values, mark);
 	one = fe_scalar(nd, IR_I64, 1);
 	next = ok ? fe_binary(nd, IR_OP_ADD, in[0], one, -1) : NULL;
 	cn = ok && has_cond ? scalar_of(nd, out[0]) : fe_scalar(nd, IR_BOOL, 1);
-	if (next && cn && trip)
+	if (sc && cn && !is_true(cn))
+		return fe->guard = outer,
+		       fe_fail(nd,
+		               "the condition its body computes is not constant true, so how many "
+		               "of its %lld iterations run is known only at run time, and its "
+		               "scan outputs (the iterations' values stacked) would have no "
+		               "static shape; onnxc compiles static shapes",
+		               (long long)sc->len);
+	if (next && cn && trip && !bounded(cn, trip, first, in + 2, out + 1, n))
 		cn = and_of(nd, cn, fe_binary(nd, IR_OP_LESS, next, trip, -1));
+	for (int j = 0; ok && j < k; j++)
+		if (sc && n + j < nd->nout && nd->proto->output[n + j][0]) {
+			if (!scan_output(nd, sc, j, out[1 + n + j], tok, in[0], rev, accname[j],
+			                 &acc[ns], &accn[ns]))
+				return fe->guard = outer, false;
+			accj[ns++] = j;
+		}
 	fe->guard = outer;
 	if (!next || !cn)
 		return false;
+	if (rev && !rev->nuses)
+		ir_remove_node(fe->m, rev->def);
 	if (cn->type.dtype != IR_BOOL || ir_type_elems(&cn->type) != 1)
 		return fe_fail(nd,
 		               "the condition its body computes is %s, not a bool of one element",
 		               ir_dtype_name(cn->type.dtype));
-	if (!trip && cn->kind == IR_VAL_CONST && cn->data && ir_load_f64(IR_BOOL, cn->data, 0))
+	if (!trip && is_true(cn))
 		return fe_fail(nd, "has no trip count and its body's condition is always true: it "
 		                   "never ends");
 	for (int j = 0; j < n; j++)
@@ -221,31 +351,39 @@ static bool runtime_loop(struct fe_node *nd, const Onnx__GraphProto *g, int64_t 
 			        ir_type_str(&out[1 + j]->type, got, sizeof got));
 		}
 	/* the iteration number is carried only where something reads it: the
-	 * trip count or the body (not only its own increment), or where it is
-	 * the only carried value (a loop whose results nothing reads: DCE
-	 * removes it whole) */
-	c = in[0]->nuses > 1 || next->nuses || !n ? 1 : 0;
+	 * trip count, the body or the scans (not only its own increment), or
+	 * where it is the only carried value (a loop whose results nothing
+	 * reads: DCE removes it whole) */
+	c = in[0]->nuses > 1 || next->nuses || !(n + ns) ? 1 : 0;
 	if (!c) {
 		ir_remove_node(fe->m, next->def);
 		ir_remove_node(fe->m, in[0]->def);
 	}
+	nc = n + ns + c;
 	ends[0] = tok;
 	ends[1] = cn;
 	for (int j = 0; j < n; j++) {
 		ends[2 + j] = in[2 + j];
-		ends[2 + n + c + j] = out[1 + j];
+		ends[2 + nc + j] = out[1 + j];
 		names[j] = j < nd->nout ? fe_out_name(nd, j) : fe_tmp_name(nd, "carried");
 	}
-	if (c) {
-		ends[2 + n] = in[0];
-		ends[3 + 2 * n] = next;
-		names[n] = fe_tmp_name(nd, "iterations");
+	for (int s = 0; s < ns; s++) {
+		ends[2 + n + s] = acc[s];
+		ends[2 + nc + n + s] = accn[s];
+		names[n + s] = fe_out_name(nd, n + accj[s]);
 	}
-	end = fe_emit(nd, IR_OP_LOOP_END, ends, 2 * (n + c) + 2, names, n + c);
+	if (c) {
+		ends[2 + n + ns] = in[0];
+		ends[2 + nc + n + ns] = next;
+		names[n + ns] = fe_tmp_name(nd, "iterations");
+	}
+	end = fe_emit(nd, IR_OP_LOOP_END, ends, 2 * nc + 2, names, nc);
 	if (!fe_finish(nd, end))
 		return false;
 	for (int j = 0; j < n && j < nd->nout; j++)
 		fe_bind(nd, j, end->out[j]);
+	for (int s = 0; s < ns; s++)
+		fe_bind(nd, n + accj[s], end->out[n + s]);
 	return true;
 }
 
@@ -288,16 +426,18 @@ static bool imp_loop(struct fe_node *nd)
 			       (!fe_in(nd, 1) ||
 			        fe_need_const_value(nd, 1, "the condition, for the scan outputs"));
 		return runtime_loop(nd, g, 0, fe_in(nd, 1), fe_in(nd, 0), nd->in + 2, n, k,
-		                    fe_in(nd, 1) != NULL);
+		                    fe_in(nd, 1) != NULL, NULL);
 	}
 	if (fe_in(nd, 0) && !const_scalar(nd, 0, "the trip count", &trip))
 		return false;
 	if (fe_in(nd, 1) && !const_scalar(nd, 1, "the condition", &go))
 		return false;
-	if (fe_in(nd, 0) && go && !fits(g, trip))
-		return scans_used(nd, n, k) ? within_budget(nd, g, trip)
-		                            : runtime_loop(nd, g, 0, NULL, fe_in(nd, 0), nd->in + 2,
-		                                           n, k, fe_in(nd, 1) != NULL);
+	if (fe_in(nd, 0) && go && !fits(g, trip)) {
+		/* every iteration runs when the body's condition folds to true */
+		struct scan sc = { .g = g, .n = n, .k = k, .len = trip };
+		return runtime_loop(nd, g, 0, fe_in(nd, 1), fe_in(nd, 0), nd->in + 2, n, k,
+		                    fe_in(nd, 1) != NULL, scans_used(nd, n, k) ? &sc : NULL);
+	}
 	in = ir_arena_alloc(a, sizeof *in * (size_t)(n + 2));
 	out = ir_arena_alloc(a, sizeof *out * (size_t)(n + k + 1));
 	scans = NULL;
@@ -306,8 +446,15 @@ static bool imp_loop(struct fe_node *nd)
 	for (; go && iters < trip; iters++) {
 		if (!fe_in(nd, 0) && !fits(g, iters + 1))
 			return scans_used(nd, n, k)
-			               ? within_budget(nd, g, iters + 1)
-			               : runtime_loop(nd, g, iters, NULL, NULL, in + 2, n, k, true);
+			               ? fe_fail(nd,
+			                         "has no trip count, and its condition still held "
+			                         "after %lld iterations (%d body nodes unrolled); "
+			                         "its scan outputs (the iterations' values "
+			                         "stacked) need the number of iterations: give "
+			                         "it a trip count",
+			                         (long long)iters, FE_UNROLL_MAX)
+			               : runtime_loop(nd, g, iters, NULL, NULL, in + 2, n, k, true,
+			                              NULL);
 		in[0] = fe_scalar(nd, IR_I64, (double)iters);
 		in[1] = fe_scalar(nd, IR_BOOL, 1);
 		if (!in[0] || !in[1] || !iterate(nd, g, iters, in, n + 2, out, n + k + 1))
@@ -332,7 +479,7 @@ static bool imp_loop(struct fe_node *nd)
 			/* known only at run time: the rest runs as a loop */
 			if (c->kind != IR_VAL_CONST || !c->data)
 				return runtime_loop(nd, g, iters + 1, c, fe_in(nd, 0), in + 2, n, k,
-				                    true);
+				                    true, NULL);
 			go = ir_load_f64(c->type.dtype, c->data, 0) != 0;
 		}
 		if (k && iters == cap) { /* room for the iterations' scan outputs */
@@ -379,15 +526,6 @@ static struct ir_value *take(struct fe_node *nd, struct ir_value *x, int axis, i
 			dims[r++] = x->type.dims[d];
 	return fe_reshape(nd, s, dims, r, -1);
 }
-
-/* Scan's attributes and operands, once read. */
-struct scan {
-	const Onnx__GraphProto *g;
-	int n, m, k; /* states, scan inputs, scan outputs */
-	int64_t len; /* iterations */
-	int64_t in_axes[IR_MAX_RANK * 4], in_dirs[IR_MAX_RANK * 4];
-	int64_t out_axes[IR_MAX_RANK * 4], out_dirs[IR_MAX_RANK * 4];
-};
 
 /*
  * One scan over states[0..n) and scan inputs xs[0..m) (sc's axes and
@@ -552,9 +690,13 @@ static bool imp_scan(struct fe_node *nd)
 	states = ir_arena_alloc(a, sizeof *states * (size_t)(sc.n + 1));
 	for (int j = 0; j < sc.n; j++)
 		states[j] = nd->in[off + j];
+	if (nd->version >= 9 && !fits(sc.g, sc.len)) { /* too long to unroll: a loop */
+		sc.scan_body = true;
+		sc.xs = xs;
+		return runtime_loop(nd, sc.g, 0, NULL, fe_scalar(nd, IR_I64, (double)sc.len),
+		                    states, sc.n, sc.k, false, &sc);
+	}
 	if (nd->version >= 9) {
-		if (!within_budget(nd, sc.g, sc.len))
-			return false;
 		outs = ir_arena_alloc(a, sizeof *outs * (size_t)(sc.k * sc.len + 1));
 		if (!scan_once(nd, &sc, 0, states, xs, outs))
 			return false;

@@ -406,6 +406,15 @@ int ir_loop_peel(struct ir_module *m, struct ir_node *loop);
 /* The loop replaced by its carried values' initial values (it runs no
  * iteration), its body removed. */
 void ir_loop_exit(struct ir_module *m, struct ir_node *loop);
+/* The bound a run-time loop's condition puts on its iterations: cond is
+ * less(x + 1, T), alone or and-ed with another condition, T a constant and
+ * x one of the carried values carried[0..n) that starts at a constant x0
+ * and takes x + 1 each iteration (its next value next[j]), so at most
+ * T - x0 iterations run (0 when T <= x0). -1 for any other condition. The
+ * importer's trip count has this form (frontend/ops_loop.c); the writer
+ * writes it back as the Loop's (frontend/export.c). */
+int64_t ir_loop_bound(const struct ir_value *cond, struct ir_value *const *carried,
+                      struct ir_value *const *next, int n);
 /* Moves the nodes between each loop and its loop_end that are not in its
  * body (a pass may put one there: they read nothing of the body) before
  * the loop, leaving the body alone between the two. */

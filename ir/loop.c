@@ -105,3 +105,37 @@ void ir_loops_together(struct ir_module *m)
 		}
 	}
 }
+
+/* Is v a constant holding one integer? Into *x. */
+static bool const_int(const struct ir_value *v, int64_t *x)
+{
+	if (v->kind != IR_VAL_CONST || !v->data || ir_type_elems(&v->type) != 1 ||
+	    ir_dtypes[v->type.dtype].is_float)
+		return false;
+	*x = ir_load_i64(v->type.dtype, v->data, 0);
+	return true;
+}
+
+int64_t ir_loop_bound(const struct ir_value *cond, struct ir_value *const *carried,
+                      struct ir_value *const *next, int n)
+{
+	const struct ir_value *c = cond, *inc, *x;
+	int64_t t, x0, one;
+	if (c->kind == IR_VAL_NODE && c->def->op == IR_OP_AND)
+		for (int a = 0; a < 2; a++)
+			if (c->def->in[a]->kind == IR_VAL_NODE &&
+			    c->def->in[a]->def->op == IR_OP_LESS)
+				c = c->def->in[a];
+	if (c->kind != IR_VAL_NODE || c->def->op != IR_OP_LESS || !const_int(c->def->in[1], &t))
+		return -1;
+	inc = c->def->in[0];
+	if (inc->kind != IR_VAL_NODE || inc->def->op != IR_OP_ADD ||
+	    !const_int(inc->def->in[1], &one) || one != 1)
+		return -1;
+	x = inc->def->in[0];
+	for (int j = 0; j < n; j++)
+		if (carried[j] == x && next[j] == inc && x->kind == IR_VAL_NODE &&
+		    x->def->op == IR_OP_CARRY && const_int(x->def->in[0], &x0))
+			return t > x0 ? t - x0 : 0;
+	return -1;
+}

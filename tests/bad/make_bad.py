@@ -2021,7 +2021,19 @@ def loop_runtime_changes_shape(d):
 
 @case
 def loop_too_many_iterations(d):
-    return loop_model(add_one(), trip=10 ** 9, scan=True)
+    # no trip count, a condition that stays true: unrolled until the budget
+    # ends, and scan outputs need the number of iterations
+    return loop_model(add_one(), trip=None, cond=True, scan=True)
+
+
+@case
+def scan8_too_long(d):
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "a"], ["s_out"], name="add")],
+        "body", [vi("s_in", [2]), vi("a", [2])], [vi("s_out", [2])])
+    return model([helper.make_node("Scan", ["", "s0", "xa"], ["s"], name="scan", body=body,
+                                   num_scan_inputs=1)],
+                 [vi("s0", [3, 2]), vi("xa", [3, 40000, 2])], [vi("s", [3, 2])], opset=8)
 
 
 @case

@@ -27,9 +27,14 @@ skipped and says so). Each model is also written back by `onnxc export`
 file, and it must compute the same under onnxc and ONNX Runtime. One model
 runs with --precision mixed too (half tolerances) and compiles for --target
 cuda (code only, no GPU needed).
+Two loops too long to unroll have scan outputs: a Loop with a constant
+trip count of 30,000 (also with --precision mixed and for --target cuda)
+and a Scan of 25,000 steps, scan inputs and outputs on axes 0 and 1 in both
+directions.
 Loops that cannot be compiled must be refused with exit status 1, the
 diagnostic naming the Loop node and why: a scan output with a run-time trip
-count, a loop whose body's condition is constant true and that has no trip
+count, one of a constant trip count whose body's condition is computed from
+the data, a loop whose body's condition is constant true and that has no trip
 count, a loop-carried value whose shape grows with a run-time trip count.
 
 --ort-only skips onnxc and checks every reference against ONNX Runtime
@@ -477,9 +482,81 @@ def int_bool():
     return Case("int_bool", m, runs, ref, "int64 sum, bool condition carried, bool parity")
 
 
+def long_scan_outputs():
+    """10. a constant trip count of 30,000 (6 body nodes: 180,000 > the
+    100,000 onnxc unrolls) with scan outputs: x = x / 2 + i * 2^-20 and i * i
+    stacked, every iteration's; a condition input (constant true) that the
+    body passes on. The scan outputs are carried values each iteration
+    writes one slice of, in place (docs/ir.md, Loops)."""
+    trip = 30000
+    g = body([node("Cast", ["i"], ["fi"], to=F),
+              node("Mul", ["fi", "step"], ["t"]),
+              node("Mul", ["x_in", "half"], ["hx"]),
+              node("Add", ["hx", "t"], ["x_out"]),
+              node("Mul", ["i", "i"], ["sq"]),
+              node("Identity", ["cond_in"], ["cond_out"])],
+             [vi("x_in", F, [3])],
+             [vi("cond_out", B, []), vi("x_out", F, [3]), vi("x_out", F, [3]), vi("sq", I64, [])])
+    m = make([loop("long_scans", ["M", "go", "x"], ["y", "ys", "sqs"], g)],
+             [vi("x", F, [3])],
+             [vi("y", F, [3]), vi("ys", F, [trip, 3]), vi("sqs", I64, [trip])],
+             [const("M", np.array(trip, i64)), const("go", np.array(True)),
+              const("half", np.array(0.5, f32)), const("step", np.array(2.0 ** -20, f32))],
+             opset=17)
+
+    def ref(inp):
+        y, ys = d(inp["x"]), np.empty((trip, 3))
+        for k in range(trip):
+            y = y / 2 + k * 2.0 ** -20
+            ys[k] = y
+        return [y, ys, np.arange(trip, dtype=i64) ** 2]
+    runs = [{"x": np.array([0.0, 0.1, -0.5], f32)}, {"x": np.array([1e3, -7, 3], f32)}]
+    c = Case("long_scan_outputs", m, runs, ref,
+             "constant trip count 30000 with two scan outputs, too long to unroll")
+    c.mixed = c.cuda = True
+    return c
+
+
+def long_scan():
+    """11. a Scan over 25,000 steps (5 body nodes: 125,000 > the 100,000
+    onnxc unrolls): s = tanh(s a + x1), y1 = s + x2, y2 = s x1, with scan
+    input x1 on axis 0 forwards, x2 on axis 1 backwards, y1 stacked on axis
+    1, y2 on axis 0 backwards."""
+    n = 25000
+    a = np.array([0.9, -0.7], f32)
+    g = helper.make_graph([node("Mul", ["s_in", "a"], ["sa"]),
+                           node("Add", ["sa", "x1"], ["pre"]),
+                           node("Tanh", ["pre"], ["s_out"]),
+                           node("Add", ["s_out", "x2"], ["y1"]),
+                           node("Mul", ["s_out", "x1"], ["y2"])], "scan_body",
+                          [vi("s_in", F, [2]), vi("x1", F, [2]), vi("x2", F, [2])],
+                          [vi("s_out", F, [2]), vi("y1", F, [2]), vi("y2", F, [2])],
+                          initializer=[const("a", a)])
+    m = make([helper.make_node("Scan", ["s0", "X1", "X2"], ["sf", "Y1", "Y2"], name="long_scan",
+                               body=g, num_scan_inputs=2, scan_input_axes=[0, 1],
+                               scan_input_directions=[0, 1], scan_output_axes=[1, 0],
+                               scan_output_directions=[0, 1])],
+             [vi("s0", F, [2]), vi("X1", F, [n, 2]), vi("X2", F, [2, n])],
+             [vi("sf", F, [2]), vi("Y1", F, [2, n]), vi("Y2", F, [n, 2])], opset=16)
+
+    def ref(inp):
+        s, x1s, x2s = d(inp["s0"]), d(inp["X1"]), d(inp["X2"])
+        y1, y2 = np.empty((2, n)), np.empty((n, 2))
+        for t in range(n):
+            x1 = x1s[t]
+            s = np.tanh(s * d(a) + x1)
+            y1[:, t] = s + x2s[:, n - 1 - t]
+            y2[n - 1 - t] = s * x1
+        return [s, y1, y2]
+    runs = [{"s0": rand(2), "X1": rand(n, 2), "X2": rand(2, n)}]
+    return Case("long_scan", m, runs, ref,
+                "Scan of 25000 steps, too long to unroll: scan axes 0 and 1, both directions")
+
+
 def cases():
     return [affine_m(), while_threshold(), cond_no_m(), carried_forms(), if_in_body(),
-            dense_body(), nested(), loop_in_if(), long_loop(), int_bool()]
+            dense_body(), nested(), loop_in_if(), long_loop(), int_bool(), long_scan_outputs(),
+            long_scan()]
 
 
 # ------------------------------------------------------------ refusals
@@ -519,6 +596,20 @@ def refusals():
              full_check=False)
     r["carried value changes shape, run-time trip count"] = (
         m, {"x": rand(3), "M": np.array(3, i64)}, "growing", ("shape", "type", "f32[4]"))
+    # (d) scan outputs of a constant trip count too long to unroll, the
+    # body's condition computed from the data (how many iterations run is
+    # known only at run time)
+    g = body([node("Add", ["x_in", "one"], ["x_out"]),
+              node("ReduceSum", ["x_out"], ["s"], keepdims=0),
+              node("Less", ["s", "lim"], ["cond_out"])],
+             [vi("x_in", F, [3])], [vi("cond_out", B, []), vi("x_out", F, [3]),
+                                    vi("x_out", F, [3])])
+    m = make([loop("stopping", ["M", "c", "x"], ["y", "ys"], g)],
+             [vi("x", F, [3])], [vi("y", F, [3]), vi("ys", F, [None, 3])],
+             [const("one", np.array(1, f32)), const("lim", np.array(100, f32)),
+              const("M", np.array(50000, i64)), const("c", np.array(True))], opset=16)
+    r["scan output, condition from the data, too long to unroll"] = (
+        m, {"x": rand(3)}, "stopping", ("scan",))
     return r
 
 

@@ -428,6 +428,22 @@ def function_cases():
     m.ir_version = 9
     c["loop_runtime"] = m
 
+    # A Scan too long to unroll (40,000 steps of a 3-node body: past the
+    # 100,000 body nodes onnxc unrolls) as a run-time loop: its scan input
+    # read by a gather at the iteration number, its scan output (reversed)
+    # a carried value each iteration scatters its slice into
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "a"], ["sa"], name="sa"),
+         helper.make_node("Add", ["sa", "xt"], ["s_out"], name="s_out"),
+         helper.make_node("Tanh", ["s_out"], ["yt"], name="yt")],
+        "body", [vi("s_in", F, [2]), vi("xt", F, [2])], [vi("s_out", F, [2]), vi("yt", F, [2])],
+        [const("a", np.array([0.5, -0.5], np.float32))])
+    m = model([helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", body=body,
+                                num_scan_inputs=1, scan_output_directions=[1])],
+              [vi("s0", F, [2]), vi("xs", F, [40000, 2])],
+              [vi("s", F, [2]), vi("ys", F, [40000, 2])], opset=16)
+    c["scan_runtime"] = m
+
     # Resize-18 antialias: 4 -> 2 by 0.5 along H and W, a MatMul by the
     # filter's weights per dimension (H moved last and back); by hand, the
     # stretched triangle at 0.5 gives output 0 taps -1..2 weighted

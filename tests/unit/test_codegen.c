@@ -564,6 +564,82 @@ static void test_topk(void)
 	lowers_on_both(text, sizeof text - 1, topk_plan);
 }
 
+/*
+ * A scan output of a run-time loop (frontend/ops_loop.c): a carried value
+ * each iteration scatters one slice into. The scatter writes in place -
+ * its result is the carried value's storage - and the loop_end copies
+ * nothing into it; only the token and the counter are copied back. With a
+ * second reader of the carried value in the body (the reduce_sum below),
+ * writing in place could change what that reader sees, so the scatter has
+ * storage of its own and the loop_end copies it back.
+ */
+#define SCAN_LOOP(READER, UPDATE)                                                                \
+	"onnxc-ir 1\nmodule \"t\"\ninput %x : f32[4]\n"                                          \
+	"const %z : f32[6,4] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, " \
+	"0, 0, 0]\nconst %i0 : i64[] = [0]\nconst %one : i64[] = [1]\n"                          \
+	"const %n : i64[] = [6]\nconst %go : bool[] = [1]\n"                                     \
+	"%t : bool[] = loop(%go) @L\n%acc : f32[6,4] = carry(%z) if %t @L\n"                     \
+	"%i : i64[] = carry(%i0) if %t @L\n"                                                     \
+	"%r : i64[1,1] = reshape(%i) {shape=[1,1]} if %t @L\n"                                   \
+	"%idx : i64[1,4] = expand(%r) {shape=[1,4]} if %t @L\n"                                  \
+	"%u : f32[1,4] = reshape(%x) {shape=[1,4]} if %t @L\n" READER                            \
+	"%s : f32[6,4] = scatter_elements(%acc, %idx, " UPDATE ") "                              \
+	"{axis=0, reduction=\"none\"} if %t @L\n%in : i64[] = add(%i, %one) if %t @L\n"          \
+	"%c : bool[] = less(%in, %n) if %t @L\n"                                                 \
+	"%y : f32[6,4], %k : i64[] = loop_end(%t, %c, %acc, %i, %s, %in) @L\n"                   \
+	"output %y\n"
+
+/* The steps inside the loop that copy a tensor of the accumulator's size. */
+static int acc_copies(const struct cg_plan *p)
+{
+	int n = 0;
+	for (int s = p->loops[0].open; s < p->loops[0].close; s++)
+		n += p->steps[s].lib == CG_LIB_COPY &&
+		     ir_type_elems(&p->steps[s].args[0]->type) == 24;
+	return n;
+}
+
+static const struct cg_step *scatter_step(const struct cg_plan *p)
+{
+	for (int s = 0; s < p->nsteps; s++)
+		if (p->steps[s].lib == CG_LIB_SCATTER_ELEMENTS)
+			return &p->steps[s];
+	return NULL;
+}
+
+static void scan_in_place_plan(const struct cg_plan *p, bool cuda)
+{
+	const struct cg_step *s = scatter_step(p);
+	(void)cuda;
+	CHECK(p->nloops == 1 && s != NULL);
+	if (!s)
+		return;
+	CHECK(cg_root(p, s->args[0]) == cg_root(p, s->args[1])); /* result, data */
+	CHECK_EQ(acc_copies(p), 0);
+}
+
+static void scan_copied_plan(const struct cg_plan *p, bool cuda)
+{
+	const struct cg_step *s = scatter_step(p);
+	(void)cuda;
+	CHECK(p->nloops == 1 && s != NULL);
+	if (!s)
+		return;
+	CHECK(cg_root(p, s->args[0]) != cg_root(p, s->args[1]));
+	CHECK_EQ(acc_copies(p), 1);
+}
+
+static void test_scan_in_place(void)
+{
+	static const char in_place[] = SCAN_LOOP("", "%u");
+	static const char read_too[] =
+	        SCAN_LOOP("%m : f32[] = reduce_sum(%acc) {axes=[0,1], keepdims=0} if %t @L\n"
+	                  "%u2 : f32[1,4] = add(%u, %m) if %t @L\n",
+	                  "%u2");
+	lowers_on_both(in_place, sizeof in_place - 1, scan_in_place_plan);
+	lowers_on_both(read_too, sizeof read_too - 1, scan_copied_plan);
+}
+
 /* one step, the absent inputs (erase_gate) NULL; FP16 inputs with an FP32
  * state: the CPU stages the halves and computes in FP32, the CUDA runtime
  * reads them as they are and is told the state's type */
@@ -674,6 +750,8 @@ int main(int argc, char **argv)
 		test_linear_attention_limit();
 		test_current = "rnn";
 		test_rnn();
+		test_current = "scan in place";
+		test_scan_in_place();
 	}
 	test_current = "memory plan";
 	for (int i = 1; i < argc; i++)
