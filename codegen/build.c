@@ -239,7 +239,7 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		if (!run_in(ctx, dir, argv))
 			return false;
 	}
-	{
+	if (!p->opt->host_runtime) {
 		char **argv = ir_arena_alloc(a, sizeof *argv * (size_t)(nobjects + 6));
 		int k = 0;
 		unlink(lib);
@@ -260,14 +260,17 @@ bool cg_build(const struct cg_plan *p, const char *const *objects, int nobjects)
 		int k = 0;
 		argv[k++] = (char *)cc();
 		argv[k++] = "-shared";
-		/* every symbol resolved now, and bound inside the object */
-		argv[k++] = "-Wl,--no-undefined,-Bsymbolic";
+		/* every symbol resolved now (but the runtime's, with the host's
+		 * runtime: dlopen resolves them), bound inside the object */
+		argv[k++] =
+		        p->opt->host_runtime ? "-Wl,-Bsymbolic" : "-Wl,--no-undefined,-Bsymbolic";
 		argv[k++] = "-o";
 		argv[k++] = so;
 		argv[k++] = obj;
 		for (int i = 0; i < nobjects; i++)
 			argv[k++] = (char *)objects[i];
-		k = link_libraries(a, p->target, rtlib, argv, k, nargs);
+		if (!p->opt->host_runtime)
+			k = link_libraries(a, p->target, rtlib, argv, k, nargs);
 		if (ONNXC_SANITIZE_FLAGS[0])
 			argv[k++] = ONNXC_SANITIZE_FLAGS;
 		argv[k] = NULL;

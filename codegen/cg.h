@@ -45,7 +45,12 @@ struct cg_options {
 	const char *arch;   /* the CUDA target's GPU architecture ("sm_80" ... "sm_90a") */
 	const char *source; /* the model file, for comments */
 	bool embed_weights;
-	bool shared;    /* also link NAME.so (onnxc run / check) */
+	bool shared; /* also link NAME.so (onnxc run / check) */
+	/* NAME.so (shared) without the runtime library: its rt_ calls resolve
+	 * when onnxc, which carries the runtime and exports it, loads it (the
+	 * CPU target under run / check: a third of the time a small model's
+	 * build takes, in the link); no libNAME.a */
+	bool host_runtime;
 	bool emit_llvm; /* keep the kernels' LLVM IR as NAME_kernels.ll */
 	bool quiet;
 	int64_t max_memory; /* refuse a plan whose arena + weights exceed it (0: no limit) */
