@@ -320,7 +320,7 @@ static bool runtime_loop(struct fe_node *nd, const Onnx__GraphProto *g, int64_t 
 	if (next && cn && trip && !bounded(cn, trip, first, in + 2, out + 1, n))
 		cn = and_of(nd, cn, fe_binary(nd, IR_OP_LESS, next, trip, -1));
 	for (int j = 0; ok && j < k; j++)
-		if (sc && n + j < nd->nout && nd->proto->output[n + j][0]) {
+		if (accname[j]) { /* a scan output the model reads */
 			if (!scan_output(nd, sc, j, out[1 + n + j], tok, in[0], rev, accname[j],
 			                 &acc[ns], &accn[ns]))
 				return fe->guard = outer, false;
