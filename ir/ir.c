@@ -685,6 +685,15 @@ bool ir_is_output(const struct ir_module *m, const struct ir_value *v)
 	return false;
 }
 
+bool ir_is_root(const struct ir_module *m, const struct ir_value *v)
+{
+	m->ctx->probes += (uint64_t)m->noutputs;
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->outputs[i] == v || (m->out_shapes[i] && m->out_shapes[i]->cond == v))
+			return true;
+	return false;
+}
+
 void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name)
 {
 	if (ir_find_value(m, name))
@@ -793,8 +802,24 @@ struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name, const s
 
 void ir_add_output(struct ir_module *m, struct ir_value *v)
 {
+	int cap = m->cap_outputs;
 	m->outputs = grow(&m->arena, m->outputs, m->noutputs, &m->cap_outputs, sizeof *m->outputs);
+	if (cap != m->cap_outputs) {
+		struct ir_out_shape **s =
+		        ir_arena_alloc(&m->arena, sizeof *s * (size_t)m->cap_outputs);
+		if (m->noutputs)
+			memcpy(s, m->out_shapes, sizeof *s * (size_t)m->noutputs);
+		m->out_shapes = s;
+	}
+	m->out_shapes[m->noutputs] = NULL;
 	m->outputs[m->noutputs++] = v;
+}
+
+void ir_set_out_shape(struct ir_module *m, int i, const struct ir_out_shape *s)
+{
+	IR_ASSERT(i >= 0 && i < m->noutputs);
+	m->out_shapes[i] = ir_arena_alloc(&m->arena, sizeof *s);
+	*m->out_shapes[i] = *s;
 }
 
 void ir_append_input(struct ir_module *m, struct ir_value *v)
@@ -1000,8 +1025,14 @@ struct ir_module *ir_module_clone(const struct ir_module *m)
 		        grow(&c->arena, c->inputs, c->ninputs, &c->cap_inputs, sizeof *c->inputs);
 		c->inputs[c->ninputs++] = c->values[m->inputs[i]->id];
 	}
-	for (int i = 0; i < m->noutputs; i++)
+	for (int i = 0; i < m->noutputs; i++) {
 		ir_add_output(c, c->values[m->outputs[i]->id]);
+		if (m->out_shapes[i]) {
+			struct ir_out_shape s = *m->out_shapes[i];
+			s.cond = c->values[s.cond->id];
+			ir_set_out_shape(c, i, &s);
+		}
+	}
 	IR_FOR_EACH_NODE(m, s)
 	{
 		struct ir_node *n = ir_arena_alloc(&c->arena, sizeof *n);
@@ -1117,9 +1148,12 @@ void ir_replace_uses(struct ir_module *m, struct ir_value *from, struct ir_value
 		struct ir_use u = from->uses[from->nuses - 1];
 		ir_set_input(m, u.node, u.index, to);
 	}
-	for (int i = 0; i < m->noutputs; i++)
+	for (int i = 0; i < m->noutputs; i++) {
 		if (m->outputs[i] == from)
 			m->outputs[i] = to;
+		if (m->out_shapes[i] && m->out_shapes[i]->cond == from)
+			m->out_shapes[i]->cond = to;
+	}
 }
 
 void ir_replace_value(struct ir_module *m, struct ir_value *from, struct ir_value *to)

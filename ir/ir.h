@@ -315,6 +315,20 @@ struct ir_node {
 	struct ir_node *prev, *next;
 };
 
+/*
+ * A graph output whose shape is known only at run time: an If whose branches
+ * give the output different static shapes (docs/ir.md, Outputs of run-time
+ * shape). The output value holds the elements of the branch taken, dense
+ * and flat, padded to the larger count: dtype[max(elems)]. Its shape is
+ * then_type's where cond (a bool of one element) holds, else_type's where
+ * not. cond is a root like the output itself (DCE keeps it, the memory plan
+ * keeps it alive to the end of a run) but not a use.
+ */
+struct ir_out_shape {
+	struct ir_value *cond;
+	struct ir_type then_type, else_type;
+};
+
 struct ir_module {
 	struct ir_ctx *ctx;
 	struct ir_arena arena; /* owns every byte reachable from the module */
@@ -327,6 +341,8 @@ struct ir_module {
 	int ninputs, cap_inputs;
 	struct ir_value **outputs; /* graph outputs, in graph order */
 	int noutputs, cap_outputs;
+	/* by output index, beside outputs: NULL for an output of fixed shape */
+	struct ir_out_shape **out_shapes;
 	struct ir_value **names; /* open-addressing hash set by name */
 	int cap_names, nnames;
 	struct ir_map unique; /* base -> where ir_unique_name's last search ended */
@@ -350,6 +366,8 @@ struct ir_value *ir_add_const(struct ir_module *m, const char *name, const struc
 struct ir_value *ir_add_const_ref(struct ir_module *m, const char *name, const struct ir_type *t,
                                   uint64_t checksum);
 void ir_add_output(struct ir_module *m, struct ir_value *v);
+/* Makes output i one of run-time shape (struct ir_out_shape; copied). */
+void ir_set_out_shape(struct ir_module *m, int i, const struct ir_out_shape *s);
 
 /*
  * Creates a node with nin inputs (entries may be NULL only for trailing
@@ -375,6 +393,9 @@ void ir_append_input(struct ir_module *m, struct ir_value *v);
 struct ir_value *ir_const_to_input(struct ir_module *m, struct ir_value *v);
 /* Whether v is one of m's graph outputs. */
 bool ir_is_output(const struct ir_module *m, const struct ir_value *v);
+/* Whether v is a graph output or what picks one's shape (struct
+ * ir_out_shape): a value the compiled model keeps to the end of a run. */
+bool ir_is_root(const struct ir_module *m, const struct ir_value *v);
 /* Gives v a new name (unused so far). */
 void ir_rename_value(struct ir_module *m, struct ir_value *v, const char *name);
 /* a and b trade names (O(1): the set of names stays the same). */

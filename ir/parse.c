@@ -599,6 +599,19 @@ static bool parse_node(struct parser *ps)
 	return true;
 }
 
+/* shape(%c ? TYPE : TYPE) after the last output (struct ir_out_shape) */
+static bool parse_out_shape(struct parser *ps)
+{
+	struct ir_out_shape sh;
+	next(ps);
+	if (!expect(ps, '(') || !(sh.cond = parse_ref(ps)) || !expect(ps, '?') ||
+	    !parse_type(ps, &sh.then_type) || !expect(ps, ':') || !parse_type(ps, &sh.else_type) ||
+	    !expect(ps, ')'))
+		return false;
+	ir_set_out_shape(ps->m, ps->m->noutputs - 1, &sh);
+	return true;
+}
+
 static struct ir_module *parse(struct parser *ps)
 {
 	int64_t version;
@@ -632,6 +645,8 @@ static struct ir_module *parse(struct parser *ps)
 			ok = (v = parse_ref(ps)) != NULL;
 			if (ok)
 				ir_add_output(ps->m, v);
+			if (ok && is_word(ps, "shape"))
+				ok = parse_out_shape(ps);
 		} else if (is_punct(ps, '%')) {
 			ok = parse_node(ps);
 		} else {

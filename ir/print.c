@@ -237,8 +237,18 @@ void ir_print(const struct ir_module *m, FILE *f)
 	IR_FOR_EACH_NODE(m, n)
 	print_node(n, f);
 	for (int i = 0; i < m->noutputs; i++) {
+		const struct ir_out_shape *sh = m->out_shapes[i];
 		fputs("output ", f);
 		print_value_ref(m->outputs[i], f);
+		if (sh) { /* shape(%c ? then-type : else-type) */
+			fputs(" shape(", f);
+			print_value_ref(sh->cond, f);
+			fputs(" ? ", f);
+			print_type(&sh->then_type, f);
+			fputs(" : ", f);
+			print_type(&sh->else_type, f);
+			fputc(')', f);
+		}
 		fputc('\n', f);
 	}
 }

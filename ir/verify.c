@@ -289,6 +289,40 @@ static int check_node(struct ir_module *m, struct ir_node *n, const char *define
 	return errs;
 }
 
+/* Output v of run-time shape sh: its condition a defined bool of one
+ * element, its value the larger branch's elements, flat (ir.h). */
+static bool out_shape_ok(const struct ir_module *m, const struct ir_value *v,
+                         const struct ir_out_shape *sh, const char *defined)
+{
+	const struct ir_value *c = sh->cond;
+	int64_t a = ir_type_elems(&sh->then_type), b = ir_type_elems(&sh->else_type);
+	if (!c || c->kind == IR_VAL_DEAD || c->id >= m->nvalues || !defined[c->id] ||
+	    c->type.dtype != IR_BOOL || ir_type_elems(&c->type) != 1) {
+		ir_error(m->ctx,
+		         "graph output '%s': its shape's condition is not a defined bool "
+		         "of one element",
+		         v->name);
+		return false;
+	}
+	if (c->kind == IR_VAL_NODE && c->def->guard) {
+		ir_error(m->ctx, "graph output '%s': its shape's condition '%s' is guarded",
+		         v->name, c->name);
+		return false;
+	}
+	if (sh->then_type.dtype != v->type.dtype || sh->else_type.dtype != v->type.dtype ||
+	    v->type.rank != 1 || v->type.dims[0] != (a > b ? a : b)) {
+		char t[IR_TYPE_STR_MAX], e[IR_TYPE_STR_MAX], h[IR_TYPE_STR_MAX];
+		ir_error(m->ctx,
+		         "graph output '%s' is %s, not the elements of %s or %s flat and "
+		         "padded to the larger",
+		         v->name, ir_type_str(&v->type, h, sizeof h),
+		         ir_type_str(&sh->then_type, t, sizeof t),
+		         ir_type_str(&sh->else_type, e, sizeof e));
+		return false;
+	}
+	return true;
+}
+
 int ir_verify(struct ir_module *m)
 {
 	int errs = check_values(m), count = 0, e;
@@ -344,6 +378,8 @@ int ir_verify(struct ir_module *m)
 			ir_error(m->ctx,
 			         "graph output '%s' is a result of node '%s', guarded by '%s'",
 			         v->name, v->def->name, v->def->guard->name);
+			errs++;
+		} else if (m->out_shapes[i] && !out_shape_ok(m, v, m->out_shapes[i], defined)) {
 			errs++;
 		}
 	}

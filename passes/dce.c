@@ -1,8 +1,8 @@
 /*
  * dce.c - dead code elimination.
  *
- * Removes nodes none of whose results are used (by a node or as a graph
- * output) and constants nothing reads, then renumbers values densely.
+ * Removes nodes none of whose results are used (by a node, as a graph
+ * output or as the condition that picks an output's shape) and constants nothing reads, then renumbers values densely.
  * Import leaves such leftovers behind: folded shape arithmetic, the unused
  * outputs of multi-output ops, exporter-emitted dead branches. Graph inputs
  * always stay: they are the model's interface even when unused.
@@ -23,8 +23,11 @@ bool pass_dce(struct ir_module *m, const struct pass_options *opt)
 {
 	bool *output = ir_arena_alloc(&m->arena, sizeof *output * (size_t)(m->nvalues + 1));
 	(void)opt;
-	for (int i = 0; i < m->noutputs; i++)
+	for (int i = 0; i < m->noutputs; i++) {
 		output[m->outputs[i]->id] = true;
+		if (m->out_shapes[i]) /* what picks its shape: a root too */
+			output[m->out_shapes[i]->cond->id] = true;
+	}
 	/* one backward sweep suffices: a node's users all come after it */
 	for (struct ir_node *n = m->last, *prev; n; n = prev) {
 		prev = n->prev;

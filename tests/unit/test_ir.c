@@ -4,6 +4,8 @@
  */
 #include "testutil.h"
 
+#include "passes/passes.h"
+
 #include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -858,6 +860,66 @@ static void test_text_roundtrip(void)
 	ir_module_free(m2);
 }
 
+/* An output of run-time shape (struct ir_out_shape): printed and parsed
+ * back, kept through a clone, its condition a root for DCE and followed by
+ * ir_replace_uses, and what the verifier refuses. */
+static void test_out_shapes(void)
+{
+	static const char text[] = "onnxc-ir 1\nmodule \"m\"\n"
+	                           "input %x : f32[2,3]\ninput %c : bool[]\n"
+	                           "%n : bool[] = not(%c) @n\n"
+	                           "%y : f32[6] = reshape(%x) {shape=[6]} @r\n"
+	                           "output %y shape(%n ? f32[2,3] : f32[6])\n";
+	struct diag_buf d;
+	struct ir_ctx ctx;
+	struct ir_module *m, *c;
+	struct ir_out_shape *sh;
+	char *p1, *p2;
+	ctx_collect(&ctx, &d);
+	m = ir_parse(&ctx, text, sizeof text - 1);
+	CHECK(m != NULL);
+	if (!m) {
+		fprintf(stderr, "%s", d.text);
+		return;
+	}
+	CHECK_EQ(ir_verify(m), 0);
+	sh = m->out_shapes[0];
+	CHECK(sh && sh->cond == ir_find_value(m, "n") && sh->then_type.rank == 2 &&
+	      sh->else_type.dims[0] == 6);
+	p1 = print_to_string(m);
+	CHECK(!strcmp(p1, text));
+	c = ir_module_clone(m);
+	p2 = print_to_string(c);
+	CHECK(!strcmp(p1, p2));
+	CHECK(c->out_shapes[0]->cond == ir_find_value(c, "n"));
+	ir_module_free(c);
+	free(p2);
+	/* %n has no reader but the output's shape: DCE keeps it */
+	CHECK(pass_dce(m, NULL));
+	CHECK(ir_find_value(m, "n") && ir_find_value(m, "n")->kind == IR_VAL_NODE);
+	CHECK(ir_is_root(m, ir_find_value(m, "n")) && !ir_is_output(m, ir_find_value(m, "n")));
+	ir_replace_uses(m, ir_find_value(m, "n"), ir_find_value(m, "c"));
+	CHECK(m->out_shapes[0]->cond == ir_find_value(m, "c"));
+	CHECK_EQ(ir_verify(m), 0);
+	/* refused: a condition that is no bool scalar, a value that is not the
+	 * larger count of elements flat, element types that differ */
+	sh = m->out_shapes[0];
+	sh->cond = ir_find_value(m, "x");
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "graph output 'y': its shape's condition is not a defined bool");
+	sh->cond = ir_find_value(m, "c");
+	sh->else_type.dims[0] = 7;
+	CHECK(ir_verify(m) > 0);
+	CHECK_STR(d.text, "graph output 'y' is f32[6], not the elements of f32[2,3] or f32[7]");
+	sh->else_type.dims[0] = 6;
+	sh->else_type.dtype = IR_F16;
+	CHECK(ir_verify(m) > 0);
+	sh->else_type.dtype = IR_F32;
+	CHECK_EQ(ir_verify(m), 0);
+	free(p1);
+	ir_module_free(m);
+}
+
 static void test_parse_errors(void)
 {
 	static const struct {
@@ -896,6 +958,9 @@ static void test_parse_errors(void)
 		{ "onnxc-ir 1\nmodule \"m\"\nconst %c : f32[1] = weight 0x12\n", "16 hex digits" },
 		{ "onnxc-ir 1\nmodule \"m\"\ninput %\"x\n", "unterminated string" },
 		{ "onnxc-ir 1\nmodule \"m\"\noutput %nope\n", "undefined value '%nope'" },
+		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\ninput %c : bool[]\n"
+		  "output %x shape(%c ? f32[2] f32[1])\n",
+		  "expected ':'" },
 		{ "onnxc-ir 1\nmodule \"m\x00\"\n", "NUL byte" },
 		{ "onnxc-ir 1\nmodule \"m\"\ninput %x : f32[2]\n%y : f32[2] = leaky_relu(%x) "
 		  "{alpha=1, alpha=2} @r\n",
@@ -1081,6 +1146,6 @@ static void test_map_scopes(void)
 TESTS(T(test_checksum) T(test_f16_roundtrip) T(test_f16_rounding) T(test_bf16) T(test_dtype_tables)
               T(test_minifloats) T(test_broadcast) T(test_module_basics) T(test_verify_catches)
                       T(test_verify_guards) T(test_verify_loops) T(test_infer) T(test_fold)
-                              T(test_text_roundtrip) T(test_parse_errors) T(test_parse_oom)
-                                      T(test_oom_exits) T(test_diag_escapes)
+                              T(test_text_roundtrip) T(test_out_shapes) T(test_parse_errors)
+                                      T(test_parse_oom) T(test_oom_exits) T(test_diag_escapes)
                                               T(test_arena_big_blocks) T(test_map_scopes))
