@@ -37,9 +37,17 @@ static void print_summary(const struct ir_module *m, FILE *f)
 	for (int i = 0; i < m->ninputs; i++)
 		fprintf(f, "input  %s : %s\n", m->inputs[i]->name,
 		        ir_type_str(&m->inputs[i]->type, tb, sizeof tb));
-	for (int i = 0; i < m->noutputs; i++)
-		fprintf(f, "output %s : %s\n", m->outputs[i]->name,
-		        ir_type_str(&m->outputs[i]->type, tb, sizeof tb));
+	for (int i = 0; i < m->noutputs; i++) {
+		const struct ir_out_shape *sh = m->out_shapes[i];
+		char eb[IR_TYPE_STR_MAX];
+		if (sh)
+			fprintf(f, "output %s : %s or %s, picked at run time\n",
+			        m->outputs[i]->name, ir_type_str(&sh->then_type, tb, sizeof tb),
+			        ir_type_str(&sh->else_type, eb, sizeof eb));
+		else
+			fprintf(f, "output %s : %s\n", m->outputs[i]->name,
+			        ir_type_str(&m->outputs[i]->type, tb, sizeof tb));
+	}
 	for (int i = 0; i < m->nvalues; i++)
 		if (m->values[i]->kind == IR_VAL_CONST) {
 			nconst++;

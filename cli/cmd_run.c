@@ -42,8 +42,24 @@ struct loaded {
 	int (*run)(void *, const void *const *, const size_t *, void *const *, const size_t *);
 	void (*destroy)(void *);
 	const char *(*strerror)(int);
+	int (*output_shape)(void *, int, int64_t *);
 	void *inst;
 };
+
+/* Output i's type after the last successful run, as the model reports
+ * it: an If whose branches give different shapes picks it at run time
+ * (the signature's type is then the buffer's capacity, flat). */
+static struct ir_type run_type(const struct loaded *l, const struct run_sig *sig, int i)
+{
+	struct ir_type t = sig->out[i].type;
+	int64_t dims[IR_MAX_RANK];
+	int r = l->output_shape(l->inst, i, dims);
+	IR_ASSERT(r >= 0 && r <= IR_MAX_RANK);
+	t.rank = r;
+	memcpy(t.dims, dims, sizeof *dims * (size_t)r);
+	IR_ASSERT(ir_type_elems(&t) <= ir_type_elems(&sig->out[i].type));
+	return t;
+}
 
 static double now_ms(void)
 {
@@ -82,6 +98,7 @@ static bool load(struct ir_ctx *ctx, const char *dir, const char *name, struct l
 	SYM(run, "run_checked")
 	SYM(destroy, "destroy")
 	SYM(strerror, "strerror")
+	SYM(output_shape, "output_shape")
 #undef SYM
 	snprintf(path, sizeof path, "%s/%s.weights", dir, name);
 	if ((st = l->create(&l->inst, path))) {
@@ -498,16 +515,17 @@ static bool run_loaded(struct run_job *j, struct loaded *l, const void **in, con
 	ok = true;
 	for (int i = 0; i < j->sig.nout; i++) {
 		const struct run_tensor *o = &j->sig.out[i];
+		struct ir_type ot = run_type(l, &j->sig, i);
 		char tb[IR_TYPE_STR_MAX], nb[1024];
 		printf("output %s : %s\n", ir_escape(o->name, nb, sizeof nb),
-		       ir_type_str(&o->type, tb, sizeof tb));
+		       ir_type_str(&ot, tb, sizeof tb));
 		if (j->outdir) {
 			char p[4200];
 			snprintf(p, sizeof p, "%s/%s.npy", j->outdir, o->name);
 			for (char *c = p + strlen(j->outdir) + 1; *c; c++)
 				if (*c == '/')
 					*c = '_';
-			if (!fe_save_npy(p, &o->type, out[i])) {
+			if (!fe_save_npy(p, &ot, out[i])) {
 				ir_error(&j->ctx, "cannot write %s", p);
 				ok = false;
 			}
@@ -1147,7 +1165,8 @@ int cmd_check(int argc, char **argv)
 		for (int r = 0; r < refs->n; r++) {
 			struct cmp c;
 			int i = which[r];
-			const struct ir_type *ot = &sig.out[i].type;
+			struct ir_type run_t = run_type(&l, &sig, i);
+			const struct ir_type *ot = &run_t;
 			struct ir_value *ref = refs->t[r];
 			char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
 			bf16_as_u16(ref, ot->dtype);

@@ -49,8 +49,19 @@ void cg_c_arg_checks(FILE *f, const struct ir_module *m);
  * inputs or outputs (KIND INPUT or OUTPUT); nothing for none. */
 void cg_c_sizes(FILE *f, const char *indent, const char *array, const char *N, const char *kind,
                 int n);
-/* NAME_run_checked and NAME_strerror (N: the name in capitals). */
+/* NAME_run_checked, NAME_strerror and NAME_output_shape (N: the name in
+ * capitals). */
 void cg_c_common_api(FILE *f, const struct cg_plan *p, const char *n, const char *N);
+/* Outputs of run-time shape (ir.h, struct ir_out_shape): the instance's
+ * field recording which shape the last run gave each (none without such
+ * outputs), its reset at the start of a run and its setting at the end,
+ * which reads each output's condition through the target's GUARD. */
+void cg_c_shape_field(FILE *f, const struct cg_plan *p);
+void cg_c_shape_begin(FILE *f, const struct cg_plan *p);
+void cg_c_shape_end(FILE *f, const struct cg_plan *p);
+/* `return STATUS;` at the end of NAME_run, which also forgets the shapes
+ * cg_c_shape_end recorded when STATUS is a failure. */
+void cg_c_shape_return(FILE *f, const struct cg_plan *p, const char *status);
 
 /* The steps in parts of CG_STEPS_PER_FUNCTION: how many, the static
  * functions NAME_steps_<i>(params) starting with the lines intro, and the

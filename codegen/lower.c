@@ -79,11 +79,12 @@ static int64_t prod(const int64_t *d, int from, int to)
 }
 
 /* The single node using v, if v has exactly one use, as an operand of a
- * node under the guard of v's node, and is not an output: a step never
+ * node under the guard of v's node, and is not a root (an output, or what
+ * picks one's shape, read at the end of a run): a step never
  * covers nodes of different guards (docs/ir.md, Guards). */
 static struct ir_node *sole_user(const struct lower *l, const struct ir_value *v)
 {
-	if (v->nuses != 1 || ir_is_output(l->p->m, v) || v->uses[0].index == IR_USE_GUARD ||
+	if (v->nuses != 1 || ir_is_root(l->p->m, v) || v->uses[0].index == IR_USE_GUARD ||
 	    v->uses[0].node->guard != (v->kind == IR_VAL_NODE ? v->def->guard : NULL))
 		return NULL;
 	return v->uses[0].node;

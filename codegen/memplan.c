@@ -365,8 +365,16 @@ bool cg_plan_memory(struct cg_plan *p)
 			}
 		}
 	}
-	for (int i = 0; i < m->noutputs; i++)
+	for (int i = 0; i < m->noutputs; i++) {
 		p->vals[cg_root(p, m->outputs[i])->id].needed = true;
+		if (m->out_shapes[i]) { /* read at the end of a run (cg_c_shape_end) */
+			struct cg_val *cv = &p->vals[cg_root(p, m->out_shapes[i]->cond)->id];
+			cv->needed = true;
+			if (cv->first == INT32_MAX)
+				cv->first = 0;
+			cv->last = p->nsteps ? p->nsteps - 1 : 0;
+		}
+	}
 
 	/* fixed storage: inputs, outputs, weights */
 	for (int i = 0; i < m->ninputs; i++)

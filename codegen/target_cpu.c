@@ -99,7 +99,9 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	        "#include \"%s.h\"\n\n#include <math.h>\n#include <onnxc_rt.h>\n#include "
 	        "<stdlib.h>\n\n",
 	        n);
-	fprintf(f, "struct %s {\n\tstruct rt_model m;\n};\n\n", n);
+	fprintf(f, "struct %s {\n\tstruct rt_model m;\n", n);
+	cg_c_shape_field(f, p);
+	fprintf(f, "};\n\n");
 	if (p->opt->embed_weights)
 		fprintf(f, "extern const unsigned char %s_weights_blob[];\n", n);
 	for (int i = 0; i < p->nkernels; i++)
@@ -129,19 +131,25 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	        "outputs[])\n{\n",
 	        n, n);
 	fprintf(f, "\tstruct rt_ctx *ctx;\n");
+	cg_c_shape_begin(f, p);
 	cg_c_arg_checks(f, m);
 	fprintf(f, "\tctx = model->m.ctx;\n\trt_model_begin_run(&model->m);\n");
 	cg_c_call_parts(f, p, n, "model, ctx, inputs, outputs");
 	if (!cg_c_nparts(p))
 		fprintf(f, "\t(void)ctx;\n");
+	cg_c_shape_end(f, p);
 	fprintf(f, "\tif (!model->m.hook)\n\t\treturn RT_OK;\n");
 	cg_c_sizes(f, "\t", "output_sizes", N, "OUTPUT", m->noutputs);
+	cg_c_shape_return(f, p,
+	                  ir_arena_printf(p->arena,
+	                                  "model->m.hook(model->m.hook_ctx, outputs, %s, %d, NULL)",
+	                                  m->noutputs ? "output_sizes" : "NULL", m->noutputs));
 	fprintf(f,
-	        "\treturn model->m.hook(model->m.hook_ctx, outputs, %s, %d, NULL);\n}\n\n"
+	        "}\n\n"
 	        "int %s_set_output_hook(struct %s *model, rt_output_hook_fn fn, void *ctx)\n{\n"
 	        "\tif (!model)\n\t\treturn RT_ERR_ARGUMENT;\n"
 	        "\tmodel->m.hook = fn;\n\tmodel->m.hook_ctx = ctx;\n\treturn RT_OK;\n}\n\n",
-	        m->noutputs ? "output_sizes" : "NULL", m->noutputs, n, n);
+	        n, n);
 	cg_c_common_api(f, p, n, N);
 
 	fprintf(f,

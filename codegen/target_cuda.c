@@ -195,6 +195,7 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 		else if (calls[st->lib].plan)
 			fprintf(f, "\tstruct rtc_%s *p%d;\n", calls[st->lib].plan, s);
 	}
+	cg_c_shape_field(f, p);
 	fprintf(f, "};\n\n");
 	fprintf(f, "extern const unsigned char %s_ptx[];\n", n);
 	if (p->opt->embed_weights)
@@ -229,14 +230,19 @@ static void emit_source(FILE *f, const struct cg_plan *p)
 	        "int %s_run(struct %s *model, const void *const inputs[], void *const "
 	        "outputs[])\n{\n",
 	        n, n);
+	cg_c_shape_begin(f, p);
 	cg_c_arg_checks(f, m);
 	fprintf(f,
 	        "\tCALL(rtc_run_begin(M, inputs));\n"
-	        "\tCALL(rtc_direct(M) ? %s_steps(model) : rtc_run_graph(M));\n"
-	        "\treturn rtc_run_end(M, outputs);\n}\n\n"
+	        "\tCALL(rtc_direct(M) ? %s_steps(model) : rtc_run_graph(M));\n",
+	        n);
+	cg_c_shape_end(f, p);
+	cg_c_shape_return(f, p, "rtc_run_end(M, outputs)");
+	fprintf(f,
+	        "}\n\n"
 	        "int %s_set_output_hook(struct %s *model, rt_output_hook_fn fn, void *ctx)\n{\n"
 	        "\treturn model ? rtc_set_output_hook(M, fn, ctx) : RT_ERR_ARGUMENT;\n}\n\n",
-	        n, n, n);
+	        n, n);
 	cg_c_common_api(f, p, n, N);
 
 	/* create: open, plans, kernels (in parts, as the steps), capture */

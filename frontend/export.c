@@ -96,6 +96,12 @@ struct ex {
 	const char *strip;            /* node-name prefix of the branch written */
 	struct ex_level *levels;      /* the Ifs being written */
 	int nlevels;
+	/* outputs of run-time shape (ex_unflatten): by phi id * 2 + branch - 1,
+	 * what the branch gives before the import flattened and padded it
+	 * (NULL: the phi's operand); by output index, whether its If's own
+	 * branches give it so (else ex_shaped_outputs reshapes it) */
+	const struct ir_value **unflat;
+	unsigned char *unflat_out;
 };
 
 /* One ONNX node being written; its arrays are allocated to their final size. */
@@ -1379,7 +1385,9 @@ static Onnx__GraphProto *ex_branch(struct ex *ex, const struct ir_node *const *p
 	gp->n_output = (size_t)k;
 	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * (size_t)(k + 1));
 	for (int i = 0; i < k; i++) {
-		const struct ir_value *v = phis[i]->in[which];
+		const struct ir_value *v = ex->unflat[phis[i]->id * 2 + which - 1]
+		                                   ? ex->unflat[phis[i]->id * 2 + which - 1]
+		                                   : phis[i]->in[which];
 		if (!ex_visible(ex, v))
 			ex_node_error(ex, phis[i],
 			              "its operand '%s' comes after the If's first merge; the "
@@ -1557,6 +1565,28 @@ static bool ex_constants(struct ex *ex)
 	return ex->ctx->nerrors == errors;
 }
 
+/* The declared type of output vi, of run-time shape sh: where the two
+ * shapes have one rank, that rank, with a dimension parameter NAME_dD
+ * where they differ; else no shape (ONNX allows it; the checker of some
+ * onnx versions wants a shape on a graph output all the same). */
+static void ex_shaped_type(struct ex *ex, Onnx__ValueInfoProto *vi, const struct ir_out_shape *sh)
+{
+	Onnx__TensorShapeProto *s;
+	if (sh->then_type.rank != sh->else_type.rank) {
+		vi->type->tensor_type->shape = NULL;
+		return;
+	}
+	vi->type = ex_type(ex, &sh->then_type);
+	s = vi->type->tensor_type->shape;
+	for (int d = 0; d < sh->then_type.rank; d++)
+		if (sh->then_type.dims[d] != sh->else_type.dims[d]) {
+			s->dim[d]->value_case =
+			        ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			s->dim[d]->dim_param =
+			        (char *)ir_arena_printf(&ex->arena, "%s_d%d", vi->name, d);
+		}
+}
+
 static Onnx__GraphProto *ex_graph(struct ex *ex)
 {
 	struct ir_module *m = ex->m;
@@ -1569,8 +1599,12 @@ static Onnx__GraphProto *ex_graph(struct ex *ex)
 		g->input[i] = ex_value_info(ex, m->inputs[i]);
 	g->n_output = (size_t)m->noutputs;
 	g->output = ir_arena_alloc(&ex->arena, sizeof *g->output * (size_t)(m->noutputs + 1));
-	for (int i = 0; i < m->noutputs; i++)
+	for (int i = 0; i < m->noutputs; i++) {
+		const struct ir_out_shape *sh = m->out_shapes[i];
 		g->output[i] = ex_value_info(ex, m->outputs[i]);
+		if (sh) /* its shape is known only at run time */
+			ex_shaped_type(ex, g->output[i], sh);
+	}
 	ex_value_infos(ex, g, NULL, NULL, 0);
 	g->n_node = ex->nnodes;
 	g->node = ex->nodes;
@@ -1652,6 +1686,125 @@ static bool ex_write_file(struct ex *ex, const Onnx__ModelProto *mp, const char 
 	return true;
 }
 
+/* Branch value v of an output of run-time shape before the import made
+ * it t's elements flat and padded (a pad of zeros after a reshape, each
+ * read by nothing else, which are then skipped), or NULL. */
+static const struct ir_value *ex_unflat(struct ex *ex, const struct ir_value *v,
+                                        const struct ir_type *t)
+{
+	const struct ir_node *pad = NULL, *flat = NULL;
+	if (v->kind == IR_VAL_NODE && v->def->op == IR_OP_PAD && v->nuses == 1 &&
+	    ir_type_elems(&v->def->in[0]->type) == ir_type_elems(t)) {
+		pad = v->def;
+		v = pad->in[0];
+	}
+	if (!ir_type_eq(&v->type, t) && v->kind == IR_VAL_NODE && v->def->op == IR_OP_RESHAPE &&
+	    v->nuses == 1) {
+		flat = v->def;
+		v = flat->in[0];
+	}
+	if (!ir_type_eq(&v->type, t))
+		return NULL;
+	if (pad)
+		ex->skip[pad->id] = 1;
+	if (flat)
+		ex->skip[flat->id] = 1;
+	return v;
+}
+
+/* Where output k of run-time shape is the phi of an If on its condition,
+ * that If gives it in the branches' own shapes, as the ONNX model did:
+ * reading the file back gives the same IR. */
+static void ex_unflatten(struct ex *ex)
+{
+	struct ir_module *m = ex->m;
+	for (int k = 0; k < m->noutputs; k++) {
+		const struct ir_out_shape *sh = m->out_shapes[k];
+		const struct ir_node *phi = m->outputs[k]->def;
+		const struct ir_value *t, *e;
+		if (!sh || !phi || phi->op != IR_OP_PHI || phi->in[0] != sh->cond ||
+		    phi->in[1]->nuses != 1 || phi->in[2]->nuses != 1)
+			continue;
+		t = ex_unflat(ex, phi->in[1], &sh->then_type);
+		e = t ? ex_unflat(ex, phi->in[2], &sh->else_type) : NULL;
+		if (!t || !e)
+			continue; /* what a pass made of it: ex_shaped_outputs */
+		ex->unflat[phi->id * 2] = t;
+		ex->unflat[phi->id * 2 + 1] = e;
+		ex->unflat_out[k] = 1;
+	}
+}
+
+/* A branch of ex_shaped's If: Reshape(Slice(flat, [0], [elems]), dims),
+ * named after output v's node with what. */
+static Onnx__GraphProto *ex_shaped_branch(struct ex *ex, const struct ir_value *v, const char *flat,
+                                          const struct ir_type *t, const char *what)
+{
+	Onnx__GraphProto *gp = ir_arena_alloc(&ex->arena, sizeof *gp);
+	Onnx__NodeProto **nodes = ex->nodes;
+	size_t nnodes = ex->nnodes, cap = ex->cap_nodes;
+	const struct ir_node *n = v->def;
+	int64_t zero = 0, elems = ir_type_elems(t);
+	const char *sliced, *y;
+	onnx__graph_proto__init(gp);
+	gp->name = (char *)ir_arena_printf(&ex->arena, "%s/%s", n->name, what);
+	ex->nodes = NULL;
+	ex->nnodes = ex->cap_nodes = 0;
+	sliced = ex_step(ex, n, "Slice", ir_arena_printf(&ex->arena, "%s_slice", what), NULL,
+	                 (const char *[]){ flat, ex_ints(ex, n, "zero", &zero, 1, false),
+	                                   ex_ints(ex, n, "elems", &elems, 1, false), NULL });
+	y = ex_step(
+	        ex, n, "Reshape", what, NULL,
+	        (const char *[]){ sliced, ex_ints(ex, n, "dims", t->dims, t->rank, false), NULL });
+	gp->n_output = 1;
+	gp->output = ir_arena_alloc(&ex->arena, sizeof *gp->output * 2);
+	gp->output[0] = ex_value_info(ex, v);
+	gp->output[0]->name = (char *)y;
+	gp->output[0]->type = ex_type(ex, t);
+	gp->n_node = ex->nnodes;
+	gp->node = ex->nodes;
+	ex->nodes = nodes;
+	ex->nnodes = nnodes;
+	ex->cap_nodes = cap;
+	return gp;
+}
+
+/*
+ * Outputs of run-time shape (ir.h, struct ir_out_shape). The IR's value,
+ * the elements flat and padded, is written as NAME.flat; an If on the
+ * output's condition gives NAME, in each branch Reshape(Slice(NAME.flat,
+ * 0, elems), dims) of that branch's shape: ONNX of dynamic shape, which
+ * the importer reads back as an output of run-time shape again.
+ */
+static void ex_shaped_outputs(struct ex *ex)
+{
+	struct ir_module *m = ex->m;
+	for (int i = 0; i < m->noutputs; i++) {
+		const struct ir_out_shape *sh = m->out_shapes[i];
+		const struct ir_value *v = m->outputs[i];
+		const char *flat;
+		struct ex_node *en;
+		Onnx__AttributeProto *a;
+		if (!sh || ex->unflat_out[i])
+			continue;
+		flat = ex_new_name(ex, v->def, "flat");
+		for (size_t j = 0; j < ex->nnodes; j++)
+			for (size_t o = 0; o < ex->nodes[j]->n_output; o++)
+				if (!strcmp(ex->nodes[j]->output[o], v->name))
+					ex->nodes[j]->output[o] = (char *)flat;
+		en = ex_node_named(
+		        ex, v->def, "If",
+		        ex_node_name(ex, ir_arena_printf(&ex->arena, "%s/shape", v->name)), 1, 1,
+		        2);
+		ex_in(en, sh->cond->name);
+		en->p->output[en->p->n_output++] = (char *)v->name;
+		a = ex_attr(en, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+		a->g = ex_shaped_branch(ex, v, flat, &sh->then_type, "then");
+		a = ex_attr(en, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+		a->g = ex_shaped_branch(ex, v, flat, &sh->else_type, "else");
+	}
+}
+
 static bool ex_run(struct ex *ex, const char *path, const struct fe_export_options *o)
 {
 	struct ir_arena *a = &ex->arena;
@@ -1665,11 +1818,15 @@ static bool ex_run(struct ex *ex, const char *path, const struct fe_export_optio
 	ex->first = ir_arena_alloc(a, sizeof *ex->first * ids);
 	ex->if_name = ir_arena_alloc(a, sizeof *ex->if_name * ids);
 	ex->levels = ir_arena_alloc(a, sizeof *ex->levels * ids); /* all zeroed */
+	ex->unflat = ir_arena_alloc(a, sizeof *ex->unflat * 2 * ids);
+	ex->unflat_out = ir_arena_alloc(a, (size_t)ex->m->noutputs + 1);
 	ir_loops_together(ex->m); /* a node a pass left inside a loop goes before it */
 	IR_FOR_EACH_NODE(ex->m, n)
 	ex->pos[n->id] = k++;
 	ex_find_ifs(ex);
+	ex_unflatten(ex); /* after: its skips are no guards' */
 	ex_scope(ex, NULL);
+	ex_shaped_outputs(ex);
 	/* a guarded node no phi merges out of its branch (none is made so) */
 	IR_FOR_EACH_NODE(ex->m, n)
 	if (!ex->done[n->id] && !ex->skip[n->id] && ex->ctx->nerrors == errors)

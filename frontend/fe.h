@@ -180,6 +180,18 @@ struct fe {
 	/* the guard of every node fe_emit creates (NULL: unguarded): set while
 	 * the branches of an If with a run-time condition are imported */
 	struct ir_value *guard;
+	/* If results whose branches give different shapes (imp_if), by value
+	 * name: only a graph output may be one; a chain through next */
+	struct ir_map shaped;
+	struct fe_shaped *first_shaped;
+};
+
+/* An If result of run-time shape: the value, its shape, who made it. */
+struct fe_shaped {
+	struct ir_value *v;
+	struct ir_out_shape shape;
+	const char *node; /* the If */
+	struct fe_shaped *next;
 };
 
 /* One ONNX node being imported. */

@@ -1422,6 +1422,30 @@ static bool attrs_unique(struct fe_node *nd)
 	return true;
 }
 
+/* The record of v if it is an If result of run-time shape, else NULL. */
+static struct fe_shaped *shaped(const struct fe *fe, const struct ir_value *v)
+{
+	void **s = fe->first_shaped ? ir_map_get(&fe->shaped, v->name) : NULL;
+	return s && ((struct fe_shaped *)*s)->v == v ? *s : NULL;
+}
+
+/* false, reported on nd, if nd reads v and v is an If result of run-time
+ * shape: those are allowed only as graph outputs (docs/ir.md), through an
+ * Identity too (which binds its input as it is). */
+static bool fixed_shape(struct fe_node *nd, const struct ir_value *v)
+{
+	const struct fe_shaped *s = shaped(nd->fe, v);
+	char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+	if (!s || (nd->def && !nd->def->domain && !strcmp(nd->def->name, "Identity")))
+		return true;
+	return fe_fail(nd,
+	               "reads '%s', which If '%s' gives shape %s in one branch and %s in the "
+	               "other; onnxc allows branches of different shapes only for a graph "
+	               "output that nothing reads",
+	               v->name, s->node, ir_type_str(&s->shape.then_type, a, sizeof a),
+	               ir_type_str(&s->shape.else_type, b, sizeof b));
+}
+
 static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *name, int64_t opset)
 {
 	const struct fe_op *op = fe_find_op(p->domain, p->op_type);
@@ -1447,6 +1471,8 @@ static void import_node(struct fe *fe, const Onnx__NodeProto *p, const char *nam
 		if (!*v)
 			goto poison; /* depends on a node that failed */
 		nd.in[i] = *v;
+		if (!fixed_shape(&nd, *v))
+			goto poison;
 	}
 	if (!attrs_unique(&nd))
 		goto poison;
@@ -1548,6 +1574,8 @@ bool fe_import_graph(struct fe_node *nd, const Onnx__GraphProto *g, const char *
 			nd->failed = true;
 			return false;
 		}
+		if (!fixed_shape(nd, *v))
+			return false;
 		out[k] = *v;
 	}
 	return true;
@@ -1624,6 +1652,62 @@ static const char *trial_reason(const struct trial *t)
 {
 	const char *s = strstr(t->first, "error: ");
 	return s ? s + 7 : t->first;
+}
+
+/* Branch value x, flat and padded with zeros to n elements, computed under
+ * guard g. */
+static struct ir_value *flat_padded(struct fe_node *nd, struct ir_value *x, int64_t n,
+                                    struct ir_value *g)
+{
+	int64_t e = ir_type_elems(&x->type), pads[2] = { 0, n - e };
+	struct ir_value *outer = nd->fe->guard;
+	struct ir_node *p = NULL;
+	const char *name;
+	nd->fe->guard = g;
+	if (x->type.rank != 1)
+		x = fe_reshape(nd, x, &e, 1, -1);
+	if (x && e < n) {
+		name = fe_tmp_name(nd, "pad");
+		p = fe_emit(nd, IR_OP_PAD, &x, 1, &name, 1);
+		ir_set_ints(nd->fe->m, p, "pads", pads, 2);
+		ir_set_s(nd->fe->m, p, "mode", "constant");
+		ir_set_f(nd->fe->m, p, "value", 0);
+		x = fe_finish(nd, p) ? p->out[0] : NULL;
+	}
+	nd->fe->guard = outer;
+	return x;
+}
+
+/*
+ * Output k of If nd, whose branches give *t and *e of one dtype but
+ * different shapes: each branch's value becomes its elements flat, padded
+ * to the larger count, and the record of a result of run-time shape is
+ * returned for imp_if to complete (NULL: reported). Only a graph output
+ * may be such a result (fixed_shape).
+ */
+static struct fe_shaped *shaped_output(struct fe_node *nd, int k, struct ir_value *c,
+                                       struct ir_value *g_then, struct ir_value *g_else,
+                                       struct ir_value **t, struct ir_value **e)
+{
+	struct fe_shaped *r;
+	char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
+	int64_t nt = ir_type_elems(&(*t)->type), ne = ir_type_elems(&(*e)->type);
+	int64_t n = nt > ne ? nt : ne;
+	if ((*t)->type.dtype != (*e)->type.dtype) {
+		fe_fail(nd,
+		        "output %d is %s in the then branch and %s in the else branch; with a "
+		        "condition known only at run time both branches must give one element "
+		        "type",
+		        k, ir_type_str(&(*t)->type, a, sizeof a),
+		        ir_type_str(&(*e)->type, b, sizeof b));
+		return NULL;
+	}
+	r = ir_arena_alloc(&nd->fe->m->arena, sizeof *r);
+	r->shape = (struct ir_out_shape){ c, (*t)->type, (*e)->type };
+	r->node = nd->name;
+	if (!(*t = flat_padded(nd, *t, n, g_then)) || !(*e = flat_padded(nd, *e, n, g_else)))
+		return NULL;
+	return r;
 }
 
 /*
@@ -1716,24 +1800,62 @@ static bool imp_if(struct fe_node *nd)
 	}
 	fe->guard = outer;
 	for (int k = 0; k < nd->nout; k++) {
-		char a[IR_TYPE_STR_MAX], b[IR_TYPE_STR_MAX];
 		struct ir_value *v;
-		if (!ir_type_eq(&out[k]->type, &eout[k]->type))
-			return fe_fail(nd,
-			               "output %d is %s in the then branch and %s in the else "
-			               "branch; with a condition known only at run time both "
-			               "branches must give one type",
-			               k, ir_type_str(&out[k]->type, a, sizeof a),
-			               ir_type_str(&eout[k]->type, b, sizeof b));
+		struct fe_shaped *r = NULL;
+		if (!ir_type_eq(&out[k]->type, &eout[k]->type) &&
+		    !(r = shaped_output(nd, k, c, g_then, g_else, &out[k], &eout[k])))
+			return false;
 		if (!(v = fe_simple(nd, IR_OP_PHI, (struct ir_value *[]){ c, out[k], eout[k] }, 3,
 		                    k)))
 			return false;
 		fe_bind(nd, k, v);
+		if (r) {
+			r->v = v;
+			r->next = fe->first_shaped;
+			fe->first_shaped = r;
+			ir_map_put(&fe->shaped, v->name, r);
+		}
 	}
 	return true;
 }
 
-/* Graph outputs, checked against the model's declared types. */
+/* Does declared shape sh (fixed or symbolic dimensions) fit t? */
+static bool declared_fits(const Onnx__TensorShapeProto *sh, const struct ir_type *t)
+{
+	if ((int)sh->n_dim != t->rank)
+		return false;
+	for (size_t d = 0; d < sh->n_dim; d++)
+		if (sh->dim[d]->value_case ==
+		            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+		    sh->dim[d]->dim_value != t->dims[d])
+			return false;
+	return true;
+}
+
+struct dims_str {
+	char s[IR_TYPE_STR_MAX];
+};
+
+/* Declared shape sh as "[2,?,3]", after t's dtype. */
+static struct dims_str declared_str(const Onnx__TensorShapeProto *sh, const struct ir_type *t)
+{
+	struct dims_str r;
+	size_t n = (size_t)snprintf(r.s, sizeof r.s, "%s[", ir_dtype_name(t->dtype));
+	for (size_t d = 0; d < sh->n_dim && n < sizeof r.s; d++) {
+		const Onnx__TensorShapeProto__Dimension *dm = sh->dim[d];
+		if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+			n += (size_t)snprintf(r.s + n, sizeof r.s - n, "%s%lld", d ? "," : "",
+			                      (long long)dm->dim_value);
+		else
+			n += (size_t)snprintf(r.s + n, sizeof r.s - n, "%s?", d ? "," : "");
+	}
+	if (n < sizeof r.s)
+		snprintf(r.s + n, sizeof r.s - n, "]");
+	return r;
+}
+
+/* Graph outputs, checked against the model's declared types. An If result
+ * of run-time shape is one (ir_set_out_shape), checked against both. */
 static void bind_outputs(struct fe *fe)
 {
 	Onnx__GraphProto *g = fe->model->graph;
@@ -1743,6 +1865,7 @@ static void bind_outputs(struct fe *fe)
 		const Onnx__ValueInfoProto *vi = g->output[i];
 		void **slot = vi->name ? ir_map_get(&fe->values, vi->name) : NULL;
 		struct ir_value *v;
+		const struct fe_shaped *r;
 		bool dup;
 		if (!slot) {
 			ir_error(fe->ctx, "graph output '%s' is not produced by any node",
@@ -1750,7 +1873,8 @@ static void bind_outputs(struct fe *fe)
 			continue;
 		}
 		if (!(v = *slot))
-			continue; /* its node failed */
+			continue;  /* its node failed */
+		r = shaped(fe, v); /* before v is renamed */
 		dup = ir_map_get(&bound, v->name) != NULL;
 		if (v->kind != IR_VAL_NODE || dup) {
 			/* outputs are distinct node results, named like the model's:
@@ -1778,35 +1902,32 @@ static void bind_outputs(struct fe *fe)
 		if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
 		    vi->type->tensor_type) {
 			const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-			const Onnx__TensorShapeProto *sh = tt->shape;
-			char have[IR_TYPE_STR_MAX];
-			ir_type_str(&v->type, have, sizeof have);
+			char have[IR_TYPE_STR_MAX * 2 + 8];
+			if (r) {
+				char e[IR_TYPE_STR_MAX];
+				ir_type_str(&r->shape.then_type, have, IR_TYPE_STR_MAX);
+				snprintf(have + strlen(have), sizeof have - strlen(have), " or %s",
+				         ir_type_str(&r->shape.else_type, e, sizeof e));
+			} else {
+				ir_type_str(&v->type, have, sizeof have);
+			}
 			if (tt->has_elem_type && tt->elem_type &&
 			    ir_dtype_from_onnx(tt->elem_type) != v->type.dtype)
 				ir_error(fe->ctx,
 				         "graph output '%s' is declared %s but computes %s",
 				         vi->name, ir_onnx_dtype_name(tt->elem_type), have);
-			if (sh && (int)sh->n_dim != v->type.rank) {
+			else if (tt->shape &&
+			         (r ? !declared_fits(tt->shape, &r->shape.then_type) &&
+			                          !declared_fits(tt->shape, &r->shape.else_type)
+			            : !declared_fits(tt->shape, &v->type)))
 				ir_error(fe->ctx,
-				         "graph output '%s' is declared with rank %zu but computes "
+				         "graph output '%s' is declared with shape %s but computes "
 				         "%s",
-				         vi->name, sh->n_dim, have);
-			} else if (sh) {
-				for (size_t d = 0; d < sh->n_dim; d++)
-					if (sh->dim[d]->value_case ==
-					            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-					    sh->dim[d]->dim_value != v->type.dims[d]) {
-						ir_error(fe->ctx,
-						         "graph output '%s' is declared with "
-						         "dimension %zu = "
-						         "%lld but computes %s",
-						         vi->name, d,
-						         (long long)sh->dim[d]->dim_value, have);
-						break;
-					}
-			}
+				         vi->name, declared_str(tt->shape, &v->type).s, have);
 		}
 		ir_add_output(fe->m, v);
+		if (r)
+			ir_set_out_shape(fe->m, fe->m->noutputs - 1, &r->shape);
 		ir_map_put(&bound, v->name, v);
 	}
 	if (!g->n_output)
@@ -1843,6 +1964,12 @@ static bool import_graph(struct fe *fe)
 	for (size_t i = 0; i < g->n_node; i++)
 		import_node(fe, g->node[order[i]], names[order[i]],
 		            node_opset(fe, (size_t)order[i]));
+	for (const struct fe_shaped *r = fe->first_shaped; r; r = r->next)
+		if (r->v->nuses) /* fixed_shape sees every node's inputs: a backstop */
+			ir_error(fe->ctx,
+			         "node '%s' reads '%s', whose shape If '%s' picks at run time; "
+			         "only a graph output may be such a value",
+			         r->v->uses[0].node->name, r->v->name, r->node);
 	bind_outputs(fe);
 	return fe->ctx->nerrors == errors;
 }
@@ -1876,6 +2003,7 @@ struct ir_module *fe_import(struct ir_ctx *ctx, const char *path, const struct f
 	ir_map_init(&fe.reads, &m->arena);
 	ir_map_init(&fe.wanted, &m->arena);
 	ir_map_init(&fe.no_data, &m->arena);
+	ir_map_init(&fe.shaped, &m->arena);
 	for (int i = 0; opt && i < opt->nno_data; i++)
 		ir_map_put(&fe.no_data, opt->no_data[i], (void *)opt->no_data[i]);
 	{

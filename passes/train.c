@@ -312,6 +312,17 @@ bool train_build(struct ir_module *m, const struct train_options *o, struct trai
 		ir_error(b.ctx, "the model has no outputs");
 		return false;
 	}
+	for (int i = 0; i < m->noutputs; i++)
+		if (m->out_shapes[i]) {
+			char t[IR_TYPE_STR_MAX], e[IR_TYPE_STR_MAX];
+			ir_error(b.ctx,
+			         "graph output '%s' is %s or %s as a run-time If picks; a training "
+			         "step needs outputs of one shape",
+			         m->outputs[i]->name,
+			         ir_type_str(&m->out_shapes[i]->then_type, t, sizeof t),
+			         ir_type_str(&m->out_shapes[i]->else_type, e, sizeof e));
+			return false;
+		}
 	{
 		struct ir_map inits;
 		bool *is_state =

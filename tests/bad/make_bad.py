@@ -416,14 +416,17 @@ def function_unsupported_inside(d):
 
 @case
 def if_runtime_shapes_differ(d):
-    # a run-time condition needs one type from both branches (docs/ir.md, Guards)
+    # branches of a run-time condition may give an output different shapes
+    # only where it is a graph output nothing reads (docs/ir.md, Outputs of
+    # run-time shape)
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
                                [vi("t", [2])])
     else_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["e"], axis=0)],
                                "else", [], [vi("e", [4])])
     c = vi("c", [], TensorProto.BOOL)
-    return model([helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
-                                   else_branch=else_g)],
+    return model([helper.make_node("If", ["c"], ["b"], name="branch", then_branch=then_g,
+                                   else_branch=else_g),
+                  helper.make_node("Neg", ["b"], ["y"], name="reader")],
                  [vi("x", [2]), c], [vi("y", None)], opset=18)
 
 

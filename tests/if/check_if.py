@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """If whose condition is known only at run time (docs/ir.md, Guards).
 
-Usage: check_if.py ONNXC [ORT_RUN_JS]
+Usage: check_if.py ONNXC [ORT_RUN_JS [RUNTIME_LIB [SANITIZE_LINK_FLAGS]]]
+       check_if.py --write-cases DIR   (the models as `onnxc check` cases)
 
 Builds small models with run-time Ifs - nested Ifs, branches reading outer
 values, a branch output that is an outer value or a constant, branches with
@@ -15,7 +16,17 @@ with --precision mixed too (half tolerances). Each model is also exported
 (`onnxc export` writes the guarded branches back as If nodes), the ONNX
 checker must accept the file, and the exported model must compute the same
 for every combination; a branch replaced by a trap cannot be exported, and
-the export says so naming the trap. Exits 1 on any failure.
+the export says so naming the trap. Branches that give an output different
+shapes (one rank, and two ranks through an Identity) are checked the same
+way (the run writes the shape of the branch taken; the mixed-precision
+export too), an export from the flat form (IR text whose branches are not
+the import's), the generated C API's NAME_output_shape by
+tests/if/shape_api.c (given the runtime library), and the refusals (a node
+reading such an output, an If whose branch returns one, element types that
+differ) by their messages. The models are also written as `onnxc check` cases (ONNX's
+node-test layout, one data set per combination of conditions) and checked
+so on the CPU; scripts/gpu-check bundles them (--write-cases) and checks
+them on the CUDA target. Exits 1 on any failure.
 """
 
 import itertools
@@ -48,11 +59,12 @@ def const(name, a):
     return numpy_helper.from_array(np.asarray(a), name)
 
 
-def make(nodes, inputs, outputs, inits=(), opset=18):
+def make(nodes, inputs, outputs, inits=(), opset=18, check=True):
     g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
-    onnx.checker.check_model(m)
+    if check:
+        onnx.checker.check_model(m)
     return m
 
 
@@ -147,15 +159,82 @@ def cases():
     # the computed condition takes both values through the sign of x
     c["else_if_pos"] = (m, {"x": np.abs(x)}, ["c2"], ref_else_if)
     c["else_if_neg"] = (m, {"x": -np.abs(x)}, ["c2"], ref_else_if)
+
+    # branches giving an output different shapes (docs/ir.md, Outputs of
+    # run-time shape): the run reports the shape of the branch taken.
+    # "shapes": one rank, different dimensions (y: [4,6] or [8,4]), beside
+    # an output of one shape; "ranks": different ranks (y: [4,6] or [4]),
+    # the condition a bool[1], the output through an Identity
+    m = make([helper.make_node("If", ["c"], ["y", "z"], name="pick",
+                               then_branch=graph(
+                                   [helper.make_node("MatMul", ["x", "w1"], ["xw"]),
+                                    helper.make_node("Add", ["xw", "b1"], ["t"]),
+                                    helper.make_node("Relu", ["x"], ["t2"])], "then",
+                                   [vi("t", F, [4, 6]), vi("t2", F, [4, 8])]),
+                               else_branch=graph(
+                                   [helper.make_node("Transpose", ["x"], ["e"]),
+                                    helper.make_node("Neg", ["x"], ["e2"])], "else",
+                                   [vi("e", F, [8, 4]), vi("e2", F, [4, 8])]))],
+             [vi("x", F, [4, 8]), vi("c", B, [])],
+             [vi("y", F, ["rows", "cols"]), vi("z", F, [4, 8])],
+             [const("w1", w1), const("b1", b1)])
+    c["shapes"] = (m, {"x": x}, ["c"], lambda i, k: [
+        i["x"] @ w1 + b1 if k["c"] else i["x"].T,
+        np.maximum(i["x"], 0) if k["c"] else -i["x"]])
+    m = make([helper.make_node("If", ["c"], ["yi"], name="pick",
+                               then_branch=graph([helper.make_node("MatMul", ["x", "w1"], ["t"])],
+                                                 "then", [vi("t", F, [4, 6])]),
+                               else_branch=graph([helper.make_node("ReduceSum", ["x", "ax"],
+                                                                   ["e"], keepdims=0)],
+                                                 "else", [vi("e", F, [4])])),
+              helper.make_node("Identity", ["yi"], ["y"])],
+             [vi("x", F, [4, 8]), vi("c", B, [1])], [vi("y", F, None)],
+             [const("w1", w1), const("ax", np.array([1], np.int64))], check=False)
+    c["ranks"] = (m, {"x": x}, ["c"], lambda i, k: [
+        i["x"] @ w1 if k["c"] else i["x"].sum(axis=1)])
     return c
 
 
 # ONNX Runtime refuses a branch output that is an outer value (it wants an
 # Identity between), which ONNX allows and onnxc takes
 ORT_SKIP = {"nested"}
+# onnx 1.12's checker wants a shape on every graph output, and an output of
+# two ranks can have none (ONNX allows it; the model itself is not checked)
+CHECKER_SKIP = {"ranks"}
+# run in mixed precision as well (half tolerances)
+MIXED = {"linear", "shapes"}
+
+
+def write_case(name, case, d):
+    """Case name as an `onnxc check` case in d: d/model.onnx and one
+    test_data_set_<k> per combination of condition values (inputs in graph
+    order, the float64 reference in the outputs' types)."""
+    m, data, conds, ref = case
+    os.makedirs(d)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for k, values in enumerate(itertools.product([False, True], repeat=len(conds))):
+        s = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(s)
+        inputs = dict(data)
+        for cn, v in zip(conds, values):
+            shape = [dd.dim_value for dd in next(
+                i for i in m.graph.input if i.name == cn).type.tensor_type.shape.dim]
+            inputs[cn] = np.full(shape, v, dtype=bool)
+        for j, i in enumerate(m.graph.input):
+            onnx.save_tensor(numpy_helper.from_array(np.asarray(inputs[i.name]), i.name),
+                             os.path.join(s, "input_%d.pb" % j))
+        for j, (o, w) in enumerate(zip(m.graph.output, ref(data, dict(zip(conds, values))))):
+            dt = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[o.type.tensor_type.elem_type]
+            onnx.save_tensor(numpy_helper.from_array(np.asarray(w).astype(dt), o.name),
+                             os.path.join(s, "output_%d.pb" % j))
+    return d
 
 
 def main():
+    if sys.argv[1:2] == ["--write-cases"]:
+        for name, case in cases().items():
+            write_case(name, case, os.path.join(sys.argv[2], "if_" + name))
+        return 0
     onnxc = sys.argv[1]
     ort_run = sys.argv[2] if len(sys.argv) > 2 else None
     have_ort = bool(ort_run) and subprocess.run(["node", ort_run, "--check"],
@@ -175,9 +254,27 @@ def main():
                 print("FAIL: %s: onnxc export: %s" % (name, p.stderr.strip()))
                 failures += 1
                 exported = None
+            elif name in CHECKER_SKIP:
+                print("ok: %s exported (not checked: %s)" % (name, "an output of two ranks"))
             else:
                 onnx.checker.check_model(exported, full_check=True)
                 print("ok: %s exported, the checker accepts it" % name)
+            # exported in mixed precision: for "shapes" a cast follows the
+            # merge, and the output is written from its flat form
+            exported_mixed = None
+            if name in MIXED:
+                exported_mixed = os.path.join(d, name + ".exported-mixed.onnx")
+                p = subprocess.run([onnxc, "export", path, "-o", exported_mixed, "--precision",
+                                    "mixed"], capture_output=True, text=True)
+                if p.returncode:
+                    print("FAIL: %s: onnxc export --precision mixed: %s" %
+                          (name, p.stderr.strip()))
+                    failures += 1
+                    exported_mixed = None
+                else:
+                    onnx.checker.check_model(exported_mixed, full_check=True)
+                    print("ok: %s exported in mixed precision, the checker accepts it" % name)
+            files = {"exported": exported, "exported mixed": exported_mixed}
             for values in itertools.product([False, True], repeat=len(conds)):
                 k = dict(zip(conds, values))
                 inputs = dict(data)
@@ -187,12 +284,14 @@ def main():
                     inputs[cn] = np.full(shape, k[cn], dtype=bool)
                 want = ref(data, k)
                 modes = [("fp32", (), 1e-5, 1e-5)]
-                if name == "linear":
+                if name in MIXED:
                     modes.append(("mixed", ("--precision", "mixed"), 2e-2, 2e-2))
                 if exported:
                     modes.append(("exported", (), 1e-5, 1e-5))
+                if exported_mixed:
+                    modes.append(("exported mixed", (), 2e-2, 2e-2))
                 for mode, extra, rtol, atol in modes:
-                    out, err = run_model(onnxc, d, exported if mode == "exported" else path,
+                    out, err = run_model(onnxc, d, files.get(mode) or path,
                                          inputs, extra)
                     label = "%s %s %s" % (name, mode, k)
                     if out is None:
@@ -215,7 +314,7 @@ def main():
                         failures += 1
                     else:
                         for n, g, w in zip(outs, got, want):
-                            if not np.allclose(g, w, 1e-5, 1e-5):
+                            if g.shape != np.shape(w) or not np.allclose(g, w, 1e-5, 1e-5):
                                 print("FAIL: %s %s: ONNX Runtime's %s differs from the "
                                       "reference" % (name, k, n))
                                 failures += 1
@@ -258,8 +357,166 @@ def main():
             failures += 1
         else:
             print("ok: export refuses a trap: " + p.stderr.strip().splitlines()[0])
+        # the outputs of run-time shape through `onnxc check` (each data set
+        # gives its own shape), as scripts/gpu-check runs them on CUDA
+        for name in ("shapes", "ranks"):
+            case_dir = write_case(name, cases()[name], os.path.join(d, "case_" + name))
+            p = subprocess.run([onnxc, "check", case_dir, "--json"], capture_output=True,
+                               text=True)
+            if p.returncode:
+                print("FAIL: onnxc check of %s: %s" % (name, (p.stderr or p.stdout).strip()))
+                failures += 1
+            else:
+                print("ok: onnxc check of %s: %s" % (name, p.stdout.strip()))
+        failures += check_flat_export(onnxc, d)
+        failures += check_refusals(onnxc, d)
+        if len(sys.argv) > 3:
+            failures += check_shape_api(onnxc, d, sys.argv[3],
+                                        sys.argv[4].split() if len(sys.argv) > 4 else [])
+        else:
+            print("note: no runtime library given: the C API check is skipped")
     print("%d failures" % failures)
     return 1 if failures else 0
+
+
+FLAT_IR = """onnxc-ir 1
+module "flat"
+input %x : f32[2,3]
+input %c : bool[]
+%xf : f32[6] = reshape(%x) {shape=[6]} @xf
+%n : bool[] = not(%c) @n
+%a : f32[6] = relu(%xf) if %c @a
+%b : f32[6] = neg(%xf) if %n @b
+%y : f32[6] = phi(%c, %a, %b) @y
+output %y shape(%c ? f32[2,3] : f32[3,2])
+"""
+
+
+def check_flat_export(onnxc, d):
+    """An output of run-time shape whose branches are not the import's
+    flattening of a value of each shape (a pass's rewrite; here IR text)
+    is exported from its flat form: Reshape(Slice(y.flat)) in an If on its
+    condition. The file, run by onnxc, gives what the IR gives."""
+    src = os.path.join(d, "flat.oir")
+    dst = os.path.join(d, "flat.onnx")
+    with open(src, "w") as f:
+        f.write(FLAT_IR)
+    p = subprocess.run([onnxc, "export", src, "-o", dst], capture_output=True, text=True)
+    if p.returncode:
+        print("FAIL: export of a flat output of run-time shape: %s" % p.stderr.strip())
+        return 1
+    onnx.checker.check_model(dst, full_check=True)
+    ops = [n.op_type for n in onnx.load(dst).graph.node]
+    failures = 0
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    for c in (False, True):
+        want = np.maximum(x, 0) if c else -x.reshape(3, 2)
+        out, err = run_model(onnxc, d, dst, {"x": x, "c": np.array(c)})
+        got = np.load(os.path.join(out, "y.npy")) if out else None
+        if got is None or got.shape != want.shape or not np.allclose(got, want):
+            print("FAIL: flat export c=%s: %s" % (c, err or "shape %s" % (got.shape,)))
+            failures += 1
+        else:
+            print("ok: flat export c=%s: %s gives %s" % (c, ops, got.shape))
+    return failures
+
+
+def check_refusals(onnxc, d):
+    """Outputs of run-time shape are allowed only as graph outputs nothing
+    reads; what else would use one is refused, naming the node."""
+    x = vi("x", F, [4, 8])
+    differ = lambda name: helper.make_node(  # noqa: E731
+        "If", ["c"], [name], name=name + "_if",
+        then_branch=graph([helper.make_node("Relu", ["x"], [name + "_t"])], "then",
+                          [vi(name + "_t", F, [4, 8])]),
+        else_branch=graph([helper.make_node("Transpose", ["x"], [name + "_e"])], "else",
+                          [vi(name + "_e", F, [8, 4])]))
+    cases = {
+        "read": (make([differ("y0"), helper.make_node("Neg", ["y0"], ["y"], name="reader")],
+                      [x, vi("c", B, [])], [vi("y", F, None)], check=False),
+                 "node 'reader' (Neg): reads 'y0', which If 'y0_if' gives shape f32[4,8] in "
+                 "one branch and f32[8,4] in the other; onnxc allows branches of different "
+                 "shapes only for a graph output that nothing reads"),
+        "nested": (make([helper.make_node(
+            "If", ["c2"], ["y"], name="outer",
+            then_branch=graph([differ("y1")], "then", [vi("y1", F, None)]),
+            else_branch=graph([helper.make_node("Neg", ["x"], ["n"])], "else",
+                              [vi("n", F, [4, 8])]))],
+            [x, vi("c", B, []), vi("c2", B, [])], [vi("y", F, None)], check=False),
+            "node 'outer' (If): the then branch cannot be compiled for these shapes "
+            "(node 'outer' (If): reads 'y1', which If 'outer/then/y1_if' gives shape"),
+        "dtypes": (make([helper.make_node(
+            "If", ["c"], ["y"], name="types",
+            then_branch=graph([helper.make_node("Relu", ["x"], ["t"])], "then",
+                              [vi("t", F, [4, 8])]),
+            else_branch=graph([helper.make_node("Shape", ["x"], ["e"])], "else",
+                              [vi("e", TensorProto.INT64, [2])]))],
+            [x, vi("c", B, [])], [vi("y", F, None)], check=False),
+            "node 'types' (If): output 0 is f32[4,8] in the then branch and i64[2] in the "
+            "else branch; with a condition known only at run time both branches must give "
+            "one element type"),
+    }
+    # a branch that returns one cannot be compiled: like any such branch it
+    # becomes a trap (a warning; a run that takes it fails)
+    trap = {"nested"}
+    failures = 0
+    for name, (m, want) in cases.items():
+        path = os.path.join(d, "refuse_%s.onnx" % name)
+        onnx.save(m, path)
+        p = subprocess.run([onnxc, "compile", path, "-o", os.path.join(d, "refused")],
+                           capture_output=True, text=True)
+        if p.returncode != (0 if name in trap else 1) or want not in p.stderr:
+            print("FAIL: refusal %s: status %d, %s" % (name, p.returncode, p.stderr.strip()))
+            failures += 1
+        else:
+            print("ok: refusal %s: %s" % (name, p.stderr.strip().splitlines()[0]))
+    return failures
+
+
+def check_shape_api(onnxc, d, rtlib, san):
+    """tests/if/shape_api.c against the "shapes" and "ranks" models: the
+    shape s_output_shape reports and the elements at the start of the
+    buffer, for each condition, against numpy."""
+    failures = 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("shapes", "ranks"):
+        m, data, _, ref = cases()[name]
+        work = os.path.join(d, "api_" + name)
+        path = work + ".onnx"
+        onnx.save(m, path)
+        p = subprocess.run([onnxc, "compile", path, "--name", "s", "-o", work, "-q"],
+                           capture_output=True, text=True)
+        exe = os.path.join(work, "shape_api")
+        if not p.returncode:
+            p = subprocess.run(["cc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror"] + san +
+                               [os.path.join(here, "shape_api.c"), "-I" + work,
+                                "-I" + os.path.join(here, "..", "..", "runtime"),
+                                os.path.join(work, "libs.a"), rtlib, "-lopenblas",
+                                "-lpthread", "-lm", "-o", exe], capture_output=True, text=True)
+        if p.returncode:
+            print("FAIL: C API %s: building: %s" % (name, p.stderr.strip()))
+            failures += 1
+            continue
+        data["x"].tofile(os.path.join(work, "x.bin"))
+        p = subprocess.run([exe, os.path.join(work, "s.weights"), os.path.join(work, "x.bin"),
+                            os.path.join(work, "y")], capture_output=True, text=True)
+        if p.returncode:
+            print("FAIL: C API %s: %s" % (name, p.stderr.strip()))
+            failures += 1
+            continue
+        for c in (False, True):
+            want = np.asarray(ref(data, {"c": c})[0], np.float32)
+            with open(os.path.join(work, "y_%d.shape" % c)) as f:
+                got_shape = tuple(int(v) for v in f.read().split()[1:])
+            got = np.fromfile(os.path.join(work, "y_%d.bin" % c), np.float32)
+            if got_shape != want.shape or not np.allclose(got.reshape(got_shape), want,
+                                                          1e-5, 1e-5):
+                print("FAIL: C API %s c=%s: shape %s, want %s" % (name, c, got_shape,
+                                                                  want.shape))
+                failures += 1
+            else:
+                print("ok: C API %s c=%s: s_output_shape gives %s" % (name, c, got_shape))
+    return failures
 
 
 if __name__ == "__main__":

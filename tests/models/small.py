@@ -407,6 +407,27 @@ def function_cases():
     m.ir_version = 9
     c["if_runtime"] = m
 
+    # If on a run-time condition whose branches give an output different
+    # shapes (docs/ir.md, Outputs of run-time shape): each branch's value
+    # flat and padded to the larger count, merged by a phi, the output's
+    # shape picked by the condition at the end of a run (y: [2,4] or [2,1];
+    # tests/if/check_if.py has ranks that differ); the condition is a
+    # bool[1] (read through a view), the second output has one shape
+    then_g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["t"], name="mm"),
+         helper.make_node("Relu", ["x"], ["t2"], name="relu")], "then", [],
+        [vi("t", F, [2, 4]), vi("t2", F, [2, 3])])
+    else_g = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["e"], name="sum", axes=[1]),
+         helper.make_node("Neg", ["x"], ["e2"], name="neg")], "else", [],
+        [vi("e", F, [2, 1]), vi("e2", F, [2, 3])])
+    m = model([helper.make_node("If", ["c"], ["y", "z"], name="pick", then_branch=then_g,
+                                else_branch=else_g)],
+              [vi("x", F, [2, 3]), vi("c", TensorProto.BOOL, [1])],
+              [vi("y", F, [2, "cols"]), vi("z", F, [2, 3])],
+              [const("w", np.arange(12, dtype=np.float32).reshape(3, 4))], opset=11)
+    c["if_shapes"] = m
+
     # Loop whose trip count and condition are known only at run time
     # (docs/ir.md, Loops): one loop around its body, the iteration number
     # carried (the body reads it, and the trip count bounds it), the
