@@ -1337,7 +1337,8 @@ static int *topo_order(struct fe *fe, const Onnx__GraphProto *g, const char **na
 						graph_reads(p->attribute[k]->g, &r);
 				reads = ir_arena_alloc(a, sizeof *reads *
 				                                  (p->n_input + (size_t)r.n + 1));
-				memcpy(reads, p->input, sizeof *reads * p->n_input);
+				if (p->n_input) /* a node of no inputs has none to copy (NULL) */
+					memcpy(reads, p->input, sizeof *reads * p->n_input);
 				for (int k = 0; k < r.cap; k++)
 					if (r.keys[k] && ir_map_get(&producer, r.keys[k]))
 						reads[nreads++] = r.keys[k];
