@@ -418,12 +418,11 @@ void cg_c_shape_field(FILE *f, const struct cg_plan *p)
 
 void cg_c_shape_begin(FILE *f, const struct cg_plan *p)
 {
-	if (!any_shaped(p->m))
-		return;
-	fprintf(f, "\tif (model) /* a run that fails leaves no shape */\n");
-	for (int i = 0; i < p->m->noutputs; i++)
-		if (p->m->out_shapes[i])
-			fprintf(f, "\t\tmodel->shape_pick[%d] = 0;\n", i);
+	if (any_shaped(p->m))
+		fprintf(f,
+		        "\tfor (int i_ = 0; model && i_ < %d; i_++)\n"
+		        "\t\tmodel->shape_pick[i_] = 0; /* a run that fails leaves no shape */\n",
+		        p->m->noutputs);
 }
 
 void cg_c_shape_return(FILE *f, const struct cg_plan *p, const char *status)

@@ -192,6 +192,23 @@ def cases():
              [const("w1", w1), const("ax", np.array([1], np.int64))], check=False)
     c["ranks"] = (m, {"x": x}, ["c"], lambda i, k: [
         i["x"] @ w1 if k["c"] else i["x"].sum(axis=1)])
+    # "two": two outputs of run-time shape from one If
+    m = make([helper.make_node("If", ["c"], ["y", "y2"], name="pick",
+                               then_branch=graph(
+                                   [helper.make_node("MatMul", ["x", "w1"], ["t"]),
+                                    helper.make_node("Relu", ["x"], ["t2"])], "then",
+                                   [vi("t", F, [4, 6]), vi("t2", F, [4, 8])]),
+                               else_branch=graph(
+                                   [helper.make_node("Transpose", ["x"], ["e"]),
+                                    helper.make_node("Neg", ["x"], ["n"]),
+                                    helper.make_node("Transpose", ["n"], ["e2"])], "else",
+                                   [vi("e", F, [8, 4]), vi("e2", F, [8, 4])]))],
+             [vi("x", F, [4, 8]), vi("c", B, [])],
+             [vi("y", F, ["rows", "cols"]), vi("y2", F, ["rows2", "cols2"])],
+             [const("w1", w1)])
+    c["two"] = (m, {"x": x}, ["c"], lambda i, k: [
+        i["x"] @ w1 if k["c"] else i["x"].T,
+        np.maximum(i["x"], 0) if k["c"] else -i["x"].T])
     return c
 
 
@@ -479,7 +496,7 @@ def check_shape_api(onnxc, d, rtlib, san):
     buffer, for each condition, against numpy."""
     failures = 0
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("shapes", "ranks"):
+    for name in ("shapes", "ranks", "two"):
         m, data, _, ref = cases()[name]
         work = os.path.join(d, "api_" + name)
         path = work + ".onnx"

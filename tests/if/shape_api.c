@@ -18,9 +18,9 @@
 
 #include "../unit/test.h" /* CHECK */
 
-/* output 1, where the model has one, is of one shape */
+/* output 1, where the model has one: of one shape, or of run-time shape too */
 #if S_NUM_OUTPUTS > 1
-#define FIXED 1
+#define FIXED (!S_OUTPUT1_VARIABLE)
 static float z[S_OUTPUT1_ELEMS];
 #else
 #define FIXED 0
@@ -60,6 +60,12 @@ int main(int argc, char **argv)
 			CHECK(fixed[d] == zdims[d]);
 	}
 #endif
+	{ /* refused before it touches the instance */
+		unsigned char cond = 0;
+		const void *in[] = { x, &cond };
+		void *out[] = { y, z };
+		CHECK(s_run(NULL, in, out) != 0);
+	}
 	CHECK(s_output_shape(model, S_NUM_OUTPUTS, dims) == -1);
 	CHECK(s_output_shape(model, -1, dims) == -1);
 	CHECK(s_output_shape(NULL, 0, dims) == -1);
